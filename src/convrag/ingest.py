@@ -83,7 +83,7 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
     size = path.stat().st_size
     if size > max_bytes:
         raise IngestError(
-            f"{path}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB limit; "
+            f"{path}: {size / 2**20:.1f} MiB is over the {max_bytes / 2**20:.1f} MiB limit; "
             "split the file or raise MAX_FILE_BYTES"
         )
     if size == 0:

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,11 @@ def _port_open(port: int) -> bool:
 class _MilvusState:
     pid: int
     port: int
-    holders: list[int]
+    holders: list[str]  # "pid:token": one per handle, so one process may hold twice
+
+
+def _holder_alive(holder: str) -> bool:
+    return _alive(int(holder.split(":", 1)[0]))
 
 
 class ManagedMilvusLite:
@@ -133,11 +138,12 @@ class ManagedMilvusLite:
         self.lock_file = self.root / ".server.lock"
         self.startup_timeout_s = startup_timeout_s
         self._uri: str | None = None
+        self._holder = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def _read(self) -> _MilvusState | None:
         try:
             raw = json.loads(self.state_file.read_text())
-            return _MilvusState(int(raw["pid"]), int(raw["port"]), [int(p) for p in raw["holders"]])
+            return _MilvusState(int(raw["pid"]), int(raw["port"]), [str(h) for h in raw["holders"]])
         except (FileNotFoundError, KeyError, ValueError, json.JSONDecodeError):
             return None
 
@@ -152,7 +158,7 @@ class ManagedMilvusLite:
         with _file_lock(self.lock_file):
             state = self._read()
             if state is not None and _alive(state.pid) and _port_open(state.port):
-                state.holders = [p for p in state.holders if _alive(p)] + [os.getpid()]
+                state.holders = [h for h in state.holders if _holder_alive(h)] + [self._holder]
                 self._write(state)
             else:
                 if state is not None and _alive(state.pid):
@@ -182,7 +188,7 @@ class ManagedMilvusLite:
                 proc.terminate()
                 raise RuntimeError(f"milvus-lite server did not open port {port}; see {log_path}")
             time.sleep(0.05)
-        state = _MilvusState(proc.pid, port, [os.getpid()])
+        state = _MilvusState(proc.pid, port, [self._holder])
         self._write(state)
         return state
 
@@ -195,7 +201,7 @@ class ManagedMilvusLite:
             state = self._read()
             if state is None:
                 return
-            state.holders = [p for p in state.holders if _alive(p) and p != os.getpid()]
+            state.holders = [h for h in state.holders if _holder_alive(h) and h != self._holder]
             if state.holders:
                 self._write(state)
                 return

@@ -1,0 +1,55 @@
+"""Shared fixtures: one real embedded stack (PostgreSQL + Milvus Lite) per test session.
+
+Tests isolate themselves by workspace id, which is also what the product relies on.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.setdefault("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+for _var in ("DATABASE_URL", "MILVUS_URI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SERPER_API_KEY",
+             "LLM_MODEL", "EMBEDDING_MODEL"):
+    os.environ.pop(_var, None)
+
+from convrag.config import Settings  # noqa: E402
+from convrag.services import Services, open_services, set_services  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
+    path = Path("/tmp") / f"convrag-test-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+async def services(settings: Settings) -> AsyncIterator[Services]:
+    async with open_services(settings) as svc:
+        set_services(svc)
+        yield svc
+        set_services(None)
+
+
+@pytest.fixture
+def workspace() -> str:
+    return f"ws-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def docs_dir(tmp_path: Path) -> Iterator[Path]:
+    d = tmp_path / "docs"
+    d.mkdir()
+    yield d

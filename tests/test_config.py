@@ -1,0 +1,36 @@
+"""Settings: embedded defaults, environment overrides, masked secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convrag.config import Settings
+
+
+def test_defaults_need_no_url_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings()
+    assert s.database_url is None and s.milvus_uri is None and s.effective_llm_model is None
+
+
+def test_environment_overrides_every_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u:secretpw@db/x")
+    monkeypatch.setenv("MILVUS_URI", "http://milvus:19530")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("CONVRAG_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LLM_MODEL", "openai:gpt-4.1-mini")
+    s = Settings()
+    assert s.milvus_uri == "http://milvus:19530"
+    assert s.data_dir == tmp_path.resolve()
+    assert s.effective_llm_model == "openai:gpt-4.1-mini"
+    masked = s.masked()
+    assert masked["database_url"] == "****" and masked["openai_api_key"] == "****"
+    assert "secretpw" not in str(masked) and "sk-secret" not in str(masked)
+
+
+def test_an_api_key_alone_enables_the_default_openai_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    assert Settings().effective_llm_model == "openai:gpt-4o-mini"

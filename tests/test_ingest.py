@@ -1,0 +1,167 @@
+"""Ingestion against the real embedded Postgres and Milvus Lite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convrag.ingest import IngestError, delete_document, ingest_documents, load_path
+from convrag.services import Services
+
+EMPLOYEE = (
+    "Prasad Chaudhari\nPosition: Software Engineer\nTotal Salary: $120,000\n"
+    "Basic Salary: $80,000\nAllowances: $40,000\n"
+)
+LEAVE = "Leave policy: every employee gets 25 days of annual leave and unlimited sick leave."
+GARDEN = "Tomatoes need six hours of direct sunlight and deep watering twice a week."
+
+
+async def _ingest(services: Services, workspace: str, *paths: Path) -> dict[str, int]:
+    docs = [d for p in paths for d in load_path(p, max_bytes=services.settings.max_file_bytes)]
+    report = await ingest_documents(services, workspace, docs)
+    return report.as_json()
+
+
+def _write(d: Path, name: str, text: str) -> Path:
+    p = d / name
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+async def corpus(services: Services, workspace: str, docs_dir: Path) -> list[Path]:
+    paths = [_write(docs_dir, "employee.txt", EMPLOYEE), _write(docs_dir, "leave.md", LEAVE),
+             _write(docs_dir, "garden.html", f"<html><title>Garden</title><p>{GARDEN}</p></html>")]
+    await _ingest(services, workspace, *paths)
+    return paths
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+async def test_search_finds_the_right_chunk_in_every_mode(
+    services: Services, workspace: str, corpus: list[Path], mode: str
+) -> None:
+    results = await services.searcher.search(
+        workspace, "how many days of annual leave", top_k=3, mode=mode  # type: ignore[arg-type]
+    )
+    assert results and "25 days" in results[0].text
+
+
+async def test_hybrid_results_carry_both_list_scores(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    top = (await services.searcher.search(workspace, "Prasad basic salary", top_k=1))[0]
+    assert "Basic Salary" in top.text
+    assert top.dense_score is not None and top.bm25_score is not None
+    assert top.score == pytest.approx(1.0)  # first in both lists
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+async def test_a_workspace_never_sees_another_workspaces_chunks(
+    services: Services, workspace: str, corpus: list[Path], mode: str
+) -> None:
+    other = workspace + "-other"
+    results = await services.searcher.search(other, "annual leave", top_k=5, mode=mode)  # type: ignore[arg-type]
+    assert results == []
+
+
+async def test_reingesting_an_unchanged_file_changes_nothing(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    before = await services.db.chunk_texts(workspace)
+    version = await services.db.index_version(workspace)
+    report = await _ingest(services, workspace, *corpus)
+    assert report == {"added": 0, "updated": 0, "unchanged": 3, "chunks_written": 0}
+    assert await services.db.chunk_texts(workspace) == before
+    assert await services.db.index_version(workspace) == version
+
+
+async def test_a_changed_file_replaces_its_chunks_in_both_stores(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    corpus[1].write_text("Leave policy: every employee now gets 30 days of paid vacation.")
+    report = await _ingest(services, workspace, corpus[1])
+    assert report["updated"] == 1
+    texts = [t for _, _, t in await services.db.chunk_texts(workspace)]
+    assert not any("25 days" in t for t in texts) and any("30 days" in t for t in texts)
+    services.index.flush()
+    dense = await services.searcher.search(workspace, "annual leave days", top_k=5, mode="dense")
+    assert not any("25 days" in r.text for r in dense)
+    assert services.index.count(workspace) == 3
+
+
+async def test_deleting_a_document_leaves_no_chunk_anywhere(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    doc = await services.db.get_document_by_source(workspace, str(corpus[0].resolve()))
+    assert doc is not None
+    assert await delete_document(services, workspace, str(doc["id"]))
+    services.index.flush()
+    assert services.index.chunk_ids_of_document(workspace, str(doc["id"])) == []
+    assert all(d != str(doc["id"]) for _, d, _ in await services.db.chunk_texts(workspace))
+    for mode in ("dense", "bm25", "hybrid"):
+        hits = await services.searcher.search(workspace, "Prasad salary", top_k=5, mode=mode)  # type: ignore[arg-type]
+        assert all(h.document_id != str(doc["id"]) for h in hits)
+
+
+async def test_deleting_from_another_workspace_finds_nothing(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    doc = await services.db.get_document_by_source(workspace, str(corpus[0].resolve()))
+    assert doc is not None
+    assert not await delete_document(services, workspace + "-other", str(doc["id"]))
+    assert services.index.chunk_ids_of_document(workspace, str(doc["id"]))
+
+
+def test_jsonl_corpus_records_become_documents(docs_dir: Path) -> None:
+    p = _write(docs_dir, "c.jsonl", '{"_id": "p1", "title": "T", "text": "alpha"}\n'
+                                    '{"_id": "p2", "title": "U", "text": "beta"}\n')
+    docs = load_path(p, max_bytes=10**6)
+    assert [(d.source, d.title, d.text) for d in docs] == [("p1", "T", "alpha"), ("p2", "U", "beta")]
+
+
+def test_long_documents_are_chunked_with_positions(services: Services, docs_dir: Path) -> None:
+    from convrag.ingest import Chunker
+
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(400))
+    p = _write(docs_dir, "long.txt", text)
+    chunks = Chunker(800, 100).split(load_path(p, max_bytes=10**6)[0])
+    assert len(chunks) > 5 and all(len(c) <= 800 for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("missing.txt", None, "no such file"),
+        ("slides.pptx", b"PK\x03\x04", "unsupported format '.pptx'"),
+        ("empty.txt", b"", "the file is empty"),
+        ("blank.md", b"  \n\t\n", "no text to index"),
+        ("latin1.txt", "caf\u00e9 cr\u00e8me".encode("latin-1"), "not valid UTF-8"),
+        ("bad.jsonl", b'{"title": "no id"}\n', "each line needs {_id, title, text}"),
+        ("broken.pdf", b"%PDF-1.4 not really", "not a readable PDF"),
+    ],
+)
+async def test_bad_input_fails_clearly_and_leaves_stores_untouched(
+    services: Services, workspace: str, docs_dir: Path, name: str, content: bytes | None,
+    message: str,
+) -> None:
+    path = docs_dir / name
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(IngestError, match=message.replace("(", r"\(").replace("{", r"\{")) as info:
+        load_path(path, max_bytes=services.settings.max_file_bytes)
+    assert name in str(info.value)
+    assert await services.db.chunk_texts(workspace) == []
+
+
+def test_a_50mb_file_is_refused_with_the_limit_named(docs_dir: Path) -> None:
+    path = docs_dir / "huge.txt"
+    with open(path, "wb") as fh:
+        fh.truncate(50 * 1024 * 1024)
+    with pytest.raises(IngestError, match=r"50\.0 MiB is over the 20\.0 MiB limit"):
+        load_path(path, max_bytes=20 * 1024 * 1024)
+
+
+async def test_invalid_workspace_ids_are_refused(services: Services) -> None:
+    with pytest.raises(ValueError, match="invalid workspace id"):
+        await services.searcher.search('x" or workspace_id != "', "q")

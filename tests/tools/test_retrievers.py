@@ -1,0 +1,75 @@
+"""Fusion, anchoring and the document-content lookup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convrag.ingest import ingest_documents, load_path
+from convrag.services import Services
+from convrag.stores.vectors import Hit
+from convrag.tools.retrievers import lookup_document_content, referenced_items, rrf_fuse
+
+
+def _hits(*ids: str, doc: str = "d") -> list[Hit]:
+    return [Hit(i, doc if not i.startswith("x") else "other", i, 1.0) for i in ids]
+
+
+def test_rrf_ranks_a_chunk_found_by_both_lists_first() -> None:
+    fused = rrf_fuse([_hits("a", "b", "c"), _hits("c", "d")], k=60)
+    assert [r.chunk_id for r in fused][:1] == ["c"]
+    assert fused[0].dense_rank == 3 and fused[0].bm25_rank == 1
+
+
+def test_rrf_score_is_normalised_to_one_for_rank_one_in_every_list() -> None:
+    fused = rrf_fuse([_hits("a"), _hits("a")], k=60)
+    assert fused[0].score == pytest.approx(1.0)
+
+
+def test_anchoring_adds_the_boost_to_chunks_of_anchor_documents_only() -> None:
+    plain = {r.chunk_id: r.score for r in rrf_fuse([_hits("a", "xb")], k=60)}
+    boosted = {r.chunk_id: r.score
+               for r in rrf_fuse([_hits("a", "xb")], k=60, anchor_document_ids={"other"},
+                                 anchor_boost=0.3)}
+    assert boosted["xb"] == pytest.approx(plain["xb"] + 0.3)
+    assert boosted["a"] == pytest.approx(plain["a"])
+
+
+def test_empty_anchor_list_gives_identical_results() -> None:
+    lists = [_hits("a", "b"), _hits("b", "c")]
+    assert rrf_fuse(lists, k=60) == rrf_fuse(lists, k=60, anchor_document_ids=(), anchor_boost=0.3)
+
+
+def test_rrf_rejects_a_nonpositive_k() -> None:
+    with pytest.raises(ValueError, match="rrf k must be >= 1"):
+        rrf_fuse([], k=0)
+
+
+@pytest.mark.parametrize(
+    ("message", "items"),
+    [
+        ("Can you explain question 6 again?", [("question", "6")]),
+        ("what is the answer to Q12", [("question", "12")]),
+        ("compare section 2 and section 3", [("section", "2"), ("section", "3")]),
+        ("what is the salary of Prasad", []),
+    ],
+)
+def test_referenced_items_finds_numbered_questions(
+    message: str, items: list[tuple[str, str]]
+) -> None:
+    assert referenced_items(message) == items
+
+
+async def test_document_lookup_fetches_the_exact_numbered_question(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    lines = [f"Question {i}: Solve x^2 + {i}x + {i + 1} = 0\nAnswer: see worked example {i}."
+             for i in range(1, 12)]
+    sheet = tmp_path / "sheet.txt"
+    sheet.write_text("\n\n".join(lines) * 3)
+    docs = load_path(sheet, max_bytes=10**6)
+    await ingest_documents(services, workspace, docs)
+    rows = await lookup_document_content(services.db, workspace, "explain question 6 again")
+    assert rows and "Question 6:" in rows[0].text
+    assert await lookup_document_content(services.db, workspace + "-b", "explain question 6") == []
