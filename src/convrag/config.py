@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     serper_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("SERPER_API_KEY", "serper_api_key")
     )
+    serper_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("SERPER_BASE_URL", "serper_base_url"),
+        description="Send Serper requests to this base URL instead (a proxy or a stub).",
+    )
     chunk_size: int = Field(default=800, ge=100, validation_alias=AliasChoices("CHUNK_SIZE"))
     chunk_overlap: int = Field(default=100, ge=0, validation_alias=AliasChoices("CHUNK_OVERLAP"))
     max_file_bytes: int = Field(

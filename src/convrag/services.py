@@ -13,10 +13,10 @@ import atexit
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from convrag.config import Settings, get_settings
 from convrag.embeddings import Embedder, get_embedder
@@ -24,6 +24,7 @@ from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
 from convrag.stores.vectors import VectorIndex
 from convrag.tools.retrievers import HybridSearcher
+from convrag.tools.web_search import WebSearch
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,19 @@ class Services:
     searcher: HybridSearcher
     database_url: str
     milvus_uri: str
+    web: WebSearch | None = None
+    background: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run work off the hot path, keeping a reference so it is not collected."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def drain(self) -> None:
+        """Wait for background work (tests and shutdown)."""
+        while self.background:
+            await asyncio.gather(*list(self.background), return_exceptions=True)
 
 
 def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
@@ -82,7 +96,14 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
             rrf_k=settings.rrf_k,
         )
-        yield Services(settings, db, index, embedder, searcher, db_url, milvus_uri)
+        web = None
+        if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
+            web = WebSearch(settings.serper_api_key.get_secret_value(),
+                            base_url=settings.serper_base_url)
+            stack.push_async_callback(web.aclose)
+        services = Services(settings, db, index, embedder, searcher, db_url, milvus_uri, web)
+        stack.push_async_callback(services.drain)
+        yield services
 
 
 _current: Services | None = None

@@ -1,0 +1,1 @@
+"""The conversational graph: state, context and the builder."""

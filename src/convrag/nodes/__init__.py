@@ -1,0 +1,25 @@
+"""The graph's nodes, one module each, in the order a turn visits them."""
+
+from convrag.nodes.check_repetition import check_repetition
+from convrag.nodes.load_history import load_history
+from convrag.nodes.merge_context import merge_context
+from convrag.nodes.persist import persist
+from convrag.nodes.regenerate import regenerate
+from convrag.nodes.retrieve_documents import retrieve_documents
+from convrag.nodes.retrieve_vectors import retrieve_vectors
+from convrag.nodes.rewrite import rewrite
+from convrag.nodes.synthesize import synthesize
+from convrag.nodes.web_search import web_search
+
+__all__ = [
+    "check_repetition",
+    "load_history",
+    "merge_context",
+    "persist",
+    "regenerate",
+    "retrieve_documents",
+    "retrieve_vectors",
+    "rewrite",
+    "synthesize",
+    "web_search",
+]

@@ -1,0 +1,96 @@
+"""The Python API: open the stack, compile the graph with its checkpointer, ask questions.
+
+    async with open_assistant() as bot:
+        conv = await bot.new_conversation("acme")
+        state = await bot.ask("What is Prasad Chaudhari's salary?", conv, workspace_id="acme")
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from convrag.checkpointer import DEFAULT_DURABILITY, Durability, saver_for
+from convrag.config import Settings
+from convrag.graph.builder import compile_graph
+from convrag.graph.context import Context
+from convrag.graph.state import InputState, State
+from convrag.services import Services, open_services, set_services
+
+
+@dataclass
+class Assistant:
+    """The compiled graph bound to this process's services."""
+
+    services: Services
+    graph: CompiledStateGraph[State, Context, InputState, State]
+    durability: Durability = DEFAULT_DURABILITY
+
+    async def new_conversation(self, workspace_id: str) -> str:
+        return await self.services.db.create_conversation(workspace_id)
+
+    @staticmethod
+    def config(conversation_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": conversation_id}}
+
+    async def ask(
+        self,
+        message: str,
+        conversation_id: str,
+        *,
+        workspace_id: str = "default",
+        context: Context | None = None,
+    ) -> State:
+        """Answer one turn and return the final state."""
+        ctx = context or Context(workspace_id=workspace_id)
+        result = await self.graph.ainvoke(
+            {"message": message, "conversation_id": conversation_id,
+             "workspace_id": workspace_id},
+            self.config(conversation_id),  # type: ignore[arg-type]
+            context=ctx,
+            durability=self.durability,
+        )
+        return result  # type: ignore[return-value]
+
+    async def stream(
+        self,
+        message: str | None,
+        conversation_id: str,
+        *,
+        workspace_id: str = "default",
+        context: Context | None = None,
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """(mode, chunk) pairs of ``custom`` events and node ``updates``.
+
+        ``message=None`` resumes the thread's interrupted or crashed run.
+        """
+        ctx = context or Context(workspace_id=workspace_id)
+        payload = None if message is None else {
+            "message": message, "conversation_id": conversation_id, "workspace_id": workspace_id}
+        async for mode, chunk in self.graph.astream(
+            payload, self.config(conversation_id),  # type: ignore[arg-type]
+            context=ctx, stream_mode=["custom", "updates"], durability=self.durability,
+        ):
+            yield mode, chunk
+
+
+@asynccontextmanager
+async def open_assistant(
+    settings: Settings | None = None, *, services: Services | None = None
+) -> AsyncIterator[Assistant]:
+    """Start (or reuse) the services and yield an :class:`Assistant`."""
+    if services is not None:
+        saver = await saver_for(services.db)
+        yield Assistant(services, compile_graph(saver))
+        return
+    async with open_services(settings) as svc:
+        set_services(svc)
+        try:
+            saver = await saver_for(svc.db)
+            yield Assistant(svc, compile_graph(saver))
+        finally:
+            set_services(None)

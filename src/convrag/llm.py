@@ -1,0 +1,44 @@
+"""Chat models: any LangChain model named ``provider:model`` through ``init_chat_model``.
+
+OpenAI-compatible servers are reached through ``OPENAI_BASE_URL``. With no model
+configured, :func:`resolve_model` returns None and the graph runs its no-LLM path.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from langchain.chat_models import init_chat_model
+from langchain_core.language_models import BaseChatModel
+
+from convrag.config import Settings
+
+
+def resolve_model(requested: str | None, settings: Settings) -> str | None:
+    """The model to use: the run's choice, else the environment's; 'none' disables LLMs."""
+    if requested is not None:
+        return None if requested.strip().lower() in ("", "none") else requested
+    return settings.effective_llm_model
+
+
+@lru_cache(maxsize=32)
+def _chat_model(
+    model: str, temperature: float, timeout: float, base_url: str | None, api_key: str | None
+) -> BaseChatModel:
+    kwargs: dict[str, object] = {"temperature": temperature, "timeout": timeout,
+                                 "max_retries": 0}
+    if model.startswith("openai:") or ":" not in model:
+        if base_url:
+            kwargs["base_url"] = base_url
+        if api_key:
+            kwargs["api_key"] = api_key
+        kwargs["stream_usage"] = True
+    return init_chat_model(model, **kwargs)
+
+
+def chat_model(
+    model: str, settings: Settings, *, temperature: float, timeout: float
+) -> BaseChatModel:
+    """A cached chat model client. Retries are off: callers fall back instead of waiting."""
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return _chat_model(model, temperature, timeout, settings.openai_base_url, key)

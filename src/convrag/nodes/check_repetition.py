@@ -1,0 +1,52 @@
+"""check_repetition: seed 002's RepetitionDetector on the current draft.
+
+The overlap is the share of the draft's entities already named by the last 3 answers.
+Entities the user's own question names are left out: asking again about Prasad must not
+count as the answer repeating Prasad.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from convrag.graph.context import Context
+from convrag.graph.state import Repetition, State
+from convrag.nodes._util import ms_since
+from convrag.rewriting.contextualizer import extract_entities
+
+
+def detect_repetition(
+    entities: Iterable[str],
+    previous: Sequence[Iterable[str]],
+    *,
+    threshold: float,
+    asked: Iterable[str] = (),
+) -> Repetition:
+    asked_keys = {a.lower() for a in asked}
+    current = {e.lower(): e for e in entities if e.lower() not in asked_keys}
+    seen = {e.lower() for answer in previous[-3:] for e in answer}
+    if not current:
+        return Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=0.0)
+    repeated = [v for k, v in current.items() if k in seen]
+    ratio = len(repeated) / len(current)
+    return Repetition(is_repetitive=ratio > threshold, repeated_entities=repeated,
+                      overlap_ratio=round(ratio, 4))
+
+
+async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    start = time.perf_counter()
+    history = state.get("history") or []
+    asked = extract_entities(f"{state['message']} {state.get('rewritten_query', '')}")
+    verdict = detect_repetition(
+        state.get("entities", []), [t["entities"] for t in history],
+        threshold=runtime.context.repetition_threshold, asked=asked,
+    )
+    drafts = list(state.get("drafts", []))
+    if drafts:
+        drafts[-1] = {**drafts[-1], "overlap_ratio": verdict["overlap_ratio"]}
+    return {"repetition": verdict, "drafts": drafts,
+            "timings": {"check_repetition": ms_since(start)}}

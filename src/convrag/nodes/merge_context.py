@@ -1,0 +1,90 @@
+"""merge_context: fuse the two retrieval sources, deduplicate, cut to the context budget,
+and decide whether web search should run (seed 002's ``_should_use_web_search``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from convrag.graph.context import Context
+from convrag.graph.state import Source, State
+from convrag.nodes._util import emit, ms_since
+from convrag.services import get_services
+
+_FRESH = re.compile(
+    r"\b(latest|today|tonight|this (week|month|year)|current(ly)?|right now|news|recent(ly)?|"
+    r"upcoming|live|stock price|weather|20[2-9]\d)\b",
+    re.IGNORECASE,
+)
+
+
+def needs_fresh_information(text: str) -> bool:
+    """The classifier's freshness cue: the question asks about now, not the documents."""
+    return bool(_FRESH.search(text))
+
+
+def budget(sources: list[Source], *, top_k: int, max_chars: int) -> list[Source]:
+    """Keep sources in order until ``top_k`` or ``max_chars`` of text; trim the last one."""
+    kept: list[Source] = []
+    used = 0
+    for src in sources:
+        if len(kept) >= top_k or used >= max_chars:
+            break
+        room = max_chars - used
+        if len(src["text"]) > room:
+            if kept and room < 200:
+                break
+            src = {**src, "text": src["text"][:room]}
+        kept.append(src)
+        used += len(src["text"])
+    return kept
+
+
+def web_search_reason(state: State, ctx: Context, *, web_available: bool) -> str | None:
+    if not web_available or ctx.web_search == "off":
+        return None
+    if ctx.web_search == "on":
+        return "requested"
+    if state.get("classification") == "no_retrieval":
+        return None
+    if needs_fresh_information(state.get("rewritten_query") or state["message"]):
+        return "fresh_information"
+    if state.get("retrieval_confidence", 0.0) < ctx.web_confidence_threshold:
+        return "low_confidence"
+    return None
+
+
+async def merge_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    start = time.perf_counter()
+    ctx = runtime.context
+    services = await get_services()
+    seen: set[str] = set()
+    merged: list[Source] = []
+    vector = [h for h in state.get("vector_hits", []) if h["score"] >= ctx.score_threshold]
+    for src in [*state.get("document_hits", []), *vector]:
+        if src["id"] not in seen:
+            seen.add(src["id"])
+            merged.append(src)
+    kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
+    titles = {c.id: c.title for c in await services.db.get_chunks(
+        state["workspace_id"], [s["id"] for s in kept if s["title"] is None])}
+    kept = [{**s, "title": s["title"] or titles.get(s["id"])} for s in kept]
+    confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
+    if state.get("document_hits"):
+        confidence = max(confidence, 1.0)
+    update: dict[str, Any] = {"sources": kept, "retrieval_confidence": confidence}
+    reason = web_search_reason({**state, **update},  # type: ignore[typeddict-item]
+                               ctx, web_available=services.web is not None)
+    update["web_search_reason"] = reason
+    emit(runtime, "sources", sources=[_public(n, s) for n, s in enumerate(kept, start=1)])
+    update["timings"] = {"merge_context": ms_since(start)}
+    return update
+
+
+def _public(n: int, src: Source) -> dict[str, Any]:
+    return {"n": n, "id": src["id"], "type": src["source_type"],
+            "document_id": src["document_id"], "title": src["title"], "url": src["url"],
+            "score": round(float(src["score"]), 6), "snippet": src["text"][:300]}

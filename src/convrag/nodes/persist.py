@@ -1,0 +1,96 @@
+"""persist: one transaction writes the turn and its resolved citations.
+
+Only markers that resolve to a source are stored; the others are removed from the answer
+and counted. The turn id was fixed by load_history, so re-running this node after a crash
+never duplicates a turn. The turn is then embedded as conversation memory, off the hot
+path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from convrag.graph.context import Context
+from convrag.graph.state import State
+from convrag.nodes._util import emit, ms_since
+from convrag.services import Services, get_services
+from convrag.stores.database import CitationRecord, NewTurn
+from convrag.stores.vectors import KIND_MEMORY, VectorRow
+from convrag.synthesis import resolve_citations
+
+
+def final_draft(state: State, max_regenerations: int) -> tuple[str, bool]:
+    """The answer to keep and whether repetition stayed unresolved.
+
+    After the last allowed regeneration, the draft with the lowest overlap wins.
+    """
+    repetition = state.get("repetition")
+    drafts = state.get("drafts") or []
+    if not repetition or not repetition["is_repetitive"] or not drafts:
+        return state.get("draft", ""), False
+    best = min(drafts, key=lambda d: d["overlap_ratio"])
+    return best["answer"], True
+
+
+async def _remember(services: Services, state: State, answer: str) -> None:
+    text = f"Q: {state['message']}\nA: {answer}"
+    vector = (await asyncio.to_thread(services.embedder.embed, [text]))[0]
+    row = VectorRow(chunk_id=state["turn_id"], document_id=state["conversation_id"], text=text,
+                    vector=vector.tolist(), kind=KIND_MEMORY,
+                    conversation_id=state["conversation_id"])
+    await asyncio.to_thread(services.index.upsert, state["workspace_id"], [row])
+
+
+async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    start = time.perf_counter()
+    services = await get_services()
+    draft, unresolved_repetition = final_draft(state, runtime.context.max_regenerations)
+    sources = state.get("sources") or []
+    answer, citations, unresolved = resolve_citations(draft, sources)
+    cited = {c["source_index"] for c in citations}
+    flags = dict(state.get("flags") or {})
+    flags.update({"unresolved_markers": unresolved,
+                  "repetition_unresolved": unresolved_repetition})
+    stored_sources = [
+        {"n": n, "id": s["id"], "type": s["source_type"], "document_id": s["document_id"],
+         "title": s["title"], "url": s["url"], "score": float(s["score"]), "cited": n in cited}
+        for n, s in enumerate(sources, start=1)
+    ]
+    repetition = state.get("repetition")
+    turn = NewTurn(
+        id=state["turn_id"], workspace_id=state["workspace_id"],
+        conversation_id=state["conversation_id"], question=state["message"], answer=answer,
+        contextualized_query=state.get("rewritten_query"),
+        entities=list(state.get("entities") or []), sources=stored_sources,
+        web_search_triggered=bool(flags.get("web_search_triggered")),
+        repetition_detected=bool(state.get("regenerations")) or bool(
+            repetition and repetition["is_repetitive"]),
+        intent=state.get("classification"), confidence=state.get("retrieval_confidence"),
+        metadata={"flags": flags, "errors": state.get("errors") or {},
+                  "rewrite_method": state.get("rewrite_method"),
+                  "regenerations": state.get("regenerations", 0),
+                  "timings_ms": state.get("timings") or {}},
+        citations=[
+            CitationRecord(
+                citation_marker=c["marker"], position_in_response=c["position"],
+                source_type=c["source_type"], source_id=c["source_id"],
+                relevance_score=c["score"], content_snippet=c["snippet"], source_url=c["url"],
+                document_id=c["document_id"],
+            )
+            for c in citations
+        ],
+    )
+    written = await services.db.save_turn(turn)
+    if written and answer:
+        services.spawn(_remember(services, state, answer))
+    for c in citations:
+        emit(runtime, "citation", marker=c["marker"], position=c["position"],
+             source_id=c["source_id"], document_id=c["document_id"], url=c["url"])
+    return {
+        "answer": answer, "citations": citations, "persisted": written, "flags": flags,
+        "timings": {"persist": ms_since(start)},
+    }

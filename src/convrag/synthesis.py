@@ -1,0 +1,201 @@
+"""Answer synthesis shared by the ``synthesize`` and ``regenerate`` nodes.
+
+Two ways to answer, one contract (a text with inline ``[n]`` markers over ``sources``):
+
+* :func:`llm_answer`: a conversation-aware prompt, streamed token by token;
+* :func:`extractive_answer`: no LLM; the most relevant sentences of the sources, each
+  with its marker. It is also the fallback when the LLM fails mid-turn.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
+
+from convrag import prompts
+from convrag.graph.state import Citation, HistoryTurn, Source
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_STOP = frozenset(
+    "a an and are as at be by can could did do does for from had has have he her his how i in "
+    "is it its me my of on or our she so than that the their them there these they this those "
+    "to was we were what when where which who whom whose why will with would you your about "
+    "tell more also please give list explain describe any some other".split()
+)
+
+NO_SOURCES_ANSWER = (
+    "I could not find anything about this in the workspace's documents. "
+    "Try rephrasing, or ingest documents that cover it."
+)
+GREETING_ANSWER = "Hello! Ask me anything about the documents in this workspace."
+
+
+def _terms(text: str) -> list[str]:
+    out = []
+    for w in _WORD.findall(text.lower()):
+        w = w.strip(".,'")
+        if w and w not in _STOP:
+            out.append(w[:6] if w.isalpha() else w)  # a crude stem: salary/salaries agree
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+
+
+def extractive_answer(
+    query: str,
+    sources: Sequence[Source],
+    *,
+    history: Sequence[HistoryTurn] = (),
+    excluded_entities: Sequence[str] = (),
+    max_sentences: int = 3,
+) -> str:
+    """The best sentences of the sources for ``query``, each followed by its ``[n]``.
+
+    Sentences already said in earlier answers, or naming an excluded entity, are skipped,
+    so a regeneration really says something new.
+    """
+    if not sources:
+        return NO_SOURCES_ANSWER
+    q_terms = set(_terms(query))
+    said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
+    excluded = [e.lower() for e in excluded_entities if e]
+    candidates: list[tuple[int, int, str, list[str]]] = []
+    for n, src in enumerate(sources, start=1):
+        for pos, sent in enumerate(sentences(src["text"])):
+            candidates.append((n, pos, sent, _terms(sent)))
+    df: Counter[str] = Counter()
+    for *_, terms in candidates:
+        df.update(set(terms))
+    total = max(1, len(candidates))
+    scored: list[tuple[float, int, int, str]] = []
+    for n, pos, sent, terms in candidates:
+        if " ".join(terms) in said or any(e in sent.lower() for e in excluded):
+            continue
+        hits = q_terms.intersection(terms)
+        if not hits:
+            continue
+        idf = sum(math.log(1 + total / df[t]) for t in hits)
+        score = idf / math.sqrt(max(4, len(terms))) + 0.15 / n
+        scored.append((score, n, pos, sent))
+    scored.sort(key=lambda x: -x[0])
+    picked: list[tuple[int, int, str]] = []
+    per_source: Counter[int] = Counter()
+    for _, n, pos, sent in scored:
+        if per_source[n] >= 2:
+            continue
+        picked.append((n, pos, sent))
+        per_source[n] += 1
+        if len(picked) >= max_sentences:
+            break
+    if not picked:
+        first = next((s for s in sentences(sources[0]["text"])
+                      if not any(e in s.lower() for e in excluded)), None)
+        if first is None:
+            return NO_SOURCES_ANSWER
+        picked = [(1, 0, first)]
+    picked.sort(key=lambda x: (x[0], x[1]))
+    return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+def reformat_previous(message: str, history: Sequence[HistoryTurn]) -> str:
+    """No-LLM handling of "format that as a table" / "make it shorter" requests."""
+    if not history:
+        return "There is no earlier answer to reformat yet; ask a question first."
+    previous = history[-1]["answer"]
+    parts = sentences(previous)
+    lowered = message.lower()
+    if "table" in lowered:
+        rows = "\n".join(f"| {i} | {p.replace('|', '/')} |" for i, p in enumerate(parts, 1))
+        return f"| # | point |\n|---|---|\n{rows}"
+    if any(w in lowered for w in ("short", "brief", "summar", "tl;dr", "concise")):
+        return parts[0] if parts else previous
+    if any(w in lowered for w in ("list", "bullet", "points")):
+        return "\n".join(f"- {p}" for p in parts)
+    return previous
+
+
+def build_messages(
+    question: str,
+    rewritten: str,
+    sources: Sequence[Source],
+    history: Sequence[HistoryTurn],
+    excluded_entities: Sequence[str],
+) -> list[SystemMessage | HumanMessage]:
+    standalone = f"(Standalone form: {rewritten})\n" if rewritten and rewritten != question else ""
+    exclusions = (
+        prompts.EXCLUSIONS.format(entities=", ".join(excluded_entities))
+        if excluded_entities else ""
+    )
+    user = prompts.SYNTHESIS_USER.format(
+        conversation=prompts.conversation_context(history),
+        question=question,
+        standalone=standalone,
+        sources=prompts.format_sources(sources),
+        exclusions=exclusions,
+    )
+    return [SystemMessage(prompts.SYNTHESIS_SYSTEM), HumanMessage(user)]
+
+
+async def llm_answer(
+    model: BaseChatModel,
+    messages: Sequence[Any],
+    *,
+    on_token: Callable[[str], None],
+    tools: Sequence[Any] = (),
+) -> AIMessage:
+    """Stream an answer; every content token goes to ``on_token``. Returns the full message
+    (which may hold ``tool_calls`` when tools were bound)."""
+    runnable: Any = model.bind_tools(list(tools)) if tools else model
+    full: AIMessageChunk | None = None
+    async for chunk in runnable.astream(list(messages), config={"tags": ["answer"]}):
+        if not isinstance(chunk, AIMessageChunk):
+            continue
+        text = chunk.content if isinstance(chunk.content, str) else ""
+        if text:
+            on_token(text)
+        full = chunk if full is None else full + chunk
+    if full is None:
+        return AIMessage(content="")
+    return AIMessage(content=full.content, tool_calls=full.tool_calls)
+
+
+def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list[Citation], int]:
+    """Keep markers that point at a source, drop the others (and count them).
+
+    Returns the cleaned answer, its citations (with positions in the cleaned text), and
+    the number of unresolved markers removed.
+    """
+    unresolved = 0
+
+    def keep(m: re.Match[str]) -> str:
+        nonlocal unresolved
+        n = int(m.group(1))
+        if 1 <= n <= len(sources):
+            return m.group(0)
+        unresolved += 1
+        return ""
+
+    cleaned = _MARKER.sub(keep, answer)
+    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    citations: list[Citation] = []
+    for m in _MARKER.finditer(cleaned):
+        n = int(m.group(1))
+        src = sources[n - 1]
+        citations.append(
+            Citation(
+                marker=m.group(0), position=m.start(), source_index=n, source_id=src["id"],
+                source_type=src["source_type"], document_id=src["document_id"], url=src["url"],
+                score=float(src["score"]), snippet=src["text"][:200],
+            )
+        )
+    return cleaned, citations, unresolved

@@ -1,0 +1,108 @@
+"""Web search: the ``google_search`` tool, through langchain-community's Serper wrapper.
+
+It exists only when ``SERPER_API_KEY`` is set. ``SERPER_BASE_URL`` (optional) sends the
+wrapper's requests to another host, a proxy or a local stub, through an aiohttp client
+middleware: the wrapper hard-codes ``https://google.serper.dev``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import aiohttp
+from aiohttp import hdrs
+from langchain_core.tools import StructuredTool
+from yarl import URL
+
+SERPER_HOST = "google.serper.dev"
+_WEB_NS = uuid.UUID("0b6c2f1e-8f0e-4a8f-9d43-2f0c3c6f7a55")
+
+
+def redirect_middleware(base_url: str) -> Any:
+    """An aiohttp client middleware moving ``google.serper.dev`` requests to ``base_url``."""
+    target = URL(base_url)
+    if target.host is None:
+        raise ValueError(f"SERPER_BASE_URL needs a host: {base_url!r}")
+    host_header = target.host_port_subcomponent or target.host
+
+    async def rewrite(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
+        if req.url.host == SERPER_HOST:
+            req.url = (
+                req.url.with_scheme(target.scheme).with_host(target.host or "")
+                .with_port(target.port)
+            )
+            req.headers[hdrs.HOST] = host_header
+        response: aiohttp.ClientResponse = await handler(req)
+        return response
+
+    return rewrite
+
+
+def web_source_id(url: str) -> str:
+    """Web results get a stable UUID5 of their URL, so citations can store a UUID."""
+    return str(uuid.uuid5(_WEB_NS, url))
+
+
+class WebSearch:
+    """Async Google search through ``GoogleSerperAPIWrapper`` (one aiohttp session per loop)."""
+
+    def __init__(self, api_key: str, *, base_url: str | None = None, k: int = 5) -> None:
+        if not api_key:
+            raise ValueError("web search needs SERPER_API_KEY")
+        self.api_key = api_key
+        self.base_url = base_url
+        self.k = k
+        self._sessions: dict[int, aiohttp.ClientSession] = {}
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(id(loop))
+        if session is None or session.closed:
+            middlewares = (redirect_middleware(self.base_url),) if self.base_url else ()
+            session = aiohttp.ClientSession(
+                middlewares=middlewares, timeout=aiohttp.ClientTimeout(total=15)
+            )
+            self._sessions[id(loop)] = session
+        return session
+
+    async def search(self, query: str) -> list[dict[str, Any]]:
+        """Organic results as ``{title, url, snippet}``, answer box first when present."""
+        from langchain_community.utilities import GoogleSerperAPIWrapper
+
+        wrapper = GoogleSerperAPIWrapper(
+            serper_api_key=self.api_key, k=self.k, aiosession=self._session()
+        )
+        raw = await wrapper.aresults(query)
+        results: list[dict[str, Any]] = []
+        box = raw.get("answerBox")
+        if isinstance(box, dict) and (box.get("answer") or box.get("snippet")):
+            results.append({"title": box.get("title") or query,
+                            "url": box.get("link") or f"https://www.google.com/search?q={query}",
+                            "snippet": box.get("answer") or box.get("snippet")})
+        for item in raw.get("organic", [])[: self.k]:
+            if item.get("link"):
+                results.append({"title": item.get("title", ""), "url": item["link"],
+                                "snippet": item.get("snippet", "")})
+        return results
+
+    def as_tool(self) -> StructuredTool:
+        """The ``google_search`` tool the answering LLM may call (seed 001)."""
+
+        async def google_search(query: str) -> str:
+            """Search the internet for current information, facts and recent events."""
+            hits = await self.search(query)
+            return "\n".join(f"{h['title']} ({h['url']}): {h['snippet']}" for h in hits)
+
+        return StructuredTool.from_function(
+            coroutine=google_search,
+            name="google_search",
+            description="Useful for searching the internet for current information, facts, "
+            "and recent events that the workspace documents do not cover.",
+        )
+
+    async def aclose(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
