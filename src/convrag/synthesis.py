@@ -48,7 +48,23 @@ def _terms(text: str) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+    """Answer units: sentences of prose, but a paragraph of short field lines ("Name",
+    "Position: Engineer", "Salary: $1") stays one record, joined with "; ", because its
+    lines mean nothing apart."""
+    units: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        # Markdown headings title a section; they are not statements to quote.
+        lines = [ln.strip() for ln in para.splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+        if not lines:
+            continue
+        if len(lines) > 1 and sum(len(ln) for ln in lines) / len(lines) < 60 and not any(
+            ln.endswith((".", "!", "?")) for ln in lines[:-1]
+        ):
+            units.append("; ".join(lines))
+            continue
+        units.extend(s.strip() for s in _SENTENCE.split(" ".join(lines)) if len(s.strip()) > 2)
+    return units
 
 
 def extractive_answer(
@@ -61,8 +77,8 @@ def extractive_answer(
 ) -> str:
     """The best sentences of the sources for ``query``, each followed by its ``[n]``.
 
-    Sentences already said in earlier answers, or naming an excluded entity, are skipped,
-    so a regeneration really says something new.
+    Sentences naming an excluded entity are skipped, so a regeneration really says
+    something new; sentences already said in earlier answers are ranked down.
     """
     if not sources:
         return NO_SOURCES_ANSWER
@@ -79,20 +95,24 @@ def extractive_answer(
     total = max(1, len(candidates))
     scored: list[tuple[float, int, int, str]] = []
     for n, pos, sent, terms in candidates:
-        if " ".join(terms) in said or any(e in sent.lower() for e in excluded):
+        if any(e in sent.lower() for e in excluded):
             continue
         hits = q_terms.intersection(terms)
         if not hits:
             continue
         idf = sum(math.log(1 + total / df[t]) for t in hits)
         score = idf / math.sqrt(max(4, len(terms))) + 0.15 / n
+        if " ".join(terms) in said:
+            score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
     scored.sort(key=lambda x: -x[0])
     picked: list[tuple[int, int, str]] = []
     per_source: Counter[int] = Counter()
+    chosen_text: set[str] = set()
     for _, n, pos, sent in scored:
-        if per_source[n] >= 2:
+        if per_source[n] >= 2 or sent in chosen_text:
             continue
+        chosen_text.add(sent)
         picked.append((n, pos, sent))
         per_source[n] += 1
         if len(picked) >= max_sentences:
@@ -167,6 +187,10 @@ async def llm_answer(
     if full is None:
         return AIMessage(content="")
     return AIMessage(content=full.content, tool_calls=full.tool_calls)
+
+
+def has_marker(text: str) -> bool:
+    return bool(_MARKER.search(text))
 
 
 def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list[Citation], int]:

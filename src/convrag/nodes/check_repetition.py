@@ -17,6 +17,7 @@ from convrag.graph.context import Context
 from convrag.graph.state import Repetition, State
 from convrag.nodes._util import ms_since
 from convrag.rewriting.contextualizer import extract_entities
+from convrag.synthesis import has_marker
 
 
 def detect_repetition(
@@ -27,7 +28,10 @@ def detect_repetition(
     asked: Iterable[str] = (),
 ) -> Repetition:
     asked_keys = {a.lower() for a in asked}
-    current = {e.lower(): e for e in entities if e.lower() not in asked_keys}
+    # Names (people, companies, products) repeat; figures like "$80,000" are facts, not
+    # examples, and may be restated.
+    current = {e.lower(): e for e in entities
+               if e.lower() not in asked_keys and not e[:1].isdigit() and e[:1] not in "$€£¥"}
     seen = {e.lower() for answer in previous[-3:] for e in answer}
     if not current:
         return Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=0.0)
@@ -45,6 +49,9 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str,
         state.get("entities", []), [t["entities"] for t in history],
         threshold=runtime.context.repetition_threshold, asked=asked,
     )
+    if state.get("regenerations") and not has_marker(state.get("draft", "")):
+        # A regeneration with nothing new to cite: stop here, persist keeps the best draft.
+        verdict = Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=1.0)
     drafts = list(state.get("drafts", []))
     if drafts:
         drafts[-1] = {**drafts[-1], "overlap_ratio": verdict["overlap_ratio"]}

@@ -20,20 +20,25 @@ from convrag.nodes._util import emit, ms_since
 from convrag.services import Services, get_services
 from convrag.stores.database import CitationRecord, NewTurn
 from convrag.stores.vectors import KIND_MEMORY, VectorRow
-from convrag.synthesis import resolve_citations
+from convrag.synthesis import has_marker, resolve_citations
 
 
-def final_draft(state: State, max_regenerations: int) -> tuple[str, bool]:
+def final_draft(state: State, threshold: float) -> tuple[str, bool]:
     """The answer to keep and whether repetition stayed unresolved.
 
-    After the last allowed regeneration, the draft with the lowest overlap wins.
+    A draft that cites nothing (e.g. an extractive regeneration left with no sentence once
+    the repeated entities were excluded) never beats one that does. After the last
+    allowed regeneration, the cited draft with the lowest overlap wins.
     """
+    current = state.get("draft", "")
     repetition = state.get("repetition")
+    repetitive = bool(repetition and repetition["is_repetitive"])
     drafts = state.get("drafts") or []
-    if not repetition or not repetition["is_repetitive"] or not drafts:
-        return state.get("draft", ""), False
-    best = min(drafts, key=lambda d: d["overlap_ratio"])
-    return best["answer"], True
+    cited = [d for d in drafts if has_marker(d["answer"])]
+    if not cited or (has_marker(current) and not repetitive):
+        return current, repetitive
+    best = min(cited, key=lambda d: d["overlap_ratio"])
+    return best["answer"], best["overlap_ratio"] > threshold
 
 
 async def _remember(services: Services, state: State, answer: str) -> None:
@@ -48,7 +53,7 @@ async def _remember(services: Services, state: State, answer: str) -> None:
 async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     start = time.perf_counter()
     services = await get_services()
-    draft, unresolved_repetition = final_draft(state, runtime.context.max_regenerations)
+    draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
     answer, citations, unresolved = resolve_citations(draft, sources)
     cited = {c["source_index"] for c in citations}

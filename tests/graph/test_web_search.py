@@ -1,0 +1,89 @@
+"""Web search runs only when the policy says so, never without a key."""
+
+from __future__ import annotations
+
+import re
+
+from convrag.assistant import Assistant
+from convrag.graph.context import Context
+from convrag.services import Services
+from convrag.testing.openai_stub import OpenAIStub, Reply
+from convrag.testing.serper_stub import SerperReply, SerperStub
+
+
+async def test_web_search_never_runs_without_a_key_even_when_requested(
+    assistant: Assistant, services: Services, seeded: str
+) -> None:
+    assert services.web is None
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask("What is the latest news today?", conv, workspace_id=seeded,
+                                context=Context(workspace_id=seeded, llm_model="none",
+                                                web_search="on"))
+    assert state["web_results"] == [] and "web_search" not in state["timings"]
+
+
+async def test_web_search_off_never_runs(
+    assistant: Assistant, serper: SerperStub, seeded: str
+) -> None:
+    conv = await assistant.new_conversation(seeded)
+    await assistant.ask("What is the latest news today?", conv, workspace_id=seeded,
+                        context=Context(workspace_id=seeded, llm_model="none", web_search="off"))
+    assert serper.requests == []
+
+
+async def test_auto_skips_the_web_when_documents_answer_confidently(
+    assistant: Assistant, serper: SerperStub, seeded: str
+) -> None:
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask("What is Prasad Chaudhari's basic salary?", conv,
+                                workspace_id=seeded,
+                                context=Context(workspace_id=seeded, llm_model="none"))
+    assert state["retrieval_confidence"] >= 0.25
+    assert serper.requests == [] and state["web_search_reason"] is None
+
+
+async def test_a_freshness_cue_triggers_web_search_and_results_become_web_sources(
+    assistant: Assistant, services: Services, serper: SerperStub, seeded: str
+) -> None:
+    serper.add_rule("latest", SerperReply(organic=[
+        {"title": "Volcano news", "link": "https://news.example/volcano",
+         "snippet": "The latest eruption report was published this week."}]))
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask("What is the latest volcano eruption news?", conv,
+                                workspace_id=seeded,
+                                context=Context(workspace_id=seeded, llm_model="none"))
+    assert state["web_search_reason"] == "fresh_information"
+    assert serper.requests[0].api_key == "serper-test-key"
+    web = [s for s in state["sources"] if s["source_type"] == "web"]
+    assert web and web[0]["url"] == "https://news.example/volcano"
+    turn = (await services.db.all_turns(seeded, conv))[-1]
+    assert turn.web_search_triggered
+
+
+async def test_the_answering_llm_can_call_google_search_as_a_tool(
+    assistant: Assistant, llm: OpenAIStub, serper: SerperStub, services: Services, seeded: str
+) -> None:
+    llm.add_rule(lambda body: bool(body.get("tools")),
+                 Reply(tool_calls=[{"name": "google_search",
+                                    "arguments": {"query": "Prasad Chaudhari awards"}}]))
+
+    def cite_the_web(body: dict[str, object]) -> str:
+        prompt = str(body["messages"][-1]["content"])  # type: ignore[index]
+        n = re.search(r"^\[(\d+)\] [^\n]*<https?://", prompt, re.M)
+        return f"He won an award [{n.group(1) if n else 99}]."
+
+    llm.add_rule("CURRENT QUESTION", Reply(content=cite_the_web))
+    conv = await assistant.new_conversation(seeded)
+    # Confidence threshold 0: only the LLM's own tool call can trigger the search.
+    ctx = Context(workspace_id=seeded, web_confidence_threshold=0.0)
+    state = await assistant.ask("Which awards did Prasad Chaudhari win?", conv,
+                                workspace_id=seeded, context=ctx)
+    assert state["web_search_reason"] is None
+    assert [r.query for r in serper.requests] == ["Prasad Chaudhari awards"]
+    tool_offers = [r for r in llm.requests if r.get("tools")]
+    assert tool_offers[0]["tools"][0]["function"]["name"] == "google_search"
+    assert len(tool_offers) == 1  # offered once per turn
+    assert state["answer"].startswith("He won an award [")
+    assert state["citations"][0]["source_type"] == "web"
+    turn = (await services.db.all_turns(seeded, conv))[-1]
+    assert turn.web_search_triggered
