@@ -106,28 +106,38 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         yield services
 
 
-_current: Services | None = None
-_lazy_stack: AsyncExitStack | None = None
-_lazy_lock = asyncio.Lock()
+_installed: Services | None = None
+_per_loop: dict[int, Services] = {}
+_per_loop_locks: dict[int, asyncio.Lock] = {}
+_per_loop_stacks: list[AsyncExitStack] = []
 
 
 def set_services(services: Services | None) -> None:
-    """Install the services the graph's nodes use (the server and tests call this)."""
-    global _current
-    _current = services
+    """Install the services the graph's nodes use (the server, the CLI and tests do)."""
+    global _installed
+    _installed = services
 
 
 async def get_services() -> Services:
-    """The installed services, or ones opened lazily from the environment."""
-    global _current, _lazy_stack
-    if _current is not None:
-        return _current
-    async with _lazy_lock:
-        if _current is None:
+    """The installed services, or ones opened lazily from the environment.
+
+    Lazily opened services are per event loop: a psycopg pool belongs to the loop that
+    opened it, and ``langgraph dev`` runs graphs on several loops. They share the
+    embedded servers (and the embedding model) and live as long as the process.
+    """
+    if _installed is not None:
+        return _installed
+    key = id(asyncio.get_running_loop())
+    found = _per_loop.get(key)
+    if found is not None:
+        return found
+    async with _per_loop_locks.setdefault(key, asyncio.Lock()):
+        if key not in _per_loop:
             install_sigterm_handler()
-            _lazy_stack = AsyncExitStack()
-            _current = await _lazy_stack.enter_async_context(open_services())
-    return _current
+            stack = AsyncExitStack()
+            _per_loop[key] = await stack.enter_async_context(open_services())
+            _per_loop_stacks.append(stack)
+    return _per_loop[key]
 
 
 def install_sigterm_handler() -> None:

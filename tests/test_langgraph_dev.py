@@ -1,0 +1,103 @@
+"""`langgraph dev` serves the graph from langgraph.json; the SDK drives a two-turn chat.
+
+The dev server joins the test session's embedded Postgres and Milvus Lite through the
+shared data directory, and checkpoints into our Postgres through langgraph.json's
+``checkpointer.path``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from convrag.ingest import ingest_documents, load_path
+from convrag.services import Services
+from tests.graph.conftest import EMPLOYEES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def dev_server(settings: object, services: Services) -> Iterator[str]:
+    port = _free_port()
+    assert port != 2024
+    env = {**os.environ, "CONVRAG_DATA_DIR": str(services.settings.data_dir),
+           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
+    exe = Path(sys.executable).with_name("langgraph")
+    log = open(services.settings.data_dir / "langgraph-dev.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
+         str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError((services.settings.data_dir / "langgraph-dev.log").read_text())
+            time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
+    services: Services, workspace: str, tmp_path: Path, dev_server: str
+) -> None:
+    from langgraph_sdk import get_client
+
+    path = tmp_path / "employee_data.txt"
+    path.write_text(EMPLOYEES)
+    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    rewrites, answers = [], []
+    for question in ("What is Prasad Chaudhari's salary?", "What about her basic salary?"):
+        async for part in client.runs.stream(
+            thread["thread_id"], "convrag",
+            input={"message": question, "workspace_id": workspace},
+            context={"workspace_id": workspace, "llm_model": "none"},
+            stream_mode=["custom", "updates"],
+        ):
+            assert part.event != "error", part.data
+            if part.event == "custom" and part.data["event"] == "rewrite":
+                rewrites.append(part.data["query"])
+            if part.event == "updates" and "persist" in part.data:
+                answers.append(part.data["persist"]["answer"])
+    assert "Prasad Chaudhari" in rewrites[1] and "basic salary" in rewrites[1].lower()
+    assert "$80,000" in answers[1]
+    # The dev server checkpointed into our Postgres and persisted the turns there.
+    turns = await services.db.all_turns(workspace, thread["thread_id"])
+    assert [t.question for t in turns] == ["What is Prasad Chaudhari's salary?",
+                                           "What about her basic salary?"]
+    async with services.db.pool.connection() as conn:
+        row = await (await conn.execute(
+            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s",
+            (thread["thread_id"],))).fetchone()
+    assert row is not None and row["n"] >= 2
