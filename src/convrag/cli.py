@@ -178,6 +178,53 @@ def keys_create(workspace: WorkspaceOpt) -> None:
     print(_run(go))
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port (never 2024 here).")] = 8000,
+) -> None:
+    """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
+
+    With no DATABASE_URL / MILVUS_URI it starts the embedded PostgreSQL and Milvus Lite
+    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM).
+    """
+    from convrag.server import run
+
+    run(host, port, get_settings())
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question.")],
+    workspace: WorkspaceOpt,
+    conversation: Annotated[str | None, typer.Option(
+        "--conversation", "-c", help="Continue this conversation id (printed after each "
+        "answer).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
+) -> None:
+    """Ask one question from the command line; follow-ups keep the conversation id."""
+    from convrag.assistant import open_assistant
+    from convrag.graph.context import Context
+
+    async def go() -> Any:
+        async with open_assistant() as bot:
+            conv = conversation or await bot.new_conversation(workspace)
+            return await bot.ask(question, conv, workspace_id=workspace,
+                                 context=Context(workspace_id=workspace))
+
+    state = _run(go)
+    if as_json:
+        keep = ("conversation_id", "turn_id", "classification", "rewritten_query", "answer",
+                "citations", "sources", "flags", "timings")
+        print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
+        return
+    out.print(state["answer"])
+    for n, src in enumerate(state.get("sources", []), 1):
+        label = src.get("url") or src.get("title") or src["document_id"]
+        err.print(f"[dim][{n}] {label}[/dim]")
+    err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -93,6 +93,9 @@ class InputState(TypedDict):
     """Conversation (= checkpoint thread) id; defaults to the run's ``thread_id``."""
     workspace_id: NotRequired[str]
     """Workspace whose documents answer; defaults to the run context's workspace."""
+    history_override: NotRequired[list[HistoryTurn] | None]
+    """Earlier turns given by the caller (the OpenAI-compatible endpoint, seed 000)
+    instead of loading them from Postgres."""
 
 
 class State(InputState, total=False):

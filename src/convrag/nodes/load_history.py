@@ -32,9 +32,13 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
     await services.db.create_conversation(workspace_id, conversation_id)
     if not await services.db.conversation_exists(workspace_id, conversation_id):
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
-    turns = await services.db.recent_turns(
-        workspace_id, conversation_id, limit=runtime.context.history_turns
-    )
+    limit = runtime.context.history_turns
+    override = state.get("history_override")
+    if override is not None:
+        history = list(override)[-limit:]
+        anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
+        return _start(state, message, workspace_id, conversation_id, history, anchors, start)
+    turns = await services.db.recent_turns(workspace_id, conversation_id, limit=limit)
     history = [
         HistoryTurn(
             turn_number=t.turn_number, question=t.question, answer=t.answer,
@@ -45,6 +49,14 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
         for t in turns
     ]
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
+    return _start(state, message, workspace_id, conversation_id, history, anchors, start)
+
+
+def _start(
+    state: State, message: str, workspace_id: str, conversation_id: str,
+    history: list[HistoryTurn], anchors: list[str], start: float,
+) -> dict[str, Any]:
+    """The turn's first update: ids, history, and every per-turn field reset."""
     return {
         "message": message,
         "workspace_id": workspace_id,
@@ -70,5 +82,6 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
         "persisted": False,
         "flags": Overwrite({}),
         "errors": Overwrite({}),
+        "history_override": None,
         "timings": Overwrite({"load_history": ms_since(start)}),
     }

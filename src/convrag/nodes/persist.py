@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 
 from convrag.graph.context import Context
 from convrag.graph.state import State
-from convrag.nodes._util import emit, ms_since
+from convrag.nodes._util import ms_since
 from convrag.services import Services, get_services
 from convrag.stores.database import CitationRecord, NewTurn
 from convrag.stores.vectors import KIND_MEMORY, VectorRow
@@ -92,9 +92,6 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     written = await services.db.save_turn(turn)
     if written and answer:
         services.spawn(_remember(services, state, answer))
-    for c in citations:
-        emit(runtime, "citation", marker=c["marker"], position=c["position"],
-             source_id=c["source_id"], document_id=c["document_id"], url=c["url"])
     return {
         "answer": answer, "citations": citations, "persisted": written, "flags": flags,
         "timings": {"persist": ms_since(start)},

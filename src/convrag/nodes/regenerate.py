@@ -16,10 +16,13 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     repeated = state["repetition"]["repeated_entities"]
     excluded = list(dict.fromkeys([*state.get("excluded_entities", []), *repeated]))
     attempt = state.get("regenerations", 0) + 1
-    emit(runtime, "repetition", attempt=attempt, excluded_entities=excluded,
-         overlap_ratio=state["repetition"]["overlap_ratio"])
+
+    def announce() -> None:
+        emit(runtime, "repetition", attempt=attempt, excluded_entities=excluded,
+             overlap_ratio=state["repetition"]["overlap_ratio"])
+
     update = await compose_answer({**state, "excluded_entities": excluded},  # type: ignore[typeddict-item]
-                                  runtime, excluded, "regenerate")
+                                  runtime, excluded, "regenerate", on_start=announce)
     update["regenerations"] = attempt
     update["excluded_entities"] = excluded
     return update

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -24,6 +24,7 @@ from convrag.synthesis import (
     GREETING_ANSWER,
     build_messages,
     extractive_answer,
+    has_marker,
     llm_answer,
     reformat_previous,
 )
@@ -33,9 +34,14 @@ _REFORMAT_WORDS = ("table", "format", "shorter", "short", "brief", "summar", "bu
 
 
 async def compose_answer(
-    state: State, runtime: Runtime[Context], excluded: Sequence[str], node: str
+    state: State, runtime: Runtime[Context], excluded: Sequence[str], node: str,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """One draft for the current sources; shared by synthesize and regenerate."""
+    """One draft for the current sources; shared by synthesize and regenerate.
+
+    ``on_start`` runs right before the draft's first token streams. An extractive
+    regeneration that finds nothing new streams nothing (the earlier draft stands).
+    """
     start = time.perf_counter()
     ctx = runtime.context
     services = await get_services()
@@ -60,6 +66,8 @@ async def compose_answer(
             streamed.append(token)
             emit(runtime, "token", text=token, node=node)
 
+        if on_start is not None:
+            on_start()
         try:
             async with asyncio.timeout(ctx.answer_timeout_s):
                 reply = await llm_answer(
@@ -86,8 +94,12 @@ async def compose_answer(
                 emit(runtime, "reset", reason="llm_failed", node=node)
     if text is None:
         text = _no_llm_answer(state, rewritten, excluded)
-        for piece in _chunks(text):
-            emit(runtime, "token", text=piece, node=node)
+        nothing_new = node == "regenerate" and sources and not has_marker(text)
+        if not nothing_new:
+            if on_start is not None and model_name is None:
+                on_start()
+            for piece in _chunks(text):
+                emit(runtime, "token", text=piece, node=node)
     entities = extract_entities(text)
     drafts = [*state.get("drafts", []),
               Draft(answer=text, overlap_ratio=0.0, extractive=model_name is None or bool(flags))]

@@ -1,0 +1,1 @@
+"""The HTTP layer's parts: settings-backed dependencies, schemas, the turn streamer, metrics."""

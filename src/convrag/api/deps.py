@@ -1,0 +1,91 @@
+"""Typed FastAPI dependencies: settings, services, the assistant, and the caller's workspace."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from convrag.api.turns import TurnRunner
+from convrag.assistant import Assistant
+from convrag.config import Settings
+from convrag.services import Services
+
+_bearer = HTTPBearer(auto_error=False, description="A workspace API key (`convrag keys create`).")
+
+
+def get_services_dep(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+def get_assistant(request: Request) -> Assistant:
+    assistant: Assistant = request.app.state.assistant
+    return assistant
+
+
+def get_runner(request: Request) -> TurnRunner:
+    runner: TurnRunner = request.app.state.runner
+    return runner
+
+
+def get_settings_dep(services: Annotated[Services, Depends(get_services_dep)]) -> Settings:
+    return services.settings
+
+
+ServicesDep = Annotated[Services, Depends(get_services_dep)]
+AssistantDep = Annotated[Assistant, Depends(get_assistant)]
+RunnerDep = Annotated[TurnRunner, Depends(get_runner)]
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+
+
+class RateLimiter:
+    """A token bucket per API key: ``per_minute`` requests, refilled continuously."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def retry_after(self, key: str) -> int:
+        """0 when the request may pass (and is counted), else seconds to wait."""
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key, (self.capacity, now))
+        tokens = min(self.capacity, tokens + (now - last) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[key] = (tokens - 1.0, now)
+            return 0
+        self._buckets[key] = (tokens, now)
+        return max(1, math.ceil((1.0 - tokens) / self.rate))
+
+
+async def get_workspace(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The workspace of the caller's API key; 401 without a valid key, 429 over the limit."""
+    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing API key: send 'Authorization: Bearer <key>' (create one with "
+            "`convrag keys create --workspace W`)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    workspace = await services.db.workspace_for_key(credentials.credentials)
+    if workspace is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API key",
+                            headers={"WWW-Authenticate": "Bearer"})
+    limiter: RateLimiter = request.app.state.limiter
+    wait = limiter.retry_after(credentials.credentials)
+    if wait:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
+                            f"rate limit of {int(limiter.capacity)} requests/minute exceeded",
+                            headers={"Retry-After": str(wait)})
+    return workspace
+
+
+WorkspaceDep = Annotated[str, Depends(get_workspace)]

@@ -1,0 +1,144 @@
+"""Runs one turn of the graph as a task and turns its stream into typed events.
+
+Events, in order: ``rewrite``, ``sources`` (always before any token), ``token``*,
+``citation`` (as a resolvable marker appears), ``repetition`` (a regeneration starts:
+discard the tokens so far), ``reset`` (the LLM failed mid-answer: discard the tokens so
+far), then ``done`` or ``error``.
+
+Client disconnect policy: the turn runs to completion in its task and is persisted; a
+client that went away reads it back with ``GET /v1/conversations/{id}``. A conversation
+answers one message at a time: a second message meanwhile gets 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from convrag.api.metrics import TURNS, observe_turn
+from convrag.assistant import Assistant
+from convrag.graph.context import Context
+
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+
+Event = tuple[str, dict[str, Any]]
+
+
+@dataclass
+class TurnResult:
+    """What a finished turn produced (``state`` is the graph's final state)."""
+
+    state: dict[str, Any] = field(default_factory=dict)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, str] | None = None
+
+
+class ConversationBusy(Exception):
+    """A message arrived while the conversation is still answering another."""
+
+
+class TurnRunner:
+    """Starts turns, one at a time per conversation."""
+
+    def __init__(self, assistant: Assistant) -> None:
+        self.assistant = assistant
+        self.active: dict[str, asyncio.Task[TurnResult]] = {}
+
+    def start(
+        self, conversation_id: str, payload: dict[str, Any], context: Context
+    ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
+        if conversation_id in self.active:
+            raise ConversationBusy(conversation_id)
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        task = asyncio.get_running_loop().create_task(
+            self._run(conversation_id, payload, context, queue)
+        )
+        self.active[conversation_id] = task
+        task.add_done_callback(lambda _: self.active.pop(conversation_id, None))
+        return queue, task
+
+    async def _run(
+        self, conversation_id: str, payload: dict[str, Any], context: Context,
+        queue: asyncio.Queue[Event | None],
+    ) -> TurnResult:
+        started = time.perf_counter()
+        result = TurnResult()
+        text = ""
+        cited: set[str] = set()
+        sent_sources = False
+
+        def put(name: str, data: dict[str, Any]) -> None:
+            queue.put_nowait((name, data))
+
+        try:
+            async for mode, chunk in self.assistant.graph.astream(
+                payload, self.assistant.config(conversation_id),  # type: ignore[arg-type]
+                context=context, stream_mode=["custom", "values"],
+                durability=self.assistant.durability,
+            ):
+                if mode == "values":
+                    result.state = chunk
+                    continue
+                event = chunk.get("event")
+                data = {k: v for k, v in chunk.items() if k != "event"}
+                if event == "sources":
+                    result.sources = data["sources"]
+                    sent_sources = True
+                    put("sources", data)
+                elif event == "token":
+                    if not sent_sources:
+                        put("sources", {"sources": []})
+                        sent_sources = True
+                    text += data["text"]
+                    put("token", data)
+                    for m in _MARKER.finditer(text):
+                        n = int(m.group(1))
+                        if m.group(0) not in cited and 1 <= n <= len(result.sources):
+                            cited.add(m.group(0))
+                            put("citation", {"marker": m.group(0), "source": result.sources[n - 1]})
+                elif event in ("repetition", "reset"):
+                    text, cited = "", set()
+                    put(event, data)
+                elif event is not None:
+                    put(event, data)
+            state = result.state
+            observe_turn(state, time.perf_counter() - started)
+            put("done", {
+                "turn_id": state.get("turn_id"),
+                "answer": state.get("answer", ""),
+                "citations": [_citation(c) for c in state.get("citations", [])],
+                "timings_ms": state.get("timings", {}),
+                "repetition_detected": bool(state.get("regenerations")),
+                "flags": state.get("flags", {}),
+            })
+        except Exception as exc:  # reported as an `error` event, never a broken stream
+            TURNS.labels("error").inc()
+            result.error = {"code": _code(exc), "message": str(exc)[:500]}
+            put("error", result.error)
+        finally:
+            queue.put_nowait(None)
+        return result
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, PermissionError):
+        return "forbidden"
+    if isinstance(exc, ValueError):
+        return "invalid_request"
+    return "turn_failed"
+
+
+def _citation(c: dict[str, Any]) -> dict[str, Any]:
+    return {"marker": c["marker"], "position": c["position"], "source_type": c["source_type"],
+            "source_id": c["source_id"], "document_id": c["document_id"], "url": c["url"],
+            "relevance_score": c["score"], "content_snippet": c["snippet"]}
+
+
+async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
+    """Events until the turn ends."""
+    while (item := await queue.get()) is not None:
+        yield item
