@@ -31,8 +31,11 @@ def _write(d: Path, name: str, text: str) -> Path:
 
 @pytest.fixture
 async def corpus(services: Services, workspace: str, docs_dir: Path) -> list[Path]:
-    paths = [_write(docs_dir, "employee.txt", EMPLOYEE), _write(docs_dir, "leave.md", LEAVE),
-             _write(docs_dir, "garden.html", f"<html><title>Garden</title><p>{GARDEN}</p></html>")]
+    paths = [
+        _write(docs_dir, "employee.txt", EMPLOYEE),
+        _write(docs_dir, "leave.md", LEAVE),
+        _write(docs_dir, "garden.html", f"<html><title>Garden</title><p>{GARDEN}</p></html>"),
+    ]
     await _ingest(services, workspace, *paths)
     return paths
 
@@ -42,7 +45,10 @@ async def test_search_finds_the_right_chunk_in_every_mode(
     services: Services, workspace: str, corpus: list[Path], mode: str
 ) -> None:
     results = await services.searcher.search(
-        workspace, "how many days of annual leave", top_k=3, mode=mode  # type: ignore[arg-type]
+        workspace,
+        "how many days of annual leave",
+        top_k=3,
+        mode=mode,  # type: ignore[arg-type]
     )
     assert results and "25 days" in results[0].text
 
@@ -114,10 +120,17 @@ async def test_deleting_from_another_workspace_finds_nothing(
 
 
 def test_jsonl_corpus_records_become_documents(docs_dir: Path) -> None:
-    p = _write(docs_dir, "c.jsonl", '{"_id": "p1", "title": "T", "text": "alpha"}\n'
-                                    '{"_id": "p2", "title": "U", "text": "beta"}\n')
+    p = _write(
+        docs_dir,
+        "c.jsonl",
+        '{"_id": "p1", "title": "T", "text": "alpha"}\n'
+        '{"_id": "p2", "title": "U", "text": "beta"}\n',
+    )
     docs = load_path(p, max_bytes=10**6)
-    assert [(d.source, d.title, d.text) for d in docs] == [("p1", "T", "alpha"), ("p2", "U", "beta")]
+    assert [(d.source, d.title, d.text) for d in docs] == [
+        ("p1", "T", "alpha"),
+        ("p2", "U", "beta"),
+    ]
 
 
 def test_long_documents_are_chunked_with_positions(services: Services, docs_dir: Path) -> None:
@@ -142,7 +155,11 @@ def test_long_documents_are_chunked_with_positions(services: Services, docs_dir:
     ],
 )
 async def test_bad_input_fails_clearly_and_leaves_stores_untouched(
-    services: Services, workspace: str, docs_dir: Path, name: str, content: bytes | None,
+    services: Services,
+    workspace: str,
+    docs_dir: Path,
+    name: str,
+    content: bytes | None,
     message: str,
 ) -> None:
     path = docs_dir / name

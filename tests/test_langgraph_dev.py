@@ -36,14 +36,30 @@ def _free_port() -> int:
 def dev_server(settings: object, services: Services) -> Iterator[str]:
     port = _free_port()
     assert port != 2024
-    env = {**os.environ, "CONVRAG_DATA_DIR": str(services.settings.data_dir),
-           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false"}
+    env = {
+        **os.environ,
+        "CONVRAG_DATA_DIR": str(services.settings.data_dir),
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+    }
     exe = Path(sys.executable).with_name("langgraph")
     log = open(services.settings.data_dir / "langgraph-dev.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port",
-         str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(exe),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -80,7 +96,8 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     rewrites, answers = [], []
     for question in ("What is Prasad Chaudhari's salary?", "What about her basic salary?"):
         async for part in client.runs.stream(
-            thread["thread_id"], "convrag",
+            thread["thread_id"],
+            "convrag",
             input={"message": question, "workspace_id": workspace},
             context={"workspace_id": workspace, "llm_model": "none"},
             stream_mode=["custom", "updates"],
@@ -94,10 +111,14 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     assert "$80,000" in answers[1]
     # The dev server checkpointed into our Postgres and persisted the turns there.
     turns = await services.db.all_turns(workspace, thread["thread_id"])
-    assert [t.question for t in turns] == ["What is Prasad Chaudhari's salary?",
-                                           "What about her basic salary?"]
+    assert [t.question for t in turns] == [
+        "What is Prasad Chaudhari's salary?",
+        "What about her basic salary?",
+    ]
     async with services.db.pool.connection() as conn:
-        row = await (await conn.execute(
-            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s",
-            (thread["thread_id"],))).fetchone()
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread["thread_id"],)
+            )
+        ).fetchone()
     assert row is not None and row["n"] >= 2

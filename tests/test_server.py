@@ -33,8 +33,9 @@ def _free_port() -> int:
 async def app_server(services: Services) -> AsyncIterator[tuple[str, FastAPI]]:
     app = create_app(services=services)
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     task = asyncio.get_running_loop().create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.02)
@@ -63,8 +64,9 @@ def _auth(tenant: dict[str, str]) -> dict[str, str]:
     return {"Authorization": f"Bearer {tenant['key']}"}
 
 
-async def _sse(client: httpx.AsyncClient, url: str, body: dict[str, Any],
-               headers: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+async def _sse(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
     async with client.stream("POST", url, json=body, headers=headers) as resp:
         assert resp.status_code == 200, await resp.aread()
@@ -90,10 +92,10 @@ async def test_sse_events_of_a_two_turn_follow_up_come_in_order(
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
-        first = await _sse(client, url, {"content": "What is Prasad Chaudhari's salary?"},
-                           _auth(tenant))
-        second = await _sse(client, url, {"content": "What about her basic salary?"},
-                            _auth(tenant))
+        first = await _sse(
+            client, url, {"content": "What is Prasad Chaudhari's salary?"}, _auth(tenant)
+        )
+        second = await _sse(client, url, {"content": "What about her basic salary?"}, _auth(tenant))
     for events in (first, second):
         names = [n for n, _ in events]
         assert names[0] == "rewrite" and names[1] == "sources" and names[-1] == "done"
@@ -104,7 +106,7 @@ async def test_sse_events_of_a_two_turn_follow_up_come_in_order(
     assert "$80,000" in done["answer"] and done["citations"]
     # Tokens after the last repetition/reset event preview the stored answer.
     last = max((i for i, (n, _) in enumerate(second) if n in ("repetition", "reset")), default=-1)
-    streamed = "".join(d["text"] for n, d in second[last + 1:] if n == "token")
+    streamed = "".join(d["text"] for n, d in second[last + 1 :] if n == "token")
     assert streamed.strip() == done["answer"]
     assert set(done["timings_ms"]) >= {"load_history", "rewrite", "retrieve_vectors", "persist"}
 
@@ -116,16 +118,21 @@ async def test_json_and_sse_replies_give_the_same_answer(
         c1 = await _conversation(client, base_url, tenant)
         c2 = await _conversation(client, base_url, tenant)
         body = {"content": "What is John Doe's basic salary?"}
-        sse = await _sse(client, f"{base_url}/v1/conversations/{c1}/messages", body,
-                         _auth(tenant))
-        resp = await client.post(f"{base_url}/v1/conversations/{c2}/messages", json=body,
-                                 headers={**_auth(tenant), "Accept": "application/json"})
+        sse = await _sse(client, f"{base_url}/v1/conversations/{c1}/messages", body, _auth(tenant))
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{c2}/messages",
+            json=body,
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
     assert resp.status_code == 200
     data = resp.json()
     assert data["answer"] == sse[-1][1]["answer"]
-    assert [c["marker"] for c in data["citations"]] == [c["marker"] for c in sse[-1][1]["citations"]]
+    assert [c["marker"] for c in data["citations"]] == [
+        c["marker"] for c in sse[-1][1]["citations"]
+    ]
     sources = await httpx.AsyncClient().get(
-        f"{base_url}/v1/messages/{data['turn_id']}/sources", headers=_auth(tenant))
+        f"{base_url}/v1/messages/{data['turn_id']}/sources", headers=_auth(tenant)
+    )
     assert sources.status_code == 200 and sources.json()[0]["marker"] == "[1]"
 
 
@@ -144,8 +151,7 @@ async def test_the_openai_client_works_streaming_and_not(
     text = reply.choices[0].message.content or ""
     assert "$80,000" in text
     assert reply.model_extra and reply.model_extra["citations"][0]["marker"] == "[1]"
-    stream = await client.chat.completions.create(model="convrag", messages=messages,
-                                                  stream=True)
+    stream = await client.chat.completions.create(model="convrag", messages=messages, stream=True)
     parts, citations = [], None
     async for chunk in stream:
         parts.append(chunk.choices[0].delta.content or "")
@@ -163,11 +169,15 @@ async def test_another_workspaces_ids_give_404_on_every_route(
     other = {"workspace": other_ws, "key": await services.db.create_api_key(other_ws)}
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        resp = await client.post(f"{base_url}/v1/conversations/{conv}/messages",
-                                 json={"content": "What is Prasad Chaudhari's salary?"},
-                                 headers={**_auth(tenant), "Accept": "application/json"})
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
         turn_id = resp.json()["turn_id"]
-        doc_id = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()[0]["id"]
+        doc_id = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()[0][
+            "id"
+        ]
         b = _auth(other)
         checks = [
             ("GET", f"/v1/conversations/{conv}", None),
@@ -184,10 +194,12 @@ async def test_another_workspaces_ids_give_404_on_every_route(
         listed = await client.get(f"{base_url}/v1/documents", headers=b)
         assert listed.status_code == 200 and listed.json() == []
         # A's data is intact after B's attempts.
-        assert (await client.get(f"{base_url}/v1/conversations/{conv}",
-                                 headers=_auth(tenant))).json()["turns"]
-        assert (await client.get(f"{base_url}/v1/documents/{doc_id}",
-                                 headers=_auth(tenant))).status_code == 200
+        assert (
+            await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        ).json()["turns"]
+        assert (
+            await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
+        ).status_code == 200
 
 
 async def test_bad_input_gets_clear_4xx_errors_and_never_500(
@@ -198,24 +210,34 @@ async def test_bad_input_gets_clear_4xx_errors_and_never_500(
         url = f"{base_url}/v1/conversations/{conv}/messages"
         no_key = await client.post(f"{base_url}/v1/conversations")
         assert no_key.status_code == 401 and "Authorization: Bearer" in no_key.json()["detail"]
-        bad_key = await client.post(f"{base_url}/v1/conversations",
-                                    headers={"Authorization": "Bearer nope"})
+        bad_key = await client.post(
+            f"{base_url}/v1/conversations", headers={"Authorization": "Bearer nope"}
+        )
         assert bad_key.status_code == 401
         too_long = await client.post(url, json={"content": "x" * 8001}, headers=_auth(tenant))
         assert too_long.status_code == 422 and "content" in too_long.json()["detail"]
         missing = await client.post(url, json={}, headers=_auth(tenant))
         assert missing.status_code == 422 and "content" in missing.json()["detail"]
-        bad_rag = await client.post(url, json={"content": "q", "rag": {"top_k": 0}},
-                                    headers=_auth(tenant))
+        bad_rag = await client.post(
+            url, json={"content": "q", "rag": {"top_k": 0}}, headers=_auth(tenant)
+        )
         assert bad_rag.status_code == 422 and "rag.top_k" in bad_rag.json()["detail"]
-        not_json = await client.post(url, content=b"{not json", headers={
-            **_auth(tenant), "Content-Type": "application/json"})
+        not_json = await client.post(
+            url, content=b"{not json", headers={**_auth(tenant), "Content-Type": "application/json"}
+        )
         assert not_json.status_code == 422
-        huge = await client.post(url, content=b"x" * (1024 * 1024 + 10), headers={
-            **_auth(tenant), "Content-Type": "application/json"})
+        huge = await client.post(
+            url,
+            content=b"x" * (1024 * 1024 + 10),
+            headers={**_auth(tenant), "Content-Type": "application/json"},
+        )
         assert huge.status_code == 413 and "limit" in huge.json()["detail"]
-        for path in ("/v1/conversations/not-a-uuid", f"/v1/conversations/{uuid.uuid4()}",
-                     f"/v1/documents/{uuid.uuid4()}", "/v1/messages/xyz/sources"):
+        for path in (
+            "/v1/conversations/not-a-uuid",
+            f"/v1/conversations/{uuid.uuid4()}",
+            f"/v1/documents/{uuid.uuid4()}",
+            "/v1/messages/xyz/sources",
+        ):
             r = await client.get(f"{base_url}{path}", headers=_auth(tenant))
             assert r.status_code == 404, path
 
@@ -228,8 +250,9 @@ async def test_the_rate_limit_answers_429_with_retry_after(
     app.state.limiter = RateLimiter(3)
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            codes = [(await client.get(f"{base}/v1/documents", headers=_auth(tenant)))
-                     for _ in range(4)]
+            codes = [
+                (await client.get(f"{base}/v1/documents", headers=_auth(tenant))) for _ in range(4)
+            ]
     finally:
         app.state.limiter = saved
     assert [r.status_code for r in codes] == [200, 200, 200, 429]
@@ -237,16 +260,30 @@ async def test_the_rate_limit_answers_429_with_retry_after(
 
 
 @pytest.fixture
-async def slow_llm(services: Services, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenAIStub]:
+async def slow_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
     from pydantic import SecretStr
 
     async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(
-            content="Prasad Chaudhari's basic salary is $80,000 [1], as the record shows.",
-            token_delay_s=0.15))
-        monkeypatch.setattr(services, "settings", services.settings.model_copy(update={
-            "openai_base_url": stub.base_url, "openai_api_key": SecretStr("k"),
-            "llm_model": "openai:stub-model"}))
+        stub.add_rule(
+            "CURRENT QUESTION",
+            Reply(
+                content="Prasad Chaudhari's basic salary is $80,000 [1], as the record shows.",
+                token_delay_s=0.15,
+            ),
+        )
+        monkeypatch.setattr(
+            services,
+            "settings",
+            services.settings.model_copy(
+                update={
+                    "openai_base_url": stub.base_url,
+                    "openai_api_key": SecretStr("k"),
+                    "llm_model": "openai:stub-model",
+                }
+            ),
+        )
         yield stub
 
 
@@ -256,8 +293,9 @@ async def test_a_second_message_while_answering_gets_409(
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
-        first = asyncio.create_task(_sse(client, url, {"content": "What is the basic salary?"},
-                                         _auth(tenant)))
+        first = asyncio.create_task(
+            _sse(client, url, {"content": "What is the basic salary?"}, _auth(tenant))
+        )
         await asyncio.sleep(0.5)
         second = await client.post(url, json={"content": "And John?"}, headers=_auth(tenant))
         assert second.status_code == 409 and "still answering" in second.json()["detail"]
@@ -270,21 +308,26 @@ async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
-        async with client.stream("POST", url, json={"content": "What is the basic salary?"},
-                                 headers=_auth(tenant)) as resp:
+        async with client.stream(
+            "POST", url, json={"content": "What is the basic salary?"}, headers=_auth(tenant)
+        ) as resp:
             async for line in resp.aiter_lines():
                 if line.startswith("event: token"):
                     break  # the client goes away mid-answer
         for _ in range(100):
-            detail = (await client.get(f"{base_url}/v1/conversations/{conv}",
-                                       headers=_auth(tenant))).json()
+            detail = (
+                await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+            ).json()
             if detail["turns"]:
                 break
             await asyncio.sleep(0.1)
         assert len(detail["turns"]) == 1
         assert detail["turns"][0]["answer"].startswith("Prasad Chaudhari's basic salary")
-        again = await client.post(url, json={"content": "Thanks!"},
-                                  headers={**_auth(tenant), "Accept": "application/json"})
+        again = await client.post(
+            url,
+            json={"content": "Thanks!"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
         assert again.status_code == 200
 
 
@@ -292,28 +335,40 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
     base_url: str, tenant: dict[str, str]
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
-        files = {"file": ("policy.md", b"Remote work policy: staff may work remotely "
-                                       b"three days a week with manager approval.")}
+        files = {
+            "file": (
+                "policy.md",
+                b"Remote work policy: staff may work remotely "
+                b"three days a week with manager approval.",
+            )
+        }
         resp = await client.post(f"{base_url}/v1/documents", files=files, headers=_auth(tenant))
         assert resp.status_code == 202 and resp.json()["status"] == "processing"
         doc_id = resp.json()["id"]
         for _ in range(100):
-            doc = (await client.get(f"{base_url}/v1/documents/{doc_id}",
-                                    headers=_auth(tenant))).json()
+            doc = (
+                await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
+            ).json()
             if doc["status"] != "processing":
                 break
             await asyncio.sleep(0.1)
         assert doc["status"] == "ready" and doc["n_chunks"] == 1
-        bad = await client.post(f"{base_url}/v1/documents", headers=_auth(tenant),
-                                files={"file": ("deck.pptx", b"PK..")})
+        bad = await client.post(
+            f"{base_url}/v1/documents",
+            headers=_auth(tenant),
+            files={"file": ("deck.pptx", b"PK..")},
+        )
         assert bad.status_code == 415 and "unsupported format" in bad.json()["detail"]
-        empty = await client.post(f"{base_url}/v1/documents", headers=_auth(tenant),
-                                  files={"file": ("empty.txt", b"")})
+        empty = await client.post(
+            f"{base_url}/v1/documents", headers=_auth(tenant), files={"file": ("empty.txt", b"")}
+        )
         assert empty.status_code == 422 and "empty" in empty.json()["detail"]
-        assert (await client.delete(f"{base_url}/v1/documents/{doc_id}",
-                                    headers=_auth(tenant))).status_code == 204
-        assert (await client.get(f"{base_url}/v1/documents/{doc_id}",
-                                 headers=_auth(tenant))).status_code == 404
+        assert (
+            await client.delete(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
+        ).status_code == 204
+        assert (
+            await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
+        ).status_code == 404
 
 
 async def test_delete_conversation_removes_turns_and_checkpoints(
@@ -321,16 +376,23 @@ async def test_delete_conversation_removes_turns_and_checkpoints(
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        await client.post(f"{base_url}/v1/conversations/{conv}/messages",
-                          json={"content": "What is Prasad Chaudhari's salary?"},
-                          headers={**_auth(tenant), "Accept": "application/json"})
-        assert (await client.delete(f"{base_url}/v1/conversations/{conv}",
-                                    headers=_auth(tenant))).status_code == 204
-        assert (await client.get(f"{base_url}/v1/conversations/{conv}",
-                                 headers=_auth(tenant))).status_code == 404
+        await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
+        assert (
+            await client.delete(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        ).status_code == 204
+        assert (
+            await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        ).status_code == 404
     async with services.db.pool.connection() as conn:
-        row = await (await conn.execute("SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s",
-                                        (conv,))).fetchone()
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (conv,)
+            )
+        ).fetchone()
     assert row is not None and row["n"] == 0
 
 
@@ -339,12 +401,18 @@ async def test_health_metrics_and_openapi_docs(base_url: str, tenant: dict[str, 
         health = await client.get(f"{base_url}/healthz")
         assert health.json() == {"status": "ok", "postgres": True, "milvus": True}
         conv = await _conversation(client, base_url, tenant)
-        await client.post(f"{base_url}/v1/conversations/{conv}/messages",
-                          json={"content": "What is Prasad Chaudhari's salary?"},
-                          headers={**_auth(tenant), "Accept": "application/json"})
+        await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
         metrics = (await client.get(f"{base_url}/metrics")).text
-        for name in ("convrag_turns_total", "convrag_node_latency_seconds_bucket",
-                     "convrag_rewrites_total", "convrag_retrieval_results_bucket"):
+        for name in (
+            "convrag_turns_total",
+            "convrag_node_latency_seconds_bucket",
+            "convrag_rewrites_total",
+            "convrag_retrieval_results_bucket",
+        ):
             assert name in metrics
         spec = (await client.get(f"{base_url}/openapi.json")).json()
         assert "/v1/conversations/{conversation_id}/messages" in spec["paths"]

@@ -1,8 +1,8 @@
 """The Python API: open the stack, compile the graph with its checkpointer, ask questions.
 
-    async with open_assistant() as bot:
-        conv = await bot.new_conversation("acme")
-        state = await bot.ask("What is Prasad Chaudhari's salary?", conv, workspace_id="acme")
+async with open_assistant() as bot:
+    conv = await bot.new_conversation("acme")
+    state = await bot.ask("What is Prasad Chaudhari's salary?", conv, workspace_id="acme")
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from convrag.checkpointer import DEFAULT_DURABILITY, Durability, saver_for
@@ -34,7 +35,8 @@ class Assistant:
         return await self.services.db.create_conversation(workspace_id)
 
     @staticmethod
-    def config(conversation_id: str) -> dict[str, Any]:
+    def config(conversation_id: str) -> RunnableConfig:
+        """Only ``thread_id`` travels in ``configurable``; everything else is Context."""
         return {"configurable": {"thread_id": conversation_id}}
 
     async def ask(
@@ -47,14 +49,13 @@ class Assistant:
     ) -> State:
         """Answer one turn and return the final state."""
         ctx = context or Context(workspace_id=workspace_id)
-        result = await self.graph.ainvoke(
-            {"message": message, "conversation_id": conversation_id,
-             "workspace_id": workspace_id},
-            self.config(conversation_id),  # type: ignore[arg-type]
-            context=ctx,
-            durability=self.durability,
+        payload = InputState(
+            message=message, conversation_id=conversation_id, workspace_id=workspace_id
         )
-        return result  # type: ignore[return-value]
+        result = await self.graph.ainvoke(
+            payload, self.config(conversation_id), context=ctx, durability=self.durability
+        )
+        return cast(State, result)
 
     async def stream(
         self,
@@ -69,11 +70,19 @@ class Assistant:
         ``message=None`` resumes the thread's interrupted or crashed run.
         """
         ctx = context or Context(workspace_id=workspace_id)
-        payload = None if message is None else {
-            "message": message, "conversation_id": conversation_id, "workspace_id": workspace_id}
+        payload = (
+            None
+            if message is None
+            else InputState(
+                message=message, conversation_id=conversation_id, workspace_id=workspace_id
+            )
+        )
         async for mode, chunk in self.graph.astream(
-            payload, self.config(conversation_id),  # type: ignore[arg-type]
-            context=ctx, stream_mode=["custom", "updates"], durability=self.durability,
+            payload,
+            self.config(conversation_id),
+            context=ctx,
+            stream_mode=["custom", "updates"],
+            durability=self.durability,
         ):
             yield mode, chunk
 

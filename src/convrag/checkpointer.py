@@ -25,7 +25,7 @@ DEFAULT_DURABILITY: Durability = "exit"
 
 async def saver_for(db: Database) -> AsyncPostgresSaver:
     """A saver sharing ``db``'s pool; runs its idempotent ``setup()``."""
-    saver = AsyncPostgresSaver(db.pool)  # type: ignore[arg-type]
+    saver = AsyncPostgresSaver(db.pool)
     await saver.setup()
     return saver
 

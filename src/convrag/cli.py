@@ -70,8 +70,10 @@ def config(
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .html .pdf "
-                                                     ".jsonl .jsonl.gz).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Files or directories (.txt .md .html .pdf .jsonl .jsonl.gz)."),
+    ],
     workspace: WorkspaceOpt,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
@@ -91,8 +93,13 @@ def ingest(
     async def go() -> Any:
         async with open_services(settings) as services:
             with Progress(
-                TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("documents"),
-                TimeElapsedColumn(), console=err, disable=quiet,
+                TextColumn("ingest"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("documents"),
+                TimeElapsedColumn(),
+                console=err,
+                disable=quiet,
             ) as bar:
                 task = bar.add_task("ingest", total=len(docs))
                 return await ingest_documents(
@@ -125,10 +132,12 @@ def search(
     table = Table("#", "score", "dense", "bm25", "document", "text")
     for i, r in enumerate(results, 1):
         table.add_row(
-            str(i), f"{r.score:.4f}",
+            str(i),
+            f"{r.score:.4f}",
             "-" if r.dense_score is None else f"{r.dense_score:.4f}",
             "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
-            r.document_id[:8], r.text[:90].replace("\n", " "),
+            r.document_id[:8],
+            r.text[:90].replace("\n", " "),
         )
     out.print(table)
 
@@ -143,8 +152,17 @@ def documents_list(workspace: WorkspaceOpt) -> None:
             return await services.db.list_documents(workspace)
 
     for d in _run(go):
-        print(json.dumps({"id": str(d["id"]), "source": d["source"], "title": d["title"],
-                          "status": d["status"], "n_chunks": d["n_chunks"]}))
+        print(
+            json.dumps(
+                {
+                    "id": str(d["id"]),
+                    "source": d["source"],
+                    "title": d["title"],
+                    "status": d["status"],
+                    "n_chunks": d["n_chunks"],
+                }
+            )
+        )
 
 
 @documents_app.command("delete")
@@ -197,9 +215,14 @@ def serve(
 def ask(
     question: Annotated[str, typer.Argument(help="Your question.")],
     workspace: WorkspaceOpt,
-    conversation: Annotated[str | None, typer.Option(
-        "--conversation", "-c", help="Continue this conversation id (printed after each "
-        "answer).")] = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            "-c",
+            help="Continue this conversation id (printed after each answer).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
 ) -> None:
     """Ask one question from the command line; follow-ups keep the conversation id."""
@@ -209,13 +232,23 @@ def ask(
     async def go() -> Any:
         async with open_assistant() as bot:
             conv = conversation or await bot.new_conversation(workspace)
-            return await bot.ask(question, conv, workspace_id=workspace,
-                                 context=Context(workspace_id=workspace))
+            return await bot.ask(
+                question, conv, workspace_id=workspace, context=Context(workspace_id=workspace)
+            )
 
     state = _run(go)
     if as_json:
-        keep = ("conversation_id", "turn_id", "classification", "rewritten_query", "answer",
-                "citations", "sources", "flags", "timings")
+        keep = (
+            "conversation_id",
+            "turn_id",
+            "classification",
+            "rewritten_query",
+            "answer",
+            "citations",
+            "sources",
+            "flags",
+            "timings",
+        )
         print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
         return
     out.print(state["answer"])

@@ -84,11 +84,15 @@ class Settings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
     max_body_bytes: int = Field(
-        default=1024 * 1024, ge=1024, validation_alias=AliasChoices("MAX_BODY_BYTES"),
+        default=1024 * 1024,
+        ge=1024,
+        validation_alias=AliasChoices("MAX_BODY_BYTES"),
         description="Largest JSON request body (uploads use MAX_FILE_BYTES).",
     )
     rate_limit_per_minute: int = Field(
-        default=600, ge=1, validation_alias=AliasChoices("RATE_LIMIT_PER_MINUTE"),
+        default=600,
+        ge=1,
+        validation_alias=AliasChoices("RATE_LIMIT_PER_MINUTE"),
         description="Requests per minute per API key (429 with Retry-After above it).",
     )
 

@@ -90,7 +90,8 @@ class OnnxMiniLM:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        out: Matrix = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return out
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
@@ -123,7 +124,8 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         rows = np.asarray(self._client.embed_documents(list(texts)), dtype=np.float32)
-        return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+        normed: Matrix = rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+        return normed
 
 
 @lru_cache(maxsize=4)

@@ -50,8 +50,12 @@ class IngestReport:
     document_ids: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-                "chunks_written": self.chunks_written}
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "chunks_written": self.chunks_written,
+        }
 
 
 def document_id_for(workspace_id: str, source: str) -> str:
@@ -175,7 +179,9 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.is_file() and _suffix(f) in SUPPORTED)
             if not found:
-                raise IngestError(f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})")
+                raise IngestError(
+                    f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"
+                )
             out.extend(found)
         else:
             out.append(p)
@@ -248,7 +254,7 @@ async def ingest_documents(
                 report.added += 1
         if writes:
             # Titles help retrieval of short passages; the stored text stays the chunk alone.
-            embed_inputs = []
+            embed_inputs: list[str] = []
             for w in writes:
                 embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
             vectors = await asyncio.to_thread(services.embedder.embed, embed_inputs)

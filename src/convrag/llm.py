@@ -7,6 +7,7 @@ configured, :func:`resolve_model` returns None and the graph runs its no-LLM pat
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
@@ -25,15 +26,15 @@ def resolve_model(requested: str | None, settings: Settings) -> str | None:
 def _chat_model(
     model: str, temperature: float, timeout: float, base_url: str | None, api_key: str | None
 ) -> BaseChatModel:
-    kwargs: dict[str, object] = {"temperature": temperature, "timeout": timeout,
-                                 "max_retries": 0}
+    kwargs: dict[str, Any] = {"temperature": temperature, "timeout": timeout, "max_retries": 0}
     if model.startswith("openai:") or ":" not in model:
         if base_url:
             kwargs["base_url"] = base_url
         if api_key:
             kwargs["api_key"] = api_key
         kwargs["stream_usage"] = True
-    return init_chat_model(model, **kwargs)
+    chat: BaseChatModel = init_chat_model(model, **kwargs)
+    return chat
 
 
 def chat_model(

@@ -98,15 +98,20 @@ class _BodyTooLarge(Exception):
 async def _too_large(limit: int, send: Send) -> None:
     body = json.dumps({"detail": f"request body is over the {limit} byte limit"}).encode()
     HTTP_ERRORS.labels("413").inc()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
-def create_app(
-    settings: Settings | None = None, *, services: Services | None = None
-) -> FastAPI:
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     """The FastAPI app. Without ``services`` it opens (and on shutdown stops) the stores."""
 
     @asynccontextmanager
@@ -135,15 +140,21 @@ def create_app(
     file_limit = (settings or (services.settings if services else Settings())).max_file_bytes
     body_limit = (settings or (services.settings if services else Settings())).max_body_bytes
     app.add_middleware(
-        BodySizeLimit,  # type: ignore[arg-type]
+        BodySizeLimit,
         limit_for=lambda path: file_limit + 64 * 1024 if path == "/v1/documents" else body_limit,
     )
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         HTTP_ERRORS.labels("422").inc()
-        problems = [{"field": ".".join(str(p) for p in e["loc"] if p != "body"),
-                     "message": e["msg"], "type": e["type"]} for e in exc.errors()]
+        problems = [
+            {
+                "field": ".".join(str(p) for p in e["loc"] if p != "body"),
+                "message": e["msg"],
+                "type": e["type"],
+            }
+            for e in exc.errors()
+        ]
         summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
         return JSONResponse({"detail": summary, "errors": problems}, status_code=422)
 
@@ -157,15 +168,20 @@ def _not_found(what: str, ident: str) -> HTTPException:
 
 
 def _context(workspace: str, rag: RagOptions) -> Context:
-    return Context(workspace_id=workspace, rag_enabled=rag.enabled, top_k=rag.top_k,
-                   score_threshold=rag.threshold, web_search=rag.web_search)
+    return Context(
+        workspace_id=workspace,
+        rag_enabled=rag.enabled,
+        top_k=rag.top_k,
+        score_threshold=rag.threshold,
+        web_search=rag.web_search,
+    )
 
 
 def _sse(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
-def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
+def _routes(app: FastAPI) -> None:
     @app.get("/healthz", response_model=HealthOut, tags=["operations"])
     async def healthz(services: ServicesDep, response: Response) -> HealthOut:
         """Whether Postgres and Milvus answer."""
@@ -177,8 +193,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             pg = False
         try:
             await asyncio.wait_for(
-                asyncio.to_thread(services.index.client.has_collection,
-                                  services.index.collection), 2)
+                asyncio.to_thread(services.index.client.has_collection, services.index.collection),
+                2,
+            )
         except Exception:
             milvus = False
         ok = pg and milvus
@@ -193,13 +210,19 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
     # -- conversations -------------------------------------------------------
 
-    @app.post("/v1/conversations", response_model=ConversationOut, status_code=201,
-              tags=["conversations"])
-    async def create_conversation(workspace: WorkspaceDep, services: ServicesDep) -> ConversationOut:
+    @app.post(
+        "/v1/conversations", response_model=ConversationOut, status_code=201, tags=["conversations"]
+    )
+    async def create_conversation(
+        workspace: WorkspaceDep, services: ServicesDep
+    ) -> ConversationOut:
         return ConversationOut(conversation_id=await services.db.create_conversation(workspace))
 
-    @app.get("/v1/conversations/{conversation_id}", response_model=ConversationDetail,
-             tags=["conversations"])
+    @app.get(
+        "/v1/conversations/{conversation_id}",
+        response_model=ConversationDetail,
+        tags=["conversations"],
+    )
     async def get_conversation(
         conversation_id: str, workspace: WorkspaceDep, services: ServicesDep
     ) -> ConversationDetail:
@@ -208,24 +231,37 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         turns = await services.db.all_turns(workspace, conversation_id)
         return ConversationDetail(
             conversation_id=conversation_id,
-            turns=[TurnOut(id=t.id, turn_number=t.turn_number, question=t.question,
-                           answer=t.answer, contextualized_query=t.contextualized_query,
-                           repetition_detected=t.repetition_detected,
-                           web_search_triggered=t.web_search_triggered,
-                           created_at=t.created_at) for t in turns],
+            turns=[
+                TurnOut(
+                    id=t.id,
+                    turn_number=t.turn_number,
+                    question=t.question,
+                    answer=t.answer,
+                    contextualized_query=t.contextualized_query,
+                    repetition_detected=t.repetition_detected,
+                    web_search_triggered=t.web_search_triggered,
+                    created_at=t.created_at,
+                )
+                for t in turns
+            ],
         )
 
     @app.delete("/v1/conversations/{conversation_id}", status_code=204, tags=["conversations"])
     async def delete_conversation(
-        conversation_id: str, workspace: WorkspaceDep, services: ServicesDep,
-        assistant: AssistantDep, runner: RunnerDep,
+        conversation_id: str,
+        workspace: WorkspaceDep,
+        services: ServicesDep,
+        assistant: AssistantDep,
+        runner: RunnerDep,
     ) -> Response:
         """Delete the conversation, its turns, citations, checkpoints and memory vectors."""
         if not await services.db.conversation_exists(workspace, conversation_id):
             raise _not_found("conversation", conversation_id)
         if conversation_id in runner.active:
-            raise HTTPException(status.HTTP_409_CONFLICT,
-                                "the conversation is answering a message; retry when it is done")
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                "the conversation is answering a message; retry when it is done",
+            )
         await services.db.delete_conversation(workspace, conversation_id)
         if assistant.graph.checkpointer is not None:
             await assistant.graph.checkpointer.adelete_thread(conversation_id)  # type: ignore[union-attr]
@@ -233,16 +269,27 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         return Response(status_code=204)
 
     @app.post(
-        "/v1/conversations/{conversation_id}/messages", tags=["conversations"],
-        responses={200: {"content": {"text/event-stream": {}, "application/json": {
-            "schema": {"$ref": "#/components/schemas/AnswerOut"}}},
-            "description": "SSE events (default) or, with `Accept: application/json`, "
-                           "the whole answer."},
-            409: {"description": "The conversation is still answering a message."}},
+        "/v1/conversations/{conversation_id}/messages",
+        tags=["conversations"],
+        responses={
+            200: {
+                "content": {
+                    "text/event-stream": {},
+                    "application/json": {"schema": {"$ref": "#/components/schemas/AnswerOut"}},
+                },
+                "description": "SSE events (default) or, with `Accept: application/json`, "
+                "the whole answer.",
+            },
+            409: {"description": "The conversation is still answering a message."},
+        },
     )
     async def post_message(
-        conversation_id: str, body: MessageIn, request: Request, workspace: WorkspaceDep,
-        services: ServicesDep, runner: RunnerDep,
+        conversation_id: str,
+        body: MessageIn,
+        request: Request,
+        workspace: WorkspaceDep,
+        services: ServicesDep,
+        runner: RunnerDep,
     ) -> Response:
         """Ask a question in a conversation; the answer streams as typed SSE events."""
         if not await services.db.conversation_exists(workspace, conversation_id):
@@ -250,8 +297,11 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         content = body.content.strip()
         if not content:
             raise HTTPException(422, "content: must not be blank")
-        payload = {"message": content, "conversation_id": conversation_id,
-                   "workspace_id": workspace}
+        payload = {
+            "message": content,
+            "conversation_id": conversation_id,
+            "workspace_id": workspace,
+        }
         try:
             queue, task = runner.start(conversation_id, payload, _context(workspace, body.rag))
         except ConversationBusy:
@@ -261,11 +311,13 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                 "the conversation is still answering the previous message; retry when it is "
                 "done (messages are not queued)",
             ) from None
-        if "application/json" in request.headers.get("accept", "") and \
-                "text/event-stream" not in request.headers.get("accept", ""):
+        if "application/json" in request.headers.get(
+            "accept", ""
+        ) and "text/event-stream" not in request.headers.get("accept", ""):
             async for _ in drain(queue):
                 pass
-            return _answer_json(conversation_id, await task)
+            answer = _answer_json(conversation_id, await task)
+            return JSONResponse(answer.model_dump(mode="json"))
 
         async def events() -> AsyncIterator[str]:
             async for name, data in drain(queue):
@@ -273,8 +325,11 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
         return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
 
-    @app.get("/v1/messages/{message_id}/sources", response_model=list[CitationOut],
-             tags=["conversations"])
+    @app.get(
+        "/v1/messages/{message_id}/sources",
+        response_model=list[CitationOut],
+        tags=["conversations"],
+    )
     async def message_sources(
         message_id: str, workspace: WorkspaceDep, services: ServicesDep
     ) -> list[CitationOut]:
@@ -282,28 +337,43 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
         rows = await services.db.citations(workspace, message_id)
         if rows is None:
             raise _not_found("message", message_id)
-        return [CitationOut(marker=r["citation_marker"], position=r["position_in_response"],
-                            source_type=r["source_type"], source_id=r["source_id"],
-                            document_id=r["document_id"], url=r["source_url"],
-                            relevance_score=r["relevance_score"],
-                            content_snippet=r["content_snippet"] or "") for r in rows]
+        return [
+            CitationOut(
+                marker=r["citation_marker"],
+                position=r["position_in_response"],
+                source_type=r["source_type"],
+                source_id=r["source_id"],
+                document_id=r["document_id"],
+                url=r["source_url"],
+                relevance_score=r["relevance_score"],
+                content_snippet=r["content_snippet"] or "",
+            )
+            for r in rows
+        ]
 
     # -- OpenAI-compatible ---------------------------------------------------
 
     @app.post("/v1/chat/completions", tags=["openai"])
     async def chat_completions(
-        body: ChatCompletionIn, workspace: WorkspaceDep, services: ServicesDep,
+        body: ChatCompletionIn,
+        workspace: WorkspaceDep,
+        services: ServicesDep,
         runner: RunnerDep,
     ) -> Response:
         """OpenAI's chat completions shape; history comes from the messages (seed 000)."""
         turns = _history_from_messages(body)
         question = turns.pop()
         if not question or len(question) > 8000:
-            raise HTTPException(422, "messages: the last message must be a user message of "
-                                "1 to 8000 characters")
+            raise HTTPException(
+                422, "messages: the last message must be a user message of 1 to 8000 characters"
+            )
         conversation_id = await services.db.create_conversation(workspace)
-        payload = {"message": question, "conversation_id": conversation_id,
-                   "workspace_id": workspace, "history_override": turns}
+        payload = {
+            "message": question,
+            "conversation_id": conversation_id,
+            "workspace_id": workspace,
+            "history_override": turns,
+        }
         rag = body.workspace_rag or RagOptions()
         queue, task = runner.start(conversation_id, payload, _context(workspace, rag))
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -313,24 +383,39 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
                 pass
             result = await task
             if result.error:
-                raise HTTPException(500 if result.error["code"] == "turn_failed" else 422,
-                                    result.error["message"])
+                raise HTTPException(
+                    500 if result.error["code"] == "turn_failed" else 422, result.error["message"]
+                )
             answer = _answer_json(conversation_id, result)
-            return JSONResponse({
-                "id": completion_id, "object": "chat.completion", "created": created,
-                "model": body.model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": answer.answer}}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-                "citations": [c.model_dump() for c in answer.citations],
-                "sources": [s.model_dump() for s in answer.sources],
-                "conversation_id": conversation_id,
-            })
+            return JSONResponse(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": body.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": answer.answer},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                    "citations": [c.model_dump() for c in answer.citations],
+                    "sources": [s.model_dump() for s in answer.sources],
+                    "conversation_id": conversation_id,
+                }
+            )
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-            data = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                    "model": body.model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+            data = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
             return f"data: {json.dumps(data, default=str)}\n\n"
 
         async def stream() -> AsyncIterator[str]:
@@ -350,7 +435,9 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
     @app.post("/v1/documents", response_model=DocumentOut, status_code=202, tags=["documents"])
     async def upload_document(
-        workspace: WorkspaceDep, services: ServicesDep, settings: SettingsDep,
+        workspace: WorkspaceDep,
+        services: ServicesDep,
+        settings: SettingsDep,
         file: Annotated[UploadFile, File(description="A .txt, .md, .html, .pdf or .jsonl file")],
     ) -> DocumentOut:
         """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`)."""
@@ -359,13 +446,16 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             raise HTTPException(422, "file: a filename is required")
         lowered = name.lower()
         if not any(lowered.endswith(s) for s in SUPPORTED):
-            raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-                                f"file: unsupported format of {name!r}; supported: "
-                                f"{', '.join(SUPPORTED)}")
+            raise HTTPException(
+                status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+                f"file: unsupported format of {name!r}; supported: {', '.join(SUPPORTED)}",
+            )
         data = await file.read(settings.max_file_bytes + 1)
         if len(data) > settings.max_file_bytes:
-            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
-                                f"file: over the {settings.max_file_bytes} byte limit")
+            raise HTTPException(
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"file: over the {settings.max_file_bytes} byte limit",
+            )
         upload_dir = settings.data_dir / "uploads" / workspace / uuid.uuid4().hex
         upload_dir.mkdir(parents=True, exist_ok=True)
         path = upload_dir / name
@@ -376,15 +466,25 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             path.unlink(missing_ok=True)
             raise HTTPException(422, f"file: {str(exc).replace(str(path), name)}") from exc
         if len(docs) == 1:
-            docs = [type(docs[0])(f"upload:{name}", docs[0].title, docs[0].text,
-                                  {**docs[0].metadata, "path": str(path), "filename": name})]
+            docs = [
+                type(docs[0])(
+                    f"upload:{name}",
+                    docs[0].title,
+                    docs[0].text,
+                    {**docs[0].metadata, "path": str(path), "filename": name},
+                )
+            ]
         from convrag.ingest import document_id_for
 
         document_id = document_id_for(workspace, docs[0].source)
         for d in docs:
             await services.db.upsert_document_status(
-                workspace, document_id_for(workspace, d.source), d.source,
-                status="processing", title=d.title)
+                workspace,
+                document_id_for(workspace, d.source),
+                d.source,
+                status="processing",
+                title=d.title,
+            )
 
         async def run() -> None:
             try:
@@ -392,8 +492,12 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
             except Exception as exc:  # recorded on the document, readable by the client
                 for d in docs:
                     await services.db.upsert_document_status(
-                        workspace, document_id_for(workspace, d.source), d.source,
-                        status="failed", error=str(exc)[:500])
+                        workspace,
+                        document_id_for(workspace, d.source),
+                        d.source,
+                        status="failed",
+                        error=str(exc)[:500],
+                    )
 
         services.spawn(run())
         row = await services.db.get_document(workspace, document_id)
@@ -424,28 +528,47 @@ def _routes(app: FastAPI) -> None:  # noqa: C901 - one place lists every route
 
 
 def _doc_out(row: dict[str, Any]) -> DocumentOut:
-    return DocumentOut(id=str(row["id"]), source=row["source"], title=row["title"],
-                       status=row["status"], error=row["error"], n_chunks=row["n_chunks"],
-                       created_at=row["created_at"], updated_at=row["updated_at"])
+    return DocumentOut(
+        id=str(row["id"]),
+        source=row["source"],
+        title=row["title"],
+        status=row["status"],
+        error=row["error"],
+        n_chunks=row["n_chunks"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
 
 
 def _answer_json(conversation_id: str, result: TurnResult) -> AnswerOut:
     if result.error:
-        raise HTTPException(500 if result.error["code"] == "turn_failed" else 422,
-                            result.error["message"])
+        raise HTTPException(
+            500 if result.error["code"] == "turn_failed" else 422, result.error["message"]
+        )
     s = result.state
     return AnswerOut(
-        conversation_id=conversation_id, turn_id=s["turn_id"], answer=s.get("answer", ""),
+        conversation_id=conversation_id,
+        turn_id=s["turn_id"],
+        answer=s.get("answer", ""),
         classification=s.get("classification", "standalone"),
         rewritten_query=s.get("rewritten_query", s.get("message", "")),
         sources=[SourceOut(**src) for src in result.sources],
-        citations=[CitationOut(marker=c["marker"], position=c["position"],
-                               source_type=c["source_type"], source_id=c["source_id"],
-                               document_id=c["document_id"], url=c["url"],
-                               relevance_score=c["score"], content_snippet=c["snippet"])
-                   for c in s.get("citations", [])],
+        citations=[
+            CitationOut(
+                marker=c["marker"],
+                position=c["position"],
+                source_type=c["source_type"],
+                source_id=c["source_id"],
+                document_id=c["document_id"],
+                url=c["url"],
+                relevance_score=c["score"],
+                content_snippet=c["snippet"],
+            )
+            for c in s.get("citations", [])
+        ],
         repetition_detected=bool(s.get("regenerations")),
-        flags=s.get("flags", {}), timings_ms=s.get("timings", {}),
+        flags=s.get("flags", {}),
+        timings_ms=s.get("timings", {}),
     )
 
 
@@ -470,9 +593,16 @@ def _history_from_messages(body: ChatCompletionIn) -> list[Any]:
         if role == "user":
             pending = text
         elif pending is not None:
-            turns.append(HistoryTurn(turn_number=len(turns) + 1, question=pending, answer=text,
-                                     contextualized_query=None,
-                                     entities=extract_entities(text), cited_document_ids=[]))
+            turns.append(
+                HistoryTurn(
+                    turn_number=len(turns) + 1,
+                    question=pending,
+                    answer=text,
+                    contextualized_query=None,
+                    entities=extract_entities(text),
+                    cited_document_ids=[],
+                )
+            )
             pending = None
     return [*turns[-5:], question]
 
@@ -481,6 +611,6 @@ def run(host: str, port: int, settings: Settings | None = None) -> None:
     """Serve with uvicorn; SIGTERM stops the embedded stores through the lifespan."""
     import uvicorn
 
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info",
-                timeout_graceful_shutdown=10)
-
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=10
+    )

@@ -86,20 +86,27 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         embedder = await asyncio.to_thread(get_embedder, settings)
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
         index = await asyncio.to_thread(
-            VectorIndex.connect, milvus_uri, settings.milvus_collection, embedder.dim,
-            token=token, is_lite=is_lite,
+            VectorIndex.connect,
+            milvus_uri,
+            settings.milvus_collection,
+            embedder.dim,
+            token=token,
+            is_lite=is_lite,
         )
         await asyncio.to_thread(index.setup)
         stack.callback(index.client.close)
         searcher = HybridSearcher(
-            db, index, embedder,
+            db,
+            index,
+            embedder,
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
             rrf_k=settings.rrf_k,
         )
         web = None
         if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
-            web = WebSearch(settings.serper_api_key.get_secret_value(),
-                            base_url=settings.serper_base_url)
+            web = WebSearch(
+                settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
+            )
             stack.push_async_callback(web.aclose)
         services = Services(settings, db, index, embedder, searcher, db_url, milvus_uri, web)
         stack.push_async_callback(services.drain)

@@ -25,10 +25,82 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 _STOP = frozenset(
-    "a an and are as at be by can could did do does for from had has have he her his how i in "
-    "is it its me my of on or our she so than that the their them there these they this those "
-    "to was we were what when where which who whom whose why will with would you your about "
-    "tell more also please give list explain describe any some other".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "about",
+        "tell",
+        "more",
+        "also",
+        "please",
+        "give",
+        "list",
+        "explain",
+        "describe",
+        "any",
+        "some",
+        "other",
+    ]
 )
 
 NO_SOURCES_ANSWER = (
@@ -54,12 +126,15 @@ def sentences(text: str) -> list[str]:
     units: list[str] = []
     for para in re.split(r"\n\s*\n", text):
         # Markdown headings title a section; they are not statements to quote.
-        lines = [ln.strip() for ln in para.splitlines()
-                 if ln.strip() and not ln.lstrip().startswith("#")]
+        lines = [
+            ln.strip() for ln in para.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+        ]
         if not lines:
             continue
-        if len(lines) > 1 and sum(len(ln) for ln in lines) / len(lines) < 60 and not any(
-            ln.endswith((".", "!", "?")) for ln in lines[:-1]
+        if (
+            len(lines) > 1
+            and sum(len(ln) for ln in lines) / len(lines) < 60
+            and not any(ln.endswith((".", "!", "?")) for ln in lines[:-1])
         ):
             units.append("; ".join(lines))
             continue
@@ -118,8 +193,10 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if not picked:
-        first = next((s for s in sentences(sources[0]["text"])
-                      if not any(e in s.lower() for e in excluded)), None)
+        first = next(
+            (s for s in sentences(sources[0]["text"]) if not any(e in s.lower() for e in excluded)),
+            None,
+        )
         if first is None:
             return NO_SOURCES_ANSWER
         picked = [(1, 0, first)]
@@ -154,7 +231,8 @@ def build_messages(
     standalone = f"(Standalone form: {rewritten})\n" if rewritten and rewritten != question else ""
     exclusions = (
         prompts.EXCLUSIONS.format(entities=", ".join(excluded_entities))
-        if excluded_entities else ""
+        if excluded_entities
+        else ""
     )
     user = prompts.SYNTHESIS_USER.format(
         conversation=prompts.conversation_context(history),
@@ -217,9 +295,15 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
         src = sources[n - 1]
         citations.append(
             Citation(
-                marker=m.group(0), position=m.start(), source_index=n, source_id=src["id"],
-                source_type=src["source_type"], document_id=src["document_id"], url=src["url"],
-                score=float(src["score"]), snippet=src["text"][:200],
+                marker=m.group(0),
+                position=m.start(),
+                source_index=n,
+                source_id=src["id"],
+                source_type=src["source_type"],
+                document_id=src["document_id"],
+                url=src["url"],
+                score=float(src["score"]),
+                snippet=src["text"][:200],
             )
         )
     return cleaned, citations, unresolved

@@ -18,11 +18,13 @@ async def test_her_basic_salary_is_rewritten_with_the_name_and_cites_the_employe
 ) -> None:
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
-    first = await assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded,
-                                context=ctx)
+    first = await assistant.ask(
+        "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+    )
     assert "$120,000" in first["answer"]
-    second = await assistant.ask("What about her basic salary?", conv, workspace_id=seeded,
-                                 context=ctx)
+    second = await assistant.ask(
+        "What about her basic salary?", conv, workspace_id=seeded, context=ctx
+    )
     assert second["classification"] == "follow_up"
     assert "Prasad Chaudhari" in second["rewritten_query"]
     assert "basic salary" in second["rewritten_query"].lower()
@@ -42,8 +44,7 @@ async def test_three_turn_engineers_conversation_keeps_both_names(
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
     await assistant.ask("Who are the software engineers?", conv, workspace_id=seeded, context=ctx)
-    second = await assistant.ask("What are their salaries?", conv, workspace_id=seeded,
-                                 context=ctx)
+    second = await assistant.ask("What are their salaries?", conv, workspace_id=seeded, context=ctx)
     third = await assistant.ask("Who earns more?", conv, workspace_id=seeded, context=ctx)
     for state in (second, third):
         assert state["classification"] == "follow_up"
@@ -68,16 +69,22 @@ async def test_vague_follow_up_stays_on_topic_a_and_an_explicit_shift_moves_to_t
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none", top_k=3)
     handbook = await doc_id(services, seeded, "handbook.md")
-    first = await assistant.ask("How do pyroclastic flows and volcanic eruptions work?", conv,
-                                workspace_id=seeded, context=ctx)
+    first = await assistant.ask(
+        "How do pyroclastic flows and volcanic eruptions work?",
+        conv,
+        workspace_id=seeded,
+        context=ctx,
+    )
     assert _sections(first) and _sections(first) <= {1, 2, 3}
-    second = await assistant.ask("Can you elaborate more on that?", conv, workspace_id=seeded,
-                                 context=ctx)
+    second = await assistant.ask(
+        "Can you elaborate more on that?", conv, workspace_id=seeded, context=ctx
+    )
     assert second["classification"] == "follow_up"
     assert second["anchor_document_ids"] == [handbook]
     assert _sections(second) and _sections(second) <= {1, 2, 3}
-    third = await assistant.ask("Now tell me about growing tomatoes", conv, workspace_id=seeded,
-                                context=ctx)
+    third = await assistant.ask(
+        "Now tell me about growing tomatoes", conv, workspace_id=seeded, context=ctx
+    )
     assert third["classification"] == "standalone"
     assert _sections(third) and _sections(third) <= {4, 5, 6}
 
@@ -85,19 +92,24 @@ async def test_vague_follow_up_stays_on_topic_a_and_an_explicit_shift_moves_to_t
 async def test_llm_rewrite_uses_the_seed_prompt_at_low_temperature(
     assistant: Assistant, llm: OpenAIStub, seeded: str
 ) -> None:
-    llm.add_rule("Latest user question: What about her basic salary?",
-                 Reply(content="What is Prasad Chaudhari's basic salary?"))
+    llm.add_rule(
+        "Latest user question: What about her basic salary?",
+        Reply(content="What is Prasad Chaudhari's basic salary?"),
+    )
     llm.add_rule("CURRENT QUESTION", Reply(content="Her basic salary is $80,000 [1]."))
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded)
-    await assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded,
-                        context=ctx)
-    state = await assistant.ask("What about her basic salary?", conv, workspace_id=seeded,
-                                context=ctx)
+    await assistant.ask(
+        "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+    )
+    state = await assistant.ask(
+        "What about her basic salary?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["rewrite_method"] == "llm"
     assert state["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
-    rewrite_req = next(r for r in llm.requests
-                       if "Latest user question" in str(r["messages"][-1]["content"]))
+    rewrite_req = next(
+        r for r in llm.requests if "Latest user question" in str(r["messages"][-1]["content"])
+    )
     assert rewrite_req["temperature"] <= 0.3
     assert "Prasad Chaudhari's salary" in str(rewrite_req["messages"][-1]["content"])
     assert state["answer"] == "Her basic salary is $80,000 [1]."
@@ -118,10 +130,12 @@ async def test_a_failed_rewrite_falls_back_to_the_original_question(
     llm.add_rule("Latest user question", reply)
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, rewrite_timeout_s=0.5)
-    await assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded,
-                        context=ctx)
-    state = await assistant.ask("What about her basic salary?", conv, workspace_id=seeded,
-                                context=ctx)
+    await assistant.ask(
+        "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+    )
+    state = await assistant.ask(
+        "What about her basic salary?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["rewritten_query"] == "What about her basic salary?"
     assert state["rewrite_method"] == "fallback"
     assert state["flags"]["rewrite_fallback"].startswith(reason)
@@ -133,8 +147,12 @@ async def test_an_llm_failure_during_synthesis_gives_the_flagged_extractive_answ
 ) -> None:
     llm.add_rule("CURRENT QUESTION", Reply(status=500))
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is Prasad Chaudhari's basic salary?", conv,
-                                workspace_id=seeded, context=Context(workspace_id=seeded))
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's basic salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded),
+    )
     assert "$80,000" in state["answer"] and "[1]" in state["answer"]
     assert "500" in state["flags"]["extractive_fallback"]
     turns = await services.db.all_turns(seeded, conv)
@@ -146,8 +164,12 @@ async def test_unresolved_citation_markers_are_removed_and_never_stored(
 ) -> None:
     llm.add_rule("CURRENT QUESTION", Reply(content="Basic is $80,000 [1] and bonus [9]."))
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is Prasad Chaudhari's basic salary?", conv,
-                                workspace_id=seeded, context=Context(workspace_id=seeded))
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's basic salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded),
+    )
     assert state["answer"] == "Basic is $80,000 [1] and bonus."
     assert state["flags"]["unresolved_markers"] == 1
     turn = (await services.db.all_turns(seeded, conv))[-1]
@@ -163,15 +185,18 @@ async def test_the_regenerate_loop_stops_at_its_bound_and_flags_the_turn(
     llm.add_rule("CURRENT QUESTION", Reply(content=same))
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, max_regenerations=2)
-    await assistant.ask("Who are the top streaming executives?", conv, workspace_id=seeded,
-                        context=ctx)
-    state = await assistant.ask("Which studios should I pitch to?", conv, workspace_id=seeded,
-                                context=ctx)
+    await assistant.ask(
+        "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
+    )
+    state = await assistant.ask(
+        "Which studios should I pitch to?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["regenerations"] == 2
     assert state["repetition"]["is_repetitive"]
     assert state["flags"]["repetition_unresolved"] is True
-    exclusion_prompts = [r for r in llm.requests
-                         if "DO NOT mention them again" in str(r["messages"][-1]["content"])]
+    exclusion_prompts = [
+        r for r in llm.requests if "DO NOT mention them again" in str(r["messages"][-1]["content"])
+    ]
     assert len(exclusion_prompts) == 2
     assert "Netflix" in str(exclusion_prompts[0]["messages"][-1]["content"])
     turn = (await services.db.all_turns(seeded, conv))[-1]
@@ -185,10 +210,12 @@ async def test_a_new_answer_after_one_regeneration_ends_the_loop(
     llm.add_rule("CURRENT QUESTION", Reply(content="Netflix, Amazon Studios and HBO Max [1]."))
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded)
-    await assistant.ask("Who are the top streaming executives?", conv, workspace_id=seeded,
-                        context=ctx)
-    state = await assistant.ask("Which studios should I pitch to?", conv, workspace_id=seeded,
-                                context=ctx)
+    await assistant.ask(
+        "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
+    )
+    state = await assistant.ask(
+        "Which studios should I pitch to?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["regenerations"] == 1
     assert state["answer"] == "Try Apple TV and Paramount [1]."
     assert state["flags"]["repetition_unresolved"] is False
@@ -214,13 +241,18 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
     with pytest.raises(RuntimeError, match="simulated crash"):
-        await assistant.ask("What is Prasad Chaudhari's basic salary?", conv,
-                            workspace_id=seeded, context=ctx)
+        await assistant.ask(
+            "What is Prasad Chaudhari's basic salary?", conv, workspace_id=seeded, context=ctx
+        )
     assert await services.db.all_turns(seeded, conv) == []
     snapshot = await assistant.graph.aget_state(assistant.config(conv))  # type: ignore[arg-type]
     assert snapshot.next == ("synthesize",)
-    resumed = await assistant.graph.ainvoke(None, assistant.config(conv),  # type: ignore[arg-type]
-                                            context=ctx, durability="exit")
+    resumed = await assistant.graph.ainvoke(
+        None,
+        assistant.config(conv),  # type: ignore[arg-type]
+        context=ctx,
+        durability="exit",
+    )
     assert "$80,000" in resumed["answer"]
     # Re-running persist (a crash after its commit) must not write the turn twice either.
     from convrag.nodes.persist import persist

@@ -16,9 +16,12 @@ async def test_web_search_never_runs_without_a_key_even_when_requested(
 ) -> None:
     assert services.web is None
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is the latest news today?", conv, workspace_id=seeded,
-                                context=Context(workspace_id=seeded, llm_model="none",
-                                                web_search="on"))
+    state = await assistant.ask(
+        "What is the latest news today?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none", web_search="on"),
+    )
     assert state["web_results"] == [] and "web_search" not in state["timings"]
 
 
@@ -26,8 +29,12 @@ async def test_web_search_off_never_runs(
     assistant: Assistant, serper: SerperStub, seeded: str
 ) -> None:
     conv = await assistant.new_conversation(seeded)
-    await assistant.ask("What is the latest news today?", conv, workspace_id=seeded,
-                        context=Context(workspace_id=seeded, llm_model="none", web_search="off"))
+    await assistant.ask(
+        "What is the latest news today?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none", web_search="off"),
+    )
     assert serper.requests == []
 
 
@@ -35,9 +42,12 @@ async def test_auto_skips_the_web_when_documents_answer_confidently(
     assistant: Assistant, serper: SerperStub, seeded: str
 ) -> None:
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is Prasad Chaudhari's basic salary?", conv,
-                                workspace_id=seeded,
-                                context=Context(workspace_id=seeded, llm_model="none"))
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's basic salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none"),
+    )
     assert state["retrieval_confidence"] >= 0.25
     assert serper.requests == [] and state["web_search_reason"] is None
 
@@ -45,13 +55,25 @@ async def test_auto_skips_the_web_when_documents_answer_confidently(
 async def test_a_freshness_cue_triggers_web_search_and_results_become_web_sources(
     assistant: Assistant, services: Services, serper: SerperStub, seeded: str
 ) -> None:
-    serper.add_rule("latest", SerperReply(organic=[
-        {"title": "Volcano news", "link": "https://news.example/volcano",
-         "snippet": "The latest eruption report was published this week."}]))
+    serper.add_rule(
+        "latest",
+        SerperReply(
+            organic=[
+                {
+                    "title": "Volcano news",
+                    "link": "https://news.example/volcano",
+                    "snippet": "The latest eruption report was published this week.",
+                }
+            ]
+        ),
+    )
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is the latest volcano eruption news?", conv,
-                                workspace_id=seeded,
-                                context=Context(workspace_id=seeded, llm_model="none"))
+    state = await assistant.ask(
+        "What is the latest volcano eruption news?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none"),
+    )
     assert state["web_search_reason"] == "fresh_information"
     assert serper.requests[0].api_key == "serper-test-key"
     web = [s for s in state["sources"] if s["source_type"] == "web"]
@@ -63,9 +85,14 @@ async def test_a_freshness_cue_triggers_web_search_and_results_become_web_source
 async def test_the_answering_llm_can_call_google_search_as_a_tool(
     assistant: Assistant, llm: OpenAIStub, serper: SerperStub, services: Services, seeded: str
 ) -> None:
-    llm.add_rule(lambda body: bool(body.get("tools")),
-                 Reply(tool_calls=[{"name": "google_search",
-                                    "arguments": {"query": "Prasad Chaudhari awards"}}]))
+    llm.add_rule(
+        lambda body: bool(body.get("tools")),
+        Reply(
+            tool_calls=[
+                {"name": "google_search", "arguments": {"query": "Prasad Chaudhari awards"}}
+            ]
+        ),
+    )
 
     def cite_the_web(body: dict[str, object]) -> str:
         prompt = str(body["messages"][-1]["content"])  # type: ignore[index]
@@ -76,8 +103,9 @@ async def test_the_answering_llm_can_call_google_search_as_a_tool(
     conv = await assistant.new_conversation(seeded)
     # Confidence threshold 0: only the LLM's own tool call can trigger the search.
     ctx = Context(workspace_id=seeded, web_confidence_threshold=0.0)
-    state = await assistant.ask("Which awards did Prasad Chaudhari win?", conv,
-                                workspace_id=seeded, context=ctx)
+    state = await assistant.ask(
+        "Which awards did Prasad Chaudhari win?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["web_search_reason"] is None
     assert [r.query for r in serper.requests] == ["Prasad Chaudhari awards"]
     tool_offers = [r for r in llm.requests if r.get("tools")]

@@ -27,12 +27,31 @@ async def test_turn_tables_have_the_seed_columns(services: Services) -> None:
                 )
             ).fetchall()
         }
-    for c in ("turn_number", "question", "answer", "contextualized_query", "entities_mentioned",
-              "sources", "web_search_triggered", "repetition_detected", "metadata", "created_at",
-              "workspace_id"):
+    for c in (
+        "turn_number",
+        "question",
+        "answer",
+        "contextualized_query",
+        "entities_mentioned",
+        "sources",
+        "web_search_triggered",
+        "repetition_detected",
+        "metadata",
+        "created_at",
+        "workspace_id",
+    ):
         assert ("conversation_turns", c) in cols
-    for c in ("message_id", "citation_marker", "position_in_response", "source_type", "source_id",
-              "relevance_score", "content_snippet", "created_at", "workspace_id"):
+    for c in (
+        "message_id",
+        "citation_marker",
+        "position_in_response",
+        "source_type",
+        "source_id",
+        "relevance_score",
+        "content_snippet",
+        "created_at",
+        "workspace_id",
+    ):
         assert ("message_citations", c) in cols
 
 
@@ -50,9 +69,17 @@ async def test_api_keys_are_stored_hashed_and_resolve_to_their_workspace(
 
 def _turn(workspace: str, conversation: str, question: str) -> NewTurn:
     return NewTurn(
-        id=str(uuid.uuid4()), workspace_id=workspace, conversation_id=conversation,
-        question=question, answer="A [1]", contextualized_query=question, entities=["A"],
-        sources=[], web_search_triggered=False, repetition_detected=False, intent="standalone",
+        id=str(uuid.uuid4()),
+        workspace_id=workspace,
+        conversation_id=conversation,
+        question=question,
+        answer="A [1]",
+        contextualized_query=question,
+        entities=["A"],
+        sources=[],
+        web_search_triggered=False,
+        repetition_detected=False,
+        intent="standalone",
         confidence=None,
         citations=[CitationRecord("[1]", 2, "chunk", str(uuid.uuid4()), 0.5, "snippet")],
     )
@@ -93,7 +120,8 @@ async def test_deleting_a_conversation_cascades_to_turns_and_citations(
     assert await services.db.citations(workspace, turn.id) is None
     async with services.db.pool.connection() as conn:
         row = await (
-            await conn.execute("SELECT count(*) AS n FROM message_citations WHERE message_id = %s",
-                               (turn.id,))
+            await conn.execute(
+                "SELECT count(*) AS n FROM message_citations WHERE message_id = %s", (turn.id,)
+            )
         ).fetchone()
     assert row is not None and row["n"] == 0

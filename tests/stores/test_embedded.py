@@ -70,7 +70,7 @@ def test_a_postgres_holder_killed_by_a_signal_does_not_keep_the_server_alive(
     subprocess.run([sys.executable, "-c", code], check=False)
     pg = EmbeddedPostgres(scratch)
     pg.start()  # prunes the killed holder
-    pg.stop()   # now the last holder: the postmaster stops
+    pg.stop()  # now the last holder: the postmaster stops
     assert not _postmaster_running(pg.pgdata)
 
 

@@ -29,9 +29,10 @@ def test_rrf_score_is_normalised_to_one_for_rank_one_in_every_list() -> None:
 
 def test_anchoring_adds_the_boost_to_chunks_of_anchor_documents_only() -> None:
     plain = {r.chunk_id: r.score for r in rrf_fuse([_hits("a", "xb")], k=60)}
-    boosted = {r.chunk_id: r.score
-               for r in rrf_fuse([_hits("a", "xb")], k=60, anchor_document_ids={"other"},
-                                 anchor_boost=0.3)}
+    boosted = {
+        r.chunk_id: r.score
+        for r in rrf_fuse([_hits("a", "xb")], k=60, anchor_document_ids={"other"}, anchor_boost=0.3)
+    }
     assert boosted["xb"] == pytest.approx(plain["xb"] + 0.3)
     assert boosted["a"] == pytest.approx(plain["a"])
 
@@ -64,8 +65,10 @@ def test_referenced_items_finds_numbered_questions(
 async def test_document_lookup_fetches_the_exact_numbered_question(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    lines = [f"Question {i}: Solve x^2 + {i}x + {i + 1} = 0\nAnswer: see worked example {i}."
-             for i in range(1, 12)]
+    lines = [
+        f"Question {i}: Solve x^2 + {i}x + {i + 1} = 0\nAnswer: see worked example {i}."
+        for i in range(1, 12)
+    ]
     sheet = tmp_path / "sheet.txt"
     sheet.write_text("\n\n".join(lines) * 3)
     docs = load_path(sheet, max_bytes=10**6)

@@ -77,14 +77,19 @@ async def get_workspace(
         )
     workspace = await services.db.workspace_for_key(credentials.credentials)
     if workspace is None:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid or revoked API key",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "invalid or revoked API key",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     limiter: RateLimiter = request.app.state.limiter
     wait = limiter.retry_after(credentials.credentials)
     if wait:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
-                            f"rate limit of {int(limiter.capacity)} requests/minute exceeded",
-                            headers={"Retry-After": str(wait)})
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"rate limit of {int(limiter.capacity)} requests/minute exceeded",
+            headers={"Retry-After": str(wait)},
+        )
     return workspace
 
 

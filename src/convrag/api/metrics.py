@@ -11,23 +11,29 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 
 TURNS = Counter("convrag_turns_total", "Answered turns", ["outcome"], registry=REGISTRY)
 NODE_LATENCY = Histogram(
-    "convrag_node_latency_seconds", "Time per graph node", ["node"], registry=REGISTRY,
+    "convrag_node_latency_seconds",
+    "Time per graph node",
+    ["node"],
+    registry=REGISTRY,
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 TURN_LATENCY = Histogram(
-    "convrag_turn_latency_seconds", "Time per answered turn", registry=REGISTRY,
+    "convrag_turn_latency_seconds",
+    "Time per answered turn",
+    registry=REGISTRY,
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 RETRIEVED = Histogram(
-    "convrag_retrieval_results", "Sources given to synthesis per turn", registry=REGISTRY,
+    "convrag_retrieval_results",
+    "Sources given to synthesis per turn",
+    registry=REGISTRY,
     buckets=(0, 1, 2, 3, 4, 5, 8, 10, 20),
 )
 REWRITES = Counter("convrag_rewrites_total", "Rewrites by method", ["method"], registry=REGISTRY)
 FALLBACKS = Counter("convrag_fallbacks_total", "Fallbacks by step", ["step"], registry=REGISTRY)
 REGENERATIONS = Counter("convrag_regenerations_total", "Regenerations", registry=REGISTRY)
 WEB_SEARCHES = Counter("convrag_web_searches_total", "Web searches run", registry=REGISTRY)
-HTTP_ERRORS = Counter("convrag_http_errors_total", "4xx/5xx answers", ["status"],
-                      registry=REGISTRY)
+HTTP_ERRORS = Counter("convrag_http_errors_total", "4xx/5xx answers", ["status"], registry=REGISTRY)
 
 
 def observe_turn(state: Mapping[str, Any], seconds: float) -> None:

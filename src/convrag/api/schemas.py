@@ -15,8 +15,9 @@ class RagOptions(BaseModel):
 
     enabled: bool = True
     top_k: int = Field(default=5, ge=1, le=50)
-    threshold: float = Field(default=0.0, ge=0.0, le=2.0,
-                             description="Minimum fused score of a vector hit.")
+    threshold: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="Minimum fused score of a vector hit."
+    )
     web_search: Literal["auto", "off", "on"] = "auto"
 
 

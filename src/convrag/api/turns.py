@@ -17,11 +17,12 @@ import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.assistant import Assistant
 from convrag.graph.context import Context
+from convrag.graph.state import InputState
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
@@ -62,7 +63,10 @@ class TurnRunner:
         return queue, task
 
     async def _run(
-        self, conversation_id: str, payload: dict[str, Any], context: Context,
+        self,
+        conversation_id: str,
+        payload: dict[str, Any],
+        context: Context,
         queue: asyncio.Queue[Event | None],
     ) -> TurnResult:
         started = time.perf_counter()
@@ -76,15 +80,18 @@ class TurnRunner:
 
         try:
             async for mode, chunk in self.assistant.graph.astream(
-                payload, self.assistant.config(conversation_id),  # type: ignore[arg-type]
-                context=context, stream_mode=["custom", "values"],
+                cast(InputState, payload),
+                self.assistant.config(conversation_id),
+                context=context,
+                stream_mode=["custom", "values"],
                 durability=self.assistant.durability,
             ):
+                part = cast(dict[str, Any], chunk)
                 if mode == "values":
-                    result.state = chunk
+                    result.state = part
                     continue
-                event = chunk.get("event")
-                data = {k: v for k, v in chunk.items() if k != "event"}
+                event = part.get("event")
+                data = {k: v for k, v in part.items() if k != "event"}
                 if event == "sources":
                     result.sources = data["sources"]
                     sent_sources = True
@@ -107,14 +114,17 @@ class TurnRunner:
                     put(event, data)
             state = result.state
             observe_turn(state, time.perf_counter() - started)
-            put("done", {
-                "turn_id": state.get("turn_id"),
-                "answer": state.get("answer", ""),
-                "citations": [_citation(c) for c in state.get("citations", [])],
-                "timings_ms": state.get("timings", {}),
-                "repetition_detected": bool(state.get("regenerations")),
-                "flags": state.get("flags", {}),
-            })
+            put(
+                "done",
+                {
+                    "turn_id": state.get("turn_id"),
+                    "answer": state.get("answer", ""),
+                    "citations": [_citation(c) for c in state.get("citations", [])],
+                    "timings_ms": state.get("timings", {}),
+                    "repetition_detected": bool(state.get("regenerations")),
+                    "flags": state.get("flags", {}),
+                },
+            )
         except Exception as exc:  # reported as an `error` event, never a broken stream
             TURNS.labels("error").inc()
             result.error = {"code": _code(exc), "message": str(exc)[:500]}
@@ -133,9 +143,16 @@ def _code(exc: Exception) -> str:
 
 
 def _citation(c: dict[str, Any]) -> dict[str, Any]:
-    return {"marker": c["marker"], "position": c["position"], "source_type": c["source_type"],
-            "source_id": c["source_id"], "document_id": c["document_id"], "url": c["url"],
-            "relevance_score": c["score"], "content_snippet": c["snippet"]}
+    return {
+        "marker": c["marker"],
+        "position": c["position"],
+        "source_type": c["source_type"],
+        "source_id": c["source_id"],
+        "document_id": c["document_id"],
+        "url": c["url"],
+        "relevance_score": c["score"],
+        "content_snippet": c["snippet"],
+    }
 
 
 async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:

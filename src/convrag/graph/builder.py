@@ -56,12 +56,13 @@ def route_after_synthesize(state: State) -> Literal["web_search", "check_repetit
     return "web_search" if state.get("pending_web_query") else "check_repetition"
 
 
-def route_after_check(
-    state: State, runtime: Runtime[Context]
-) -> Literal["regenerate", "persist"]:
+def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["regenerate", "persist"]:
     repetition = state.get("repetition")
-    if (repetition and repetition["is_repetitive"]
-            and state.get("regenerations", 0) < runtime.context.max_regenerations):
+    if (
+        repetition
+        and repetition["is_repetitive"]
+        and state.get("regenerations", 0) < runtime.context.max_regenerations
+    ):
         return "regenerate"
     return "persist"
 
@@ -83,7 +84,8 @@ def build_graph() -> StateGraph[State, Context, InputState, State]:
     g.add_edge(START, "load_history")
     g.add_edge("load_history", "rewrite")
     g.add_conditional_edges(
-        "rewrite", route_after_rewrite,
+        "rewrite",
+        route_after_rewrite,
         ["retrieve_documents", "retrieve_vectors", "synthesize"],
     )
     g.add_edge(["retrieve_documents", "retrieve_vectors"], "merge_context")

@@ -16,8 +16,10 @@ class Context:
     workspace_id: str = field(default="default", metadata={"description": "Workspace to search."})
     llm_model: str | None = field(
         default=None,
-        metadata={"description": "'provider:model' for answers; None uses LLM_MODEL / "
-                  "OPENAI_API_KEY from the environment, 'none' forces the no-LLM path."},
+        metadata={
+            "description": "'provider:model' for answers; None uses LLM_MODEL / "
+            "OPENAI_API_KEY from the environment, 'none' forces the no-LLM path."
+        },
     )
     rewrite_model: str | None = field(
         default=None, metadata={"description": "Model for rewriting; defaults to llm_model."}
@@ -32,8 +34,11 @@ class Context:
         default=4000, metadata={"description": "Maximum characters of source text."}
     )
     anchor_boost: float = field(
-        default=0.3, metadata={"description": "Additive boost for chunks of the previous "
-                               "answer's documents on a follow-up (seed 003)."}
+        default=0.3,
+        metadata={
+            "description": "Additive boost for chunks of the previous "
+            "answer's documents on a follow-up (seed 003)."
+        },
     )
     repetition_threshold: float = field(
         default=0.7, metadata={"description": "Entity overlap above which to regenerate."}
@@ -41,8 +46,10 @@ class Context:
     max_regenerations: int = 2
     web_search: Literal["auto", "on", "off"] = "auto"
     web_confidence_threshold: float = field(
-        default=0.25, metadata={"description": "Auto web search under this retrieval "
-                                "confidence (best dense cosine)."}
+        default=0.25,
+        metadata={
+            "description": "Auto web search under this retrieval confidence (best dense cosine)."
+        },
     )
     rewrite_temperature: float = 0.2
     answer_temperature: float = 0.3
@@ -60,8 +67,12 @@ class Context:
             problems.append("max_regenerations must be >= 0")
         if not 0.0 <= self.repetition_threshold <= 1.0:
             problems.append("repetition_threshold must be within [0, 1]")
-        for name in ("rewrite_timeout_s", "answer_timeout_s", "retrieval_timeout_s",
-                     "web_timeout_s"):
+        for name in (
+            "rewrite_timeout_s",
+            "answer_timeout_s",
+            "retrieval_timeout_s",
+            "web_timeout_s",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
         if self.web_search not in ("auto", "on", "off"):

@@ -7,9 +7,7 @@ written by the two parallel retrieval branches or by every node have explicit re
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
-
-from typing_extensions import NotRequired
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 Classification = Literal["standalone", "follow_up", "no_retrieval"]
 

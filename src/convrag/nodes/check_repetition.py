@@ -30,15 +30,19 @@ def detect_repetition(
     asked_keys = {a.lower() for a in asked}
     # Names (people, companies, products) repeat; figures like "$80,000" are facts, not
     # examples, and may be restated.
-    current = {e.lower(): e for e in entities
-               if e.lower() not in asked_keys and not e[:1].isdigit() and e[:1] not in "$€£¥"}
+    current = {
+        e.lower(): e
+        for e in entities
+        if e.lower() not in asked_keys and not e[:1].isdigit() and e[:1] not in "$€£¥"
+    }
     seen = {e.lower() for answer in previous[-3:] for e in answer}
     if not current:
         return Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=0.0)
     repeated = [v for k, v in current.items() if k in seen]
     ratio = len(repeated) / len(current)
-    return Repetition(is_repetitive=ratio > threshold, repeated_entities=repeated,
-                      overlap_ratio=round(ratio, 4))
+    return Repetition(
+        is_repetitive=ratio > threshold, repeated_entities=repeated, overlap_ratio=round(ratio, 4)
+    )
 
 
 async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -46,8 +50,10 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str,
     history = state.get("history") or []
     asked = extract_entities(f"{state['message']} {state.get('rewritten_query', '')}")
     verdict = detect_repetition(
-        state.get("entities", []), [t["entities"] for t in history],
-        threshold=runtime.context.repetition_threshold, asked=asked,
+        state.get("entities", []),
+        [t["entities"] for t in history],
+        threshold=runtime.context.repetition_threshold,
+        asked=asked,
     )
     if state.get("regenerations") and not has_marker(state.get("draft", "")):
         # A regeneration with nothing new to cite: stop here, persist keeps the best draft.
@@ -55,5 +61,8 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str,
     drafts = list(state.get("drafts", []))
     if drafts:
         drafts[-1] = {**drafts[-1], "overlap_ratio": verdict["overlap_ratio"]}
-    return {"repetition": verdict, "drafts": drafts,
-            "timings": {"check_repetition": ms_since(start)}}
+    return {
+        "repetition": verdict,
+        "drafts": drafts,
+        "timings": {"check_repetition": ms_since(start)},
+    }

@@ -41,10 +41,14 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
     turns = await services.db.recent_turns(workspace_id, conversation_id, limit=limit)
     history = [
         HistoryTurn(
-            turn_number=t.turn_number, question=t.question, answer=t.answer,
-            contextualized_query=t.contextualized_query, entities=list(t.entities_mentioned),
-            cited_document_ids=[s["document_id"] for s in t.sources
-                                if s.get("cited") and s.get("document_id")],
+            turn_number=t.turn_number,
+            question=t.question,
+            answer=t.answer,
+            contextualized_query=t.contextualized_query,
+            entities=list(t.entities_mentioned),
+            cited_document_ids=[
+                s["document_id"] for s in t.sources if s.get("cited") and s.get("document_id")
+            ],
         )
         for t in turns
     ]
@@ -53,8 +57,13 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
 
 
 def _start(
-    state: State, message: str, workspace_id: str, conversation_id: str,
-    history: list[HistoryTurn], anchors: list[str], start: float,
+    state: State,
+    message: str,
+    workspace_id: str,
+    conversation_id: str,
+    history: list[HistoryTurn],
+    anchors: list[str],
+    start: float,
 ) -> dict[str, Any]:
     """The turn's first update: ids, history, and every per-turn field reset."""
     return {

@@ -69,15 +69,22 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> dict[str, An
             seen.add(src["id"])
             merged.append(src)
     kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
-    titles = {c.id: c.title for c in await services.db.get_chunks(
-        state["workspace_id"], [s["id"] for s in kept if s["title"] is None])}
+    titles = {
+        c.id: c.title
+        for c in await services.db.get_chunks(
+            state["workspace_id"], [s["id"] for s in kept if s["title"] is None]
+        )
+    }
     kept = [{**s, "title": s["title"] or titles.get(s["id"])} for s in kept]
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
     update: dict[str, Any] = {"sources": kept, "retrieval_confidence": confidence}
-    reason = web_search_reason({**state, **update},  # type: ignore[typeddict-item]
-                               ctx, web_available=services.web is not None)
+    reason = web_search_reason(
+        {**state, **update},  # type: ignore[typeddict-item]
+        ctx,
+        web_available=services.web is not None,
+    )
     update["web_search_reason"] = reason
     emit(runtime, "sources", sources=[_public(n, s) for n, s in enumerate(kept, start=1)])
     update["timings"] = {"merge_context": ms_since(start)}
@@ -85,6 +92,13 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> dict[str, An
 
 
 def _public(n: int, src: Source) -> dict[str, Any]:
-    return {"n": n, "id": src["id"], "type": src["source_type"],
-            "document_id": src["document_id"], "title": src["title"], "url": src["url"],
-            "score": round(float(src["score"]), 6), "snippet": src["text"][:300]}
+    return {
+        "n": n,
+        "id": src["id"],
+        "type": src["source_type"],
+        "document_id": src["document_id"],
+        "title": src["title"],
+        "url": src["url"],
+        "score": round(float(src["score"]), 6),
+        "snippet": src["text"][:300],
+    }

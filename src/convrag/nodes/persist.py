@@ -44,9 +44,14 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
 async def _remember(services: Services, state: State, answer: str) -> None:
     text = f"Q: {state['message']}\nA: {answer}"
     vector = (await asyncio.to_thread(services.embedder.embed, [text]))[0]
-    row = VectorRow(chunk_id=state["turn_id"], document_id=state["conversation_id"], text=text,
-                    vector=vector.tolist(), kind=KIND_MEMORY,
-                    conversation_id=state["conversation_id"])
+    row = VectorRow(
+        chunk_id=state["turn_id"],
+        document_id=state["conversation_id"],
+        text=text,
+        vector=vector.tolist(),
+        kind=KIND_MEMORY,
+        conversation_id=state["conversation_id"],
+    )
     await asyncio.to_thread(services.index.upsert, state["workspace_id"], [row])
 
 
@@ -58,32 +63,51 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     answer, citations, unresolved = resolve_citations(draft, sources)
     cited = {c["source_index"] for c in citations}
     flags = dict(state.get("flags") or {})
-    flags.update({"unresolved_markers": unresolved,
-                  "repetition_unresolved": unresolved_repetition})
+    flags.update({"unresolved_markers": unresolved, "repetition_unresolved": unresolved_repetition})
     stored_sources = [
-        {"n": n, "id": s["id"], "type": s["source_type"], "document_id": s["document_id"],
-         "title": s["title"], "url": s["url"], "score": float(s["score"]), "cited": n in cited}
+        {
+            "n": n,
+            "id": s["id"],
+            "type": s["source_type"],
+            "document_id": s["document_id"],
+            "title": s["title"],
+            "url": s["url"],
+            "score": float(s["score"]),
+            "cited": n in cited,
+        }
         for n, s in enumerate(sources, start=1)
     ]
     repetition = state.get("repetition")
     turn = NewTurn(
-        id=state["turn_id"], workspace_id=state["workspace_id"],
-        conversation_id=state["conversation_id"], question=state["message"], answer=answer,
+        id=state["turn_id"],
+        workspace_id=state["workspace_id"],
+        conversation_id=state["conversation_id"],
+        question=state["message"],
+        answer=answer,
         contextualized_query=state.get("rewritten_query"),
-        entities=list(state.get("entities") or []), sources=stored_sources,
+        entities=list(state.get("entities") or []),
+        sources=stored_sources,
         web_search_triggered=bool(flags.get("web_search_triggered")),
-        repetition_detected=bool(state.get("regenerations")) or bool(
-            repetition and repetition["is_repetitive"]),
-        intent=state.get("classification"), confidence=state.get("retrieval_confidence"),
-        metadata={"flags": flags, "errors": state.get("errors") or {},
-                  "rewrite_method": state.get("rewrite_method"),
-                  "regenerations": state.get("regenerations", 0),
-                  "timings_ms": state.get("timings") or {}},
+        repetition_detected=bool(state.get("regenerations"))
+        or bool(repetition and repetition["is_repetitive"]),
+        intent=state.get("classification"),
+        confidence=state.get("retrieval_confidence"),
+        metadata={
+            "flags": flags,
+            "errors": state.get("errors") or {},
+            "rewrite_method": state.get("rewrite_method"),
+            "regenerations": state.get("regenerations", 0),
+            "timings_ms": state.get("timings") or {},
+        },
         citations=[
             CitationRecord(
-                citation_marker=c["marker"], position_in_response=c["position"],
-                source_type=c["source_type"], source_id=c["source_id"],
-                relevance_score=c["score"], content_snippet=c["snippet"], source_url=c["url"],
+                citation_marker=c["marker"],
+                position_in_response=c["position"],
+                source_type=c["source_type"],
+                source_id=c["source_id"],
+                relevance_score=c["score"],
+                content_snippet=c["snippet"],
+                source_url=c["url"],
                 document_id=c["document_id"],
             )
             for c in citations
@@ -93,6 +117,9 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if written and answer:
         services.spawn(_remember(services, state, answer))
     return {
-        "answer": answer, "citations": citations, "persisted": written, "flags": flags,
+        "answer": answer,
+        "citations": citations,
+        "persisted": written,
+        "flags": flags,
         "timings": {"persist": ms_since(start)},
     }

@@ -18,11 +18,21 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     attempt = state.get("regenerations", 0) + 1
 
     def announce() -> None:
-        emit(runtime, "repetition", attempt=attempt, excluded_entities=excluded,
-             overlap_ratio=state["repetition"]["overlap_ratio"])
+        emit(
+            runtime,
+            "repetition",
+            attempt=attempt,
+            excluded_entities=excluded,
+            overlap_ratio=state["repetition"]["overlap_ratio"],
+        )
 
-    update = await compose_answer({**state, "excluded_entities": excluded},  # type: ignore[typeddict-item]
-                                  runtime, excluded, "regenerate", on_start=announce)
+    update = await compose_answer(
+        {**state, "excluded_entities": excluded},
+        runtime,
+        excluded,
+        "regenerate",
+        on_start=announce,
+    )
     update["regenerations"] = attempt
     update["excluded_entities"] = excluded
     return update

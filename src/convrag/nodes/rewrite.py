@@ -24,8 +24,12 @@ from convrag.nodes._util import emit, ms_since
 from convrag.rewriting.contextualizer import Turn, classify, contextualize
 from convrag.services import get_services
 
-_PREFIXES = ("rewritten standalone question:", "rewritten question:", "standalone question:",
-             "question:")
+_PREFIXES = (
+    "rewritten standalone question:",
+    "rewritten question:",
+    "standalone question:",
+    "question:",
+)
 
 
 def clean_rewrite(text: str) -> str:
@@ -34,7 +38,7 @@ def clean_rewrite(text: str) -> str:
     lowered = line.lower()
     for prefix in _PREFIXES:
         if lowered.startswith(prefix):
-            line = line[len(prefix):].strip()
+            line = line[len(prefix) :].strip()
             break
     return line.strip("\"'` ").strip()
 
@@ -57,8 +61,12 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             prompt = prompts.REWRITE_PROMPT.format(
                 history=prompts.format_history(history), question=message
             )
-            model = chat_model(model_name, settings, temperature=runtime.context.rewrite_temperature,
-                               timeout=runtime.context.rewrite_timeout_s)
+            model = chat_model(
+                model_name,
+                settings,
+                temperature=runtime.context.rewrite_temperature,
+                timeout=runtime.context.rewrite_timeout_s,
+            )
             reason: str | None = None
             try:
                 async with asyncio.timeout(runtime.context.rewrite_timeout_s):
@@ -76,7 +84,11 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             except Exception as exc:  # any provider error: keep the original question
                 reason = f"error: {type(exc).__name__}: {str(exc)[:200]}"
             if reason is not None:
-                method, flags, errors = "fallback", {"rewrite_fallback": reason}, {"rewrite": reason}
+                method, flags, errors = (
+                    "fallback",
+                    {"rewrite_fallback": reason},
+                    {"rewrite": reason},
+                )
     emit(runtime, "rewrite", classification=classification, query=query, method=method)
     return {
         "classification": classification,

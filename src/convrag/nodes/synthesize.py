@@ -29,12 +29,27 @@ from convrag.synthesis import (
     reformat_previous,
 )
 
-_REFORMAT_WORDS = ("table", "format", "shorter", "short", "brief", "summar", "bullet", "list",
-                   "rewrite", "rephrase", "translate", "concise")
+_REFORMAT_WORDS = (
+    "table",
+    "format",
+    "shorter",
+    "short",
+    "brief",
+    "summar",
+    "bullet",
+    "list",
+    "rewrite",
+    "rephrase",
+    "translate",
+    "concise",
+)
 
 
 async def compose_answer(
-    state: State, runtime: Runtime[Context], excluded: Sequence[str], node: str,
+    state: State,
+    runtime: Runtime[Context],
+    excluded: Sequence[str],
+    node: str,
     on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """One draft for the current sources; shared by synthesize and regenerate.
@@ -55,10 +70,18 @@ async def compose_answer(
     update: dict[str, Any] = {}
     text: str | None = None
     if model_name is not None:
-        model = chat_model(model_name, services.settings, temperature=ctx.answer_temperature,
-                           timeout=ctx.answer_timeout_s)
+        model = chat_model(
+            model_name,
+            services.settings,
+            temperature=ctx.answer_temperature,
+            timeout=ctx.answer_timeout_s,
+        )
         tools = []
-        if services.web is not None and ctx.web_search != "off" and not state.get("web_search_done"):
+        if (
+            services.web is not None
+            and ctx.web_search != "off"
+            and not state.get("web_search_done")
+        ):
             tools = [services.web.as_tool()]
         streamed: list[str] = []
 
@@ -71,14 +94,15 @@ async def compose_answer(
         try:
             async with asyncio.timeout(ctx.answer_timeout_s):
                 reply = await llm_answer(
-                    model, build_messages(question, rewritten, sources, history, excluded),
-                    on_token=on_token, tools=tools,
+                    model,
+                    build_messages(question, rewritten, sources, history, excluded),
+                    on_token=on_token,
+                    tools=tools,
                 )
             call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
             if call is not None and tools:
                 query = str(call["args"].get("query") or rewritten)
-                return {"pending_web_query": query,
-                        "timings": {node: ms_since(start)}}
+                return {"pending_web_query": query, "timings": {node: ms_since(start)}}
             content = reply.content if isinstance(reply.content, str) else ""
             if content.strip():
                 text = content
@@ -101,12 +125,21 @@ async def compose_answer(
             for piece in _chunks(text):
                 emit(runtime, "token", text=piece, node=node)
     entities = extract_entities(text)
-    drafts = [*state.get("drafts", []),
-              Draft(answer=text, overlap_ratio=0.0, extractive=model_name is None or bool(flags))]
-    update.update({
-        "draft": text, "drafts": drafts, "entities": entities, "pending_web_query": None,
-        "flags": flags, "errors": errors, "timings": {node: ms_since(start)},
-    })
+    drafts = [
+        *state.get("drafts", []),
+        Draft(answer=text, overlap_ratio=0.0, extractive=model_name is None or bool(flags)),
+    ]
+    update.update(
+        {
+            "draft": text,
+            "drafts": drafts,
+            "entities": entities,
+            "pending_web_query": None,
+            "flags": flags,
+            "errors": errors,
+            "timings": {node: ms_since(start)},
+        }
+    )
     return update
 
 
@@ -117,8 +150,9 @@ def _no_llm_answer(state: State, rewritten: str, excluded: Sequence[str]) -> str
         if history and any(w in lowered for w in _REFORMAT_WORDS):
             return reformat_previous(state["message"], history)
         return GREETING_ANSWER
-    return extractive_answer(rewritten, state.get("sources") or [], history=history,
-                             excluded_entities=excluded)
+    return extractive_answer(
+        rewritten, state.get("sources") or [], history=history, excluded_entities=excluded
+    )
 
 
 def _chunks(text: str, size: int = 24) -> list[str]:

@@ -33,9 +33,17 @@ async def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             async with asyncio.timeout(runtime.context.web_timeout_s):
                 found = await services.web.search(query)
             results = [
-                Source(id=web_source_id(h["url"]), source_type="web", document_id=None,
-                       title=h["title"], text=h["snippet"], url=h["url"], score=0.0)
-                for h in found if h["snippet"]
+                Source(
+                    id=web_source_id(h["url"]),
+                    source_type="web",
+                    document_id=None,
+                    title=h["title"],
+                    text=h["snippet"],
+                    url=h["url"],
+                    score=0.0,
+                )
+                for h in found
+                if h["snippet"]
             ]
         except TimeoutError:
             errors["web_search"] = "timeout"

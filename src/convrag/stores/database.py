@@ -68,7 +68,8 @@ MIGRATIONS: list[str] = [
         last_activity_at TIMESTAMPTZ NOT NULL DEFAULT now(),
         metadata JSONB NOT NULL DEFAULT '{}'::jsonb
     )""",
-    """CREATE INDEX conversations_ws_activity ON conversations (workspace_id, last_activity_at DESC)""",
+    """CREATE INDEX conversations_ws_activity
+        ON conversations (workspace_id, last_activity_at DESC)""",
     """CREATE TABLE conversation_turns (
         id UUID PRIMARY KEY,
         workspace_id TEXT NOT NULL,
@@ -221,7 +222,9 @@ class Database:
             # Several processes may start at once: serialise them.
             await conn.execute("SELECT pg_advisory_xact_lock(7214001)")
             await conn.execute(MIGRATIONS[0])
-            row = await (await conn.execute("SELECT max(v) AS v FROM convrag_migrations")).fetchone()
+            row = await (
+                await conn.execute("SELECT max(v) AS v FROM convrag_migrations")
+            ).fetchone()
             done = -1 if row is None or row["v"] is None else int(row["v"])
             ran = 0
             for version in range(done + 1, len(MIGRATIONS)):
@@ -270,9 +273,7 @@ class Database:
 
     # -- documents and chunks ------------------------------------------------
 
-    async def get_document_by_source(
-        self, workspace_id: str, source: str
-    ) -> dict[str, Any] | None:
+    async def get_document_by_source(self, workspace_id: str, source: str) -> dict[str, Any] | None:
         async with self.pool.connection() as conn:
             return await (
                 await conn.execute(
@@ -322,8 +323,16 @@ class Database:
                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (workspace_id, source) DO UPDATE
                    SET status = EXCLUDED.status, error = EXCLUDED.error, updated_at = now()""",
-                (document_id, workspace_id, source, title, content_hash, status, error,
-                 Jsonb(metadata or {})),
+                (
+                    document_id,
+                    workspace_id,
+                    source,
+                    title,
+                    content_hash,
+                    status,
+                    error,
+                    Jsonb(metadata or {}),
+                ),
             )
 
     async def existing_documents(
@@ -338,8 +347,10 @@ class Database:
                     (workspace_id, list(sources)),
                 )
             ).fetchall()
-        return {r["source"]: (r["id"], r["content_hash"] if r["status"] == "ready" else "")
-                for r in rows}
+        return {
+            r["source"]: (r["id"], r["content_hash"] if r["status"] == "ready" else "")
+            for r in rows
+        }
 
     async def replace_documents(self, workspace_id: str, docs: Sequence[DocumentWrite]) -> None:
         """Write documents and their chunks, replacing old chunks, in one transaction."""
@@ -355,8 +366,18 @@ class Database:
                    SET title = EXCLUDED.title, content_hash = EXCLUDED.content_hash,
                        metadata = EXCLUDED.metadata, status = 'ready', error = NULL,
                        n_chunks = EXCLUDED.n_chunks, updated_at = now()""",
-                [(d.document_id, workspace_id, d.source, d.title, d.content_hash,
-                  Jsonb(d.metadata), len(d.chunks)) for d in docs],
+                [
+                    (
+                        d.document_id,
+                        workspace_id,
+                        d.source,
+                        d.title,
+                        d.content_hash,
+                        Jsonb(d.metadata),
+                        len(d.chunks),
+                    )
+                    for d in docs
+                ],
             )
             await cur.execute(
                 "DELETE FROM chunks WHERE workspace_id = %s AND document_id = ANY(%s::uuid[])",
@@ -365,8 +386,11 @@ class Database:
             await cur.executemany(
                 """INSERT INTO chunks (id, workspace_id, document_id, position, text)
                    VALUES (%s, %s, %s, %s, %s)""",
-                [(cid, workspace_id, d.document_id, pos, text)
-                 for d in docs for cid, pos, text in d.chunks],
+                [
+                    (cid, workspace_id, d.document_id, pos, text)
+                    for d in docs
+                    for cid, pos, text in d.chunks
+                ],
             )
             await cur.execute(
                 "UPDATE workspaces SET index_version = index_version + 1 WHERE id = %s",
@@ -523,10 +547,22 @@ class Database:
                                     WHERE conversation_id = %s), 0) + 1,
                           %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
                    ON CONFLICT (id) DO NOTHING""",
-                (turn.id, turn.workspace_id, turn.conversation_id, turn.conversation_id,
-                 turn.question, turn.answer, turn.contextualized_query, turn.entities,
-                 turn.intent, turn.confidence, Jsonb(turn.sources), turn.web_search_triggered,
-                 turn.repetition_detected, Jsonb(turn.metadata)),
+                (
+                    turn.id,
+                    turn.workspace_id,
+                    turn.conversation_id,
+                    turn.conversation_id,
+                    turn.question,
+                    turn.answer,
+                    turn.contextualized_query,
+                    turn.entities,
+                    turn.intent,
+                    turn.confidence,
+                    Jsonb(turn.sources),
+                    turn.web_search_triggered,
+                    turn.repetition_detected,
+                    Jsonb(turn.metadata),
+                ),
             )
             if cur.rowcount == 0:
                 return False
@@ -538,9 +574,21 @@ class Database:
                               source_type, source_id, relevance_score, content_snippet,
                               source_url, document_id)
                            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-                        [(turn.workspace_id, turn.id, c.citation_marker, c.position_in_response,
-                          c.source_type, c.source_id, c.relevance_score, c.content_snippet,
-                          c.source_url, c.document_id) for c in turn.citations],
+                        [
+                            (
+                                turn.workspace_id,
+                                turn.id,
+                                c.citation_marker,
+                                c.position_in_response,
+                                c.source_type,
+                                c.source_id,
+                                c.relevance_score,
+                                c.content_snippet,
+                                c.source_url,
+                                c.document_id,
+                            )
+                            for c in turn.citations
+                        ],
                     )
             await conn.execute(
                 "UPDATE conversations SET last_activity_at = now() WHERE id = %s",

