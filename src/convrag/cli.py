@@ -196,6 +196,84 @@ def keys_create(workspace: WorkspaceOpt) -> None:
     print(_run(go))
 
 
+@eval_app.command("mtrag")
+def eval_mtrag(
+    data: Annotated[
+        Path,
+        typer.Option(
+            help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
+        ),
+    ],
+    domain: Annotated[
+        str, typer.Option(help="clapnq, cloud, or another domain folder.")
+    ] = "clapnq",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSON report here.")
+    ] = None,
+    strategy: Annotated[
+        list[str] | None,
+        typer.Option("--strategy", "-s", help="Run only these strategies (repeatable)."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Score only the first N turns.")] = None,
+) -> None:
+    """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
+    from convrag.evaluation.mtrag import evaluate_mtrag
+    from convrag.evaluation.report import retrieval_table, write_json
+    from convrag.services import open_services, set_services
+
+    async def go() -> dict[str, Any]:
+        async with open_services() as services:
+            set_services(services)
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+            ) as bar:
+                tasks: dict[str, Any] = {}
+
+                def step(name: str, done: int, total: int) -> None:
+                    if name not in tasks:
+                        tasks[name] = bar.add_task(name, total=total)
+                    bar.update(tasks[name], completed=done)
+
+                try:
+                    return await evaluate_mtrag(
+                        services, data, domain, strategies=strategy, limit=limit, progress=step
+                    )
+                finally:
+                    set_services(None)
+
+    report = _run(go)
+    write_json(report, out_file)
+    for split in ("all", "followup", "standalone"):
+        out.print(retrieval_table(report, split) + "\n")
+
+
+@eval_app.command("rewrite")
+def eval_rewrite(
+    data: Annotated[
+        Path, typer.Option(help="CANARD jsonl, e.g. ../shared/bench/canard/dev_half.jsonl")
+    ],
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSON report here.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+) -> None:
+    """Rewrite quality on CANARD: BLEU and token F1 against the human rewrites."""
+    from convrag.evaluation.report import rewrite_table, write_json
+    from convrag.evaluation.rewrite import evaluate_rewrite
+
+    try:
+        report = evaluate_rewrite(data, limit=limit)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    write_json(report, out_file)
+    out.print(rewrite_table(report))
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from convrag import prompts
 from convrag.graph.context import Context
-from convrag.graph.state import State
+from convrag.graph.state import HistoryTurn, State
 from convrag.llm import chat_model, resolve_model
 from convrag.nodes._util import emit, ms_since
 from convrag.rewriting.contextualizer import Turn, classify, contextualize
@@ -43,6 +43,18 @@ def clean_rewrite(text: str) -> str:
     return line.strip("\"'` ").strip()
 
 
+def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
+    """The deterministic contextualizer; a follow-up it cannot resolve ("Can you elaborate
+    more on that?") carries the previous standalone question along, so retrieval still
+    sees the topic."""
+    turns = [Turn(t["question"], t["answer"]) for t in history]
+    query = contextualize(message, turns)
+    if query.strip() == message.strip() and history:
+        previous = history[-1]["contextualized_query"] or history[-1]["question"]
+        query = f"{message.strip()} ({previous.strip()})"
+    return query
+
+
 async def rewrite(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     start = time.perf_counter()
     message = state["message"]
@@ -56,7 +68,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             runtime.context.rewrite_model or runtime.context.llm_model, settings
         )
         if model_name is None:
-            query, method = contextualize(message, turns), "rules"
+            query, method = rules_rewrite(message, history), "rules"
         else:
             prompt = prompts.REWRITE_PROMPT.format(
                 history=prompts.format_history(history), question=message

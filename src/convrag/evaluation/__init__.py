@@ -1,0 +1,1 @@
+"""Quality evaluation on external benchmarks (MTRAG retrieval, CANARD rewriting)."""

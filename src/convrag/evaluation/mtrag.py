@@ -1,0 +1,262 @@
+"""MTRAG retrieval evaluation: baselines and convrag's own pipeline, side by side.
+
+The pooled corpus is ingested (idempotently) into a workspace of its own. Every turn
+that has qrels is scored with Recall@1/3/5/10 and nDCG@5/10. convrag's strategy runs the
+service's real graph (load_history with the turn's history, rewrite, both retrievers,
+merge_context) and stops before synthesis: no copy of the pipeline.
+
+Follow-up vs standalone comes from the dataset's own ``multi_turn`` label (Follow-up or
+Clarification vs N/A), not from convrag's classifier, so every strategy is split the same
+way.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from convrag.evaluation.metrics import mean_scores, retrieval_scores
+from convrag.graph.builder import build_graph
+from convrag.graph.context import Context
+from convrag.graph.state import HistoryTurn, InputState
+from convrag.ingest import SourceDocument, document_id_for, ingest_documents
+from convrag.rewriting.contextualizer import extract_entities
+from convrag.services import Services
+
+BASELINES = (
+    "bm25_lastturn",
+    "dense_lastturn",
+    "hybrid_lastturn",
+    "bm25_rewrite_llm",
+    "hybrid_rewrite_llm",
+    "hybrid_all_questions",
+)
+
+
+@dataclass(frozen=True)
+class MtragTurn:
+    task_id: str
+    question: str
+    rewrite_llm: str | None
+    followup: bool
+    history: list[dict[str, str]]
+    prev_passages: list[str]
+    all_questions: str
+
+
+def load_domain(path: Path) -> tuple[list[MtragTurn], dict[str, dict[str, int]]]:
+    """Turns that have qrels, and the qrels themselves."""
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    with open(path / "qrels.tsv", newline="") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            qrels[row["query-id"]][row["corpus-id"]] = int(row["score"])
+    turns: list[MtragTurn] = []
+    with open(path / "turns.jsonl") as fh:
+        records = [json.loads(line) for line in fh if line.strip()]
+    for r in records:
+        if r["task_id"] not in qrels:
+            continue
+        users = [h["text"] for h in r["history"] if h["speaker"] == "user"]
+        turns.append(
+            MtragTurn(
+                task_id=r["task_id"],
+                question=r["question"],
+                rewrite_llm=r.get("rewrite_llm"),
+                followup=any(
+                    m in ("Follow-up", "Clarification") for m in r.get("multi_turn") or []
+                ),
+                history=r["history"],
+                prev_passages=list(r.get("prev_turn_relevant_passage_ids") or []),
+                all_questions=" ".join([*users, r["question"]]),
+            )
+        )
+    return turns, dict(qrels)
+
+
+def load_corpus(path: Path) -> list[SourceDocument]:
+    docs = []
+    with gzip.open(path / "corpus.jsonl.gz", "rt") as fh:
+        for line in fh:
+            r = json.loads(line)
+            docs.append(
+                SourceDocument(
+                    str(r["_id"]), r.get("title") or None, r["text"], {"doc_id": r.get("doc_id")}
+                )
+            )
+    return docs
+
+
+def history_turns(turn: MtragTurn, workspace: str) -> list[HistoryTurn]:
+    """MTRAG's history as convrag history; the last answer is anchored to the passages
+    behind it (``prev_turn_relevant_passage_ids``), as seed 003 anchors to citations."""
+    out: list[HistoryTurn] = []
+    pending: str | None = None
+    for h in turn.history:
+        if h["speaker"] == "user":
+            pending = h["text"]
+        elif pending is not None:
+            out.append(
+                HistoryTurn(
+                    turn_number=len(out) + 1,
+                    question=pending,
+                    answer=h["text"],
+                    contextualized_query=None,
+                    entities=extract_entities(h["text"]),
+                    cited_document_ids=[],
+                )
+            )
+            pending = None
+    if out:
+        out[-1]["cited_document_ids"] = [document_id_for(workspace, p) for p in turn.prev_passages]
+    return out
+
+
+class MtragEvaluation:
+    """Runs every strategy over the turns of one domain."""
+
+    def __init__(self, services: Services, workspace: str, depth: int = 10) -> None:
+        self.services = services
+        self.workspace = workspace
+        self.depth = depth
+        self.passage_of: dict[str, str] = {}
+        self.graph = build_graph().compile(
+            checkpointer=InMemorySaver(), interrupt_before=["web_search", "synthesize"]
+        )
+
+    async def prepare(self, corpus: list[SourceDocument], progress: Callable[[int], None]) -> None:
+        await ingest_documents(self.services, self.workspace, corpus, progress=progress)
+        for d in await self.services.db.list_documents(self.workspace):
+            self.passage_of[str(d["id"])] = str(d["source"])
+
+    def _passages(self, document_ids: Sequence[str]) -> list[str]:
+        seen: list[str] = []
+        for d in document_ids:
+            p = self.passage_of.get(d)
+            if p is not None and p not in seen:
+                seen.append(p)
+            if len(seen) >= self.depth:
+                break
+        return seen
+
+    async def search(self, query: str, mode: str) -> list[str]:
+        hits = await self.services.searcher.search(
+            self.workspace,
+            query,
+            top_k=4 * self.depth,
+            mode=mode,  # type: ignore[arg-type]
+        )
+        return self._passages([h.document_id for h in hits])
+
+    async def pipeline(self, turn: MtragTurn, *, anchored: bool, llm: str | None) -> list[str]:
+        history = history_turns(turn, self.workspace)
+        if not anchored and history:
+            history[-1]["cited_document_ids"] = []
+        ctx = Context(
+            workspace_id=self.workspace,
+            llm_model=llm,
+            top_k=4 * self.depth,
+            context_budget_chars=10**7,
+            web_search="off",
+        )
+        thread_id = str(uuid.uuid4())
+        payload = InputState(
+            message=turn.question,
+            conversation_id=thread_id,
+            workspace_id=self.workspace,
+            history_override=history,
+        )
+        state = await self.graph.ainvoke(
+            payload, {"configurable": {"thread_id": thread_id}}, context=ctx
+        )
+        return self._passages([s["document_id"] or "" for s in state.get("sources", [])])
+
+    async def rank(self, strategy: str, turn: MtragTurn, llm_model: str | None) -> list[str]:
+        rewrite = turn.rewrite_llm or turn.question
+        match strategy:
+            case "bm25_lastturn":
+                return await self.search(turn.question, "bm25")
+            case "dense_lastturn":
+                return await self.search(turn.question, "dense")
+            case "hybrid_lastturn":
+                return await self.search(turn.question, "hybrid")
+            case "bm25_rewrite_llm":
+                return await self.search(rewrite, "bm25")
+            case "hybrid_rewrite_llm":
+                return await self.search(rewrite, "hybrid")
+            case "hybrid_all_questions":
+                return await self.search(turn.all_questions, "hybrid")
+            case "convrag":
+                return await self.pipeline(turn, anchored=True, llm="none")
+            case "convrag_no_anchor":
+                return await self.pipeline(turn, anchored=False, llm="none")
+            case "convrag_llm":
+                return await self.pipeline(turn, anchored=True, llm=llm_model)
+        raise ValueError(f"unknown strategy {strategy!r}")
+
+
+async def evaluate_mtrag(
+    services: Services,
+    data: Path,
+    domain: str,
+    *,
+    strategies: Sequence[str] | None = None,
+    limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Score every strategy; returns the documented JSON shape."""
+    path = data / domain if (data / domain).is_dir() else data
+    for name in ("turns.jsonl", "qrels.tsv", "corpus.jsonl.gz"):
+        if not (path / name).exists():
+            raise ValueError(
+                f"{path / name} not found: --data must hold <domain>/{name} "
+                "(the MTRAG layout of ../shared/bench/mtrag)"
+            )
+    turns, qrels = load_domain(path)
+    if limit:
+        turns = turns[:limit]
+    llm = services.settings.effective_llm_model
+    names = list(strategies or [*BASELINES, "convrag", "convrag_no_anchor"])
+    if strategies is None and llm:
+        names.append("convrag_llm")
+    workspace = f"mtrag-{path.name}"
+    ev = MtragEvaluation(services, workspace)
+    corpus = load_corpus(path)
+    started = time.perf_counter()
+    await ev.prepare(corpus, lambda n: progress("ingest", n, len(corpus)) if progress else None)
+    ingest_s = time.perf_counter() - started
+    per: dict[str, dict[str, list[dict[str, float]]]] = {
+        s: {"all": [], "followup": [], "standalone": []} for s in names
+    }
+    timing: dict[str, float] = {}
+    for name in names:
+        t0 = time.perf_counter()
+        for i, turn in enumerate(turns, 1):
+            ranked = await ev.rank(name, turn, llm)
+            scores = retrieval_scores(ranked, qrels[turn.task_id])
+            per[name]["all"].append(scores)
+            per[name]["followup" if turn.followup else "standalone"].append(scores)
+            if progress:
+                progress(name, i, len(turns))
+        timing[name] = round((time.perf_counter() - t0) * 1000 / max(1, len(turns)), 2)
+    return {
+        "dataset": f"MTRAG (pooled) {path.name}",
+        "n_turns": len(turns),
+        "n_followup": sum(t.followup for t in turns),
+        "n_standalone": sum(not t.followup for t in turns),
+        "corpus_passages": len(corpus),
+        "ingest_seconds": round(ingest_s, 1),
+        "ms_per_turn": timing,
+        "strategies": {
+            n: {split: mean_scores(rows) for split, rows in per[n].items()} for n in names
+        },
+    }

@@ -1,0 +1,34 @@
+"""The evaluation report: JSON (the documented shape) and a markdown table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def write_json(data: dict[str, Any], out: Path | None) -> None:
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def retrieval_table(data: dict[str, Any], split: str = "all") -> str:
+    """One row per strategy; columns are the metrics of ``split``."""
+    strategies: dict[str, Any] = data["strategies"]
+    metrics = list(next(iter(strategies.values()))[split])
+    head = f"| strategy ({split}) | " + " | ".join(metrics) + " |"
+    rule = "|---|" + "---|" * len(metrics)
+    rows = [
+        f"| {name} | " + " | ".join(f"{s[split].get(m, 0):.3f}" for m in metrics) + " |"
+        for name, s in strategies.items()
+    ]
+    return "\n".join([head, rule, *rows])
+
+
+def rewrite_table(data: dict[str, Any]) -> str:
+    rows = [
+        f"| {name} | {s['bleu']:.1f} | {100 * s['token_f1']:.1f} |"
+        for name, s in data["systems"].items()
+    ]
+    return "\n".join(["| system | BLEU | token F1 |", "|---|---|---|", *rows])
