@@ -1,0 +1,94 @@
+"""The evaluation harness on small files of the benchmarks' formats."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from convrag.evaluation.mtrag import BASELINES, evaluate_mtrag
+from convrag.evaluation.rewrite import evaluate_rewrite
+from convrag.services import Services
+
+PASSAGES = {
+    "p1": (
+        "Arizona Cardinals",
+        "The Arizona Cardinals play home games at State Farm Stadium in Glendale, Arizona.",
+    ),
+    "p2": ("Arizona Cardinals", "The Cardinals played a regular season game in London in 2017."),
+    "p3": ("Tomatoes", "Tomato plants need six hours of direct sunlight every day."),
+    "p4": ("Volcanoes", "Pyroclastic flows move down volcano slopes at great speed."),
+}
+
+
+def _mtrag_dir(root: Path) -> Path:
+    d = root / "mini"
+    d.mkdir()
+    with gzip.open(d / "corpus.jsonl.gz", "wt") as fh:
+        for pid, (title, text) in PASSAGES.items():
+            fh.write(json.dumps({"_id": pid, "doc_id": pid, "title": title, "text": text}) + "\n")
+    turns = [
+        {
+            "task_id": "c1<::>1",
+            "turn": 1,
+            "question": "Where do the Arizona Cardinals play?",
+            "rewrite_llm": None,
+            "multi_turn": ["N/A"],
+            "history": [],
+            "prev_turn_relevant_passage_ids": [],
+        },
+        {
+            "task_id": "c1<::>2",
+            "turn": 2,
+            "question": "Did they ever play in London?",
+            "rewrite_llm": "Did the Arizona Cardinals ever play in London?",
+            "multi_turn": ["Follow-up"],
+            "history": [
+                {"speaker": "user", "text": "Where do the Arizona Cardinals play?"},
+                {"speaker": "agent", "text": "At State Farm Stadium in Glendale."},
+            ],
+            "prev_turn_relevant_passage_ids": ["p1"],
+        },
+    ]
+    (d / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    (d / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nc1<::>1\tp1\t1\nc1<::>2\tp2\t1\n")
+    return d
+
+
+async def test_mtrag_report_has_every_strategy_split_by_turn_type(
+    services: Services, tmp_path: Path
+) -> None:
+    report = await evaluate_mtrag(services, _mtrag_dir(tmp_path), "mini")
+    assert report["n_turns"] == 2 and report["n_followup"] == 1
+    assert set(report["strategies"]) == {*BASELINES, "convrag", "convrag_no_anchor"}
+    for scores in report["strategies"].values():
+        assert set(scores) == {"all", "followup", "standalone"}
+        assert 0.0 <= scores["all"]["R@5"] <= 1.0 and "nDCG@10" in scores["all"]
+    assert report["strategies"]["hybrid_rewrite_llm"]["followup"]["R@3"] == 1.0
+    assert report["strategies"]["convrag"]["all"]["R@3"] == 1.0
+
+
+async def test_mtrag_names_the_missing_file(services: Services, tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="qrels.tsv not found"):
+        (tmp_path / "x").mkdir()
+        (tmp_path / "x" / "turns.jsonl").write_text("")
+        await evaluate_mtrag(services, tmp_path, "x")
+
+
+def test_rewrite_report_scores_raw_and_convrag(tmp_path: Path) -> None:
+    rows = [
+        {
+            "question": "What about her basic salary?",
+            "wiki_title": "Prasad Chaudhari",
+            "section_title": "Pay",
+            "history": ["What is Prasad Chaudhari's salary?", "It is $120,000."],
+            "rewrite_human": "What is Prasad Chaudhari's basic salary?",
+        }
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = evaluate_rewrite(path)
+    assert report["n"] == 1 and set(report["systems"]) == {"raw_question", "convrag"}
+    assert report["systems"]["convrag"]["token_f1"] > report["systems"]["raw_question"]["token_f1"]

@@ -1,0 +1,70 @@
+"""The console script, run as a user would, on its own data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).with_name("convrag"))
+
+
+def _run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "CONVRAG_DATA_DIR": str(data_dir), **env}
+    return subprocess.run(
+        [EXE, *args], capture_output=True, text=True, env=environ, timeout=300, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def cli_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import uuid
+
+    return Path("/tmp") / f"convrag-cli-{uuid.uuid4().hex[:8]}"
+
+
+def test_config_masks_secrets(cli_data: Path) -> None:
+    out = _run(["config", "--json"], cli_data, OPENAI_API_KEY="sk-very-secret")
+    data = json.loads(out.stdout)
+    assert data["openai_api_key"] == "****" and "sk-very-secret" not in out.stdout
+    assert data["data_dir"] == str(cli_data)
+
+
+def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    first = _run(["ingest", str(doc), "-w", "cli", "-q"], cli_data)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["added"] == 1
+    again = _run(["ingest", str(doc), "-w", "cli", "-q"], cli_data)
+    assert json.loads(again.stdout) == {
+        "added": 0,
+        "updated": 0,
+        "unchanged": 1,
+        "chunks_written": 0,
+    }
+    found = _run(["search", "annual leave days", "-w", "cli", "--json"], cli_data)
+    hits = json.loads(found.stdout)
+    assert set(hits[0]) == {"chunk_id", "document_id", "text", "score", "dense_score", "bm25_score"}
+    assert "25 days" in hits[0]["text"]
+    other = _run(["search", "annual leave days", "-w", "other", "--json"], cli_data)
+    assert json.loads(other.stdout) == []
+
+
+def test_bad_input_exits_2_with_the_problem_named(cli_data: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "slides.pptx"
+    bad.write_bytes(b"PK")
+    out = _run(["ingest", str(bad), "-w", "cli"], cli_data)
+    assert out.returncode == 2 and "unsupported format '.pptx'" in out.stderr
+    missing = _run(["ingest", str(tmp_path / "nope.txt"), "-w", "cli"], cli_data)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_keys_create_prints_the_key_alone(cli_data: Path) -> None:
+    out = _run(["keys", "create", "-w", "cli"], cli_data)
+    assert out.returncode == 0 and out.stdout.strip().startswith("crk_")
+    assert len(out.stdout.strip().splitlines()) == 1
