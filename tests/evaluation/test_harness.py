@@ -71,7 +71,7 @@ async def test_mtrag_report_has_every_strategy_split_by_turn_type(
 async def test_mtrag_names_the_missing_file(services: Services, tmp_path: Path) -> None:
     import pytest
 
-    with pytest.raises(ValueError, match="qrels.tsv not found"):
+    with pytest.raises(ValueError, match=r"qrels\.tsv not found"):
         (tmp_path / "x").mkdir()
         (tmp_path / "x" / "turns.jsonl").write_text("")
         await evaluate_mtrag(services, tmp_path, "x")
