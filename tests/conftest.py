@@ -14,8 +14,15 @@ import pytest
 
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGGRAPH_CLI_NO_ANALYTICS", "1")
-for _var in ("DATABASE_URL", "MILVUS_URI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SERPER_API_KEY",
-             "LLM_MODEL", "EMBEDDING_MODEL"):
+for _var in (
+    "DATABASE_URL",
+    "MILVUS_URI",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SERPER_API_KEY",
+    "LLM_MODEL",
+    "EMBEDDING_MODEL",
+):
     os.environ.pop(_var, None)
 
 from convrag.config import Settings  # noqa: E402
@@ -53,3 +60,20 @@ def docs_dir(tmp_path: Path) -> Iterator[Path]:
     d = tmp_path / "docs"
     d.mkdir()
     yield d
+
+
+def use_stub_llm(services: Services, monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """Point the services' settings at an OpenAI-compatible stub (real ChatOpenAI code)."""
+    from pydantic import SecretStr
+
+    monkeypatch.setattr(
+        services,
+        "settings",
+        services.settings.model_copy(
+            update={
+                "openai_base_url": base_url,
+                "openai_api_key": SecretStr("test-key"),
+                "llm_model": "openai:stub-model",
+            }
+        ),
+    )

@@ -20,6 +20,7 @@ from convrag.ingest import ingest_documents, load_path
 from convrag.server import create_app
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
+from tests.conftest import use_stub_llm
 from tests.graph.conftest import EMPLOYEES
 
 
@@ -263,8 +264,6 @@ async def test_the_rate_limit_answers_429_with_retry_after(
 async def slow_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
-    from pydantic import SecretStr
-
     async with OpenAIStub() as stub:
         stub.add_rule(
             "CURRENT QUESTION",
@@ -273,17 +272,7 @@ async def slow_llm(
                 token_delay_s=0.15,
             ),
         )
-        monkeypatch.setattr(
-            services,
-            "settings",
-            services.settings.model_copy(
-                update={
-                    "openai_base_url": stub.base_url,
-                    "openai_api_key": SecretStr("k"),
-                    "llm_model": "openai:stub-model",
-                }
-            ),
-        )
+        use_stub_llm(services, monkeypatch, stub.base_url)
         yield stub
 
 

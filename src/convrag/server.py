@@ -382,10 +382,6 @@ def _routes(app: FastAPI) -> None:
             async for _ in drain(queue):
                 pass
             result = await task
-            if result.error:
-                raise HTTPException(
-                    500 if result.error["code"] == "turn_failed" else 422, result.error["message"]
-                )
             answer = _answer_json(conversation_id, result)
             return JSONResponse(
                 {
@@ -542,9 +538,10 @@ def _doc_out(row: dict[str, Any]) -> DocumentOut:
 
 def _answer_json(conversation_id: str, result: TurnResult) -> AnswerOut:
     if result.error:
-        raise HTTPException(
-            500 if result.error["code"] == "turn_failed" else 422, result.error["message"]
-        )
+        # Bad input was refused before the turn started; a failed turn means a store or
+        # provider is down: 503, retryable.
+        code = 503 if result.error["code"] == "turn_failed" else 422
+        raise HTTPException(code, result.error["message"])
     s = result.state
     return AnswerOut(
         conversation_id=conversation_id,
@@ -553,19 +550,7 @@ def _answer_json(conversation_id: str, result: TurnResult) -> AnswerOut:
         classification=s.get("classification", "standalone"),
         rewritten_query=s.get("rewritten_query", s.get("message", "")),
         sources=[SourceOut(**src) for src in result.sources],
-        citations=[
-            CitationOut(
-                marker=c["marker"],
-                position=c["position"],
-                source_type=c["source_type"],
-                source_id=c["source_id"],
-                document_id=c["document_id"],
-                url=c["url"],
-                relevance_score=c["score"],
-                content_snippet=c["snippet"],
-            )
-            for c in s.get("citations", [])
-        ],
+        citations=[CitationOut.from_state(c) for c in s.get("citations", [])],
         repetition_detected=bool(s.get("regenerations")),
         flags=s.get("flags", {}),
         timings_ms=s.get("timings", {}),

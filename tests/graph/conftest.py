@@ -16,6 +16,7 @@ from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub
 from convrag.testing.serper_stub import SerperStub
 from convrag.tools.web_search import WebSearch
+from tests.conftest import use_stub_llm
 
 SAMPLES = Path(str(resources.files("convrag") / "sample_docs"))
 EMPLOYEES = (SAMPLES / "employee_data.txt").read_text()
@@ -52,17 +53,7 @@ async def doc_id(services: Services, workspace: str, name: str) -> str:
 async def llm(services: Services, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenAIStub]:
     """An OpenAI-compatible stub; the services' settings point langchain-openai at it."""
     async with OpenAIStub() as stub:
-        monkeypatch.setattr(
-            services,
-            "settings",
-            services.settings.model_copy(
-                update={
-                    "openai_base_url": stub.base_url,
-                    "openai_api_key": __import__("pydantic").SecretStr("test-key"),
-                    "llm_model": "openai:stub-model",
-                }
-            ),
-        )
+        use_stub_llm(services, monkeypatch, stub.base_url)
         yield stub
 
 

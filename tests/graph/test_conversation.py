@@ -43,16 +43,19 @@ async def test_three_turn_engineers_conversation_keeps_both_names(
 ) -> None:
     """Seed 000's scenario 2: the answers name the engineers, the rules rewrite resolves
     "their" and the ellipsis of "Who earns more?" to both names."""
-    llm.add_rule("CURRENT QUESTION:\nWho are the software engineers?",
-                 Reply(content="Prasad Chaudhari and John Doe are software engineers [1]."))
-    llm.add_rule("CURRENT QUESTION:\nWhat are their salaries?",
-                 Reply(content="Prasad: $120,000, John: $110,000 [1]."))
+    llm.add_rule(
+        "CURRENT QUESTION:\nWho are the software engineers?",
+        Reply(content="Prasad Chaudhari and John Doe are software engineers [1]."),
+    )
+    llm.add_rule(
+        "CURRENT QUESTION:\nWhat are their salaries?",
+        Reply(content="Prasad: $120,000, John: $110,000 [1]."),
+    )
     llm.add_rule("CURRENT QUESTION", Reply(content="Prasad Chaudhari earns more [1]."))
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, rewrite_model="none")
     await assistant.ask("Who are the software engineers?", conv, workspace_id=seeded, context=ctx)
-    second = await assistant.ask("What are their salaries?", conv, workspace_id=seeded,
-                                 context=ctx)
+    second = await assistant.ask("What are their salaries?", conv, workspace_id=seeded, context=ctx)
     third = await assistant.ask("Who earns more?", conv, workspace_id=seeded, context=ctx)
     for state in (second, third):
         assert state["classification"] == "follow_up"
@@ -68,8 +71,9 @@ async def test_a_follow_up_the_rules_cannot_resolve_carries_the_previous_questio
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
     await assistant.ask("Who are the software engineers?", conv, workspace_id=seeded, context=ctx)
-    state = await assistant.ask("Can you elaborate more on that?", conv, workspace_id=seeded,
-                                context=ctx)
+    state = await assistant.ask(
+        "Can you elaborate more on that?", conv, workspace_id=seeded, context=ctx
+    )
     assert state["rewritten_query"] == (
         "Can you elaborate more on that? (Who are the software engineers?)"
     )

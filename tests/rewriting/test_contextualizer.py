@@ -237,8 +237,10 @@ def test_calls_are_fast_on_a_long_history() -> None:
 
 def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> None:
     history = [
-        Turn("Who are the software engineers?",
-             "Prasad Chaudhari and John Doe are software engineers."),
+        Turn(
+            "Who are the software engineers?",
+            "Prasad Chaudhari and John Doe are software engineers.",
+        ),
         Turn("What are their salaries?", "Prasad: $120,000, John: $110,000"),
     ]
     rewritten = contextualize("Who earns more?", history)

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from convrag.graph.state import Citation
+
 MAX_MESSAGE_CHARS = 8000
 
 
@@ -68,6 +70,13 @@ class CitationOut(BaseModel):
     url: str | None
     relevance_score: float | None
     content_snippet: str
+
+    @classmethod
+    def from_state(cls, c: Citation) -> CitationOut:
+        """From a citation of the graph's state."""
+        return cls(marker=c["marker"], position=c["position"], source_type=c["source_type"],
+                   source_id=c["source_id"], document_id=c["document_id"], url=c["url"],
+                   relevance_score=c["score"], content_snippet=c["snippet"])
 
 
 class AnswerOut(BaseModel):

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from convrag.api.metrics import TURNS, observe_turn
+from convrag.api.schemas import CitationOut
 from convrag.assistant import Assistant
 from convrag.graph.context import Context
-from convrag.graph.state import InputState
+from convrag.graph.state import Citation, InputState
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
@@ -142,17 +143,8 @@ def _code(exc: Exception) -> str:
     return "turn_failed"
 
 
-def _citation(c: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "marker": c["marker"],
-        "position": c["position"],
-        "source_type": c["source_type"],
-        "source_id": c["source_id"],
-        "document_id": c["document_id"],
-        "url": c["url"],
-        "relevance_score": c["score"],
-        "content_snippet": c["snippet"],
-    }
+def _citation(c: Citation) -> dict[str, Any]:
+    return CitationOut.from_state(c).model_dump()
 
 
 async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:

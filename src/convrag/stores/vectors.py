@@ -199,15 +199,7 @@ class VectorIndex:
             search_params={"metric_type": "COSINE", "params": {"nprobe": 16}},
             output_fields=["document_id", "text"],
         )
-        return [
-            Hit(
-                str(h["chunk_id"]),
-                h["entity"]["document_id"],
-                h["entity"]["text"],
-                float(h["distance"]),
-            )
-            for h in res[0]
-        ]
+        return _hits(res[0])
 
     def bm25_search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         res = self.client.search(
@@ -220,15 +212,16 @@ class VectorIndex:
             output_fields=["document_id", "text"],
         )
         # Lite returns BM25 distances negated; the order is right either way.
-        return [
-            Hit(
-                str(h["chunk_id"]),
-                h["entity"]["document_id"],
-                h["entity"]["text"],
-                abs(float(h["distance"])),
-            )
-            for h in res[0]
-        ]
+        return _hits(res[0], absolute=True)
+
+
+def _hits(rows: Any, *, absolute: bool = False) -> list[Hit]:
+    out = []
+    for h in rows:
+        score = float(h["distance"])
+        out.append(Hit(str(h["chunk_id"]), h["entity"]["document_id"], h["entity"]["text"],
+                       abs(score) if absolute else score))
+    return out
 
 
 class Bm25sKeywordIndex:

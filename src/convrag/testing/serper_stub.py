@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from aiohttp import hdrs, web
-from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
-from yarl import URL
+from aiohttp import web
+from aiohttp.client_middlewares import ClientMiddlewareType
 
 from convrag.testing.openai_stub import StubServer, run_forever_cli
+from convrag.tools.web_search import SERPER_HOST, redirect_middleware
 
 __all__ = [
     "SERPER_HOST",
@@ -53,9 +53,6 @@ __all__ = [
     "serper_redirect_middleware",
     "serper_session",
 ]
-
-SERPER_HOST = "google.serper.dev"
-"""The host the real wrapper calls (``https://google.serper.dev/{type}``)."""
 
 JSONDict = dict[str, Any]
 _KINDS = ("search", "news", "images", "places")
@@ -311,30 +308,9 @@ class SerperStub(StubServer):
 
 
 def serper_redirect_middleware(stub_base_url: str) -> ClientMiddlewareType:
-    """An aiohttp client middleware sending ``google.serper.dev`` requests to the stub.
-
-    Requests to any other host pass through untouched. Path and query string are kept;
-    scheme/host/port become the stub's (and the ``Host`` header follows).
-    """
-    target = URL(stub_base_url)
-    if target.host is None:
-        raise ValueError(f"stub_base_url needs a host: {stub_base_url!r}")
-    prefix = target.path.rstrip("/")
-    host_header = target.host_port_subcomponent or target.host
-
-    async def rewrite(
-        req: aiohttp.ClientRequest, handler: ClientHandlerType
-    ) -> aiohttp.ClientResponse:
-        if req.url.host == SERPER_HOST:
-            url = req.url.with_scheme(target.scheme).with_host(target.host or "")
-            url = url.with_port(target.port)
-            if prefix:
-                url = url.with_path(prefix + req.url.path).with_query(req.url.query)
-            req.url = url
-            req.headers[hdrs.HOST] = host_header
-        return await handler(req)
-
-    return rewrite
+    """An aiohttp client middleware sending ``google.serper.dev`` requests to the stub
+    (the service's own ``SERPER_BASE_URL`` mechanism)."""
+    return redirect_middleware(stub_base_url)
 
 
 def serper_session(stub_base_url: str, **session_kwargs: Any) -> aiohttp.ClientSession:

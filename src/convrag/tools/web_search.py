@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import hdrs
+from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
 from langchain_core.tools import StructuredTool
 from yarl import URL
 
@@ -20,23 +21,29 @@ SERPER_HOST = "google.serper.dev"
 _WEB_NS = uuid.UUID("0b6c2f1e-8f0e-4a8f-9d43-2f0c3c6f7a55")
 
 
-def redirect_middleware(base_url: str) -> Any:
-    """An aiohttp client middleware moving ``google.serper.dev`` requests to ``base_url``."""
+def redirect_middleware(base_url: str) -> ClientMiddlewareType:
+    """An aiohttp client middleware moving ``google.serper.dev`` requests to ``base_url``.
+
+    Other hosts pass through. Path and query are kept (under ``base_url``'s path, if any);
+    the ``Host`` header follows, because aiohttp sets it before middlewares run.
+    """
     target = URL(base_url)
     if target.host is None:
         raise ValueError(f"SERPER_BASE_URL needs a host: {base_url!r}")
+    prefix = target.path.rstrip("/")
     host_header = target.host_port_subcomponent or target.host
 
-    async def rewrite(req: aiohttp.ClientRequest, handler: Any) -> aiohttp.ClientResponse:
+    async def rewrite(
+        req: aiohttp.ClientRequest, handler: ClientHandlerType
+    ) -> aiohttp.ClientResponse:
         if req.url.host == SERPER_HOST:
-            req.url = (
-                req.url.with_scheme(target.scheme)
-                .with_host(target.host or "")
-                .with_port(target.port)
-            )
+            url = req.url.with_scheme(target.scheme).with_host(target.host or "")
+            url = url.with_port(target.port)
+            if prefix:
+                url = url.with_path(prefix + req.url.path).with_query(req.url.query)
+            req.url = url
             req.headers[hdrs.HOST] = host_header
-        response: aiohttp.ClientResponse = await handler(req)
-        return response
+        return await handler(req)
 
     return rewrite
 
