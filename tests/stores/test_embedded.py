@@ -91,3 +91,18 @@ def test_milvus_lite_server_is_shared_and_stopped_by_the_last_holder(scratch: Pa
             import time
 
             time.sleep(0.05)
+
+
+def test_the_last_live_holder_stops_postgres_even_after_a_killed_holder_joined(
+    scratch: Path,
+) -> None:
+    pg = EmbeddedPostgres(scratch)
+    pg.start()
+    code = (
+        "import os, signal; from pathlib import Path;"
+        "from convrag.stores.embedded import EmbeddedPostgres;"
+        f"EmbeddedPostgres(Path('{scratch}')).start(); os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=False)
+    pg.stop()
+    assert not _postmaster_running(pg.pgdata)

@@ -53,8 +53,12 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def prune_stale_pids(pgdata: Path) -> list[int]:
-    """Drop holders that no longer run from pgserver's list; returns the pids removed."""
+def prune_stale_pids(pgdata: Path, *, keep_self: bool = False) -> list[int]:
+    """Drop holders that no longer run from pgserver's list; returns the pids removed.
+
+    Before a start our own pid goes too (it is about to be added again); before a stop it
+    stays, so that pgserver sees us as the last holder and stops the postmaster.
+    """
     path = pgdata / ".handle_pids.json"
     if not path.exists():
         return []
@@ -63,7 +67,7 @@ def prune_stale_pids(pgdata: Path) -> list[int]:
     except (ValueError, json.JSONDecodeError):
         path.unlink(missing_ok=True)
         return []
-    alive = [p for p in pids if _alive(p) and p != os.getpid()]
+    alive = [p for p in pids if _alive(p) and (keep_self or p != os.getpid())]
     stale = [p for p in pids if p not in alive]
     if stale:
         path.write_text(json.dumps(alive))
@@ -94,10 +98,15 @@ class EmbeddedPostgres:
         return str(self._server.get_uri())
 
     def stop(self) -> None:
-        """Leave the server; it stops when the last holder leaves."""
-        if self._server is not None:
+        """Leave the server; it stops when the last live holder leaves."""
+        if self._server is None:
+            return
+        with _file_lock(self.pgdata.parent / ".pg.lock"):
+            # A holder killed by a signal (say a `langgraph dev` child) must not keep the
+            # postmaster alive after everyone else has gone.
+            prune_stale_pids(self.pgdata, keep_self=True)
             self._server.cleanup()
-            self._server = None
+        self._server = None
 
     def __enter__(self) -> str:
         return self.start()
