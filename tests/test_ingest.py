@@ -8,6 +8,7 @@ import pytest
 
 from convrag.ingest import IngestError, delete_document, ingest_documents, load_path
 from convrag.services import Services
+from convrag.tools.retrievers import HybridSearcher
 
 EMPLOYEE = (
     "Prasad Chaudhari\nPosition: Software Engineer\nTotal Salary: $120,000\n"
@@ -40,11 +41,29 @@ async def corpus(services: Services, workspace: str, docs_dir: Path) -> list[Pat
     return paths
 
 
+ENGINES = ["in-process", "milvus"]
+
+
+def _searcher(services: Services, engines: str) -> HybridSearcher:
+    """The service's searcher, or one on Milvus's own dense index and BM25 function (what
+    a Milvus server uses) over the same stores."""
+    if engines == "in-process":
+        return services.searcher
+    return HybridSearcher(
+        services.db,
+        services.index,
+        services.embedder,
+        keyword_engine="milvus",
+        dense_engine="milvus",
+    )
+
+
+@pytest.mark.parametrize("engines", ENGINES)
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 async def test_search_finds_the_right_chunk_in_every_mode(
-    services: Services, workspace: str, corpus: list[Path], mode: str
+    services: Services, workspace: str, corpus: list[Path], mode: str, engines: str
 ) -> None:
-    results = await services.searcher.search(
+    results = await _searcher(services, engines).search(
         workspace,
         "how many days of annual leave",
         top_k=3,
@@ -62,12 +81,14 @@ async def test_hybrid_results_carry_both_list_scores(
     assert top.score == pytest.approx(1.0)  # first in both lists
 
 
+@pytest.mark.parametrize("engines", ENGINES)
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 async def test_a_workspace_never_sees_another_workspaces_chunks(
-    services: Services, workspace: str, corpus: list[Path], mode: str
+    services: Services, workspace: str, corpus: list[Path], mode: str, engines: str
 ) -> None:
     other = workspace + "-other"
-    results = await services.searcher.search(other, "annual leave", top_k=5, mode=mode)  # type: ignore[arg-type]
+    await services.db.ensure_workspace(other)
+    results = await _searcher(services, engines).search(other, "annual leave", top_k=5, mode=mode)  # type: ignore[arg-type]
     assert results == []
 
 
@@ -90,9 +111,11 @@ async def test_a_changed_file_replaces_its_chunks_in_both_stores(
     assert report["updated"] == 1
     texts = [t for _, _, t in await services.db.chunk_texts(workspace)]
     assert not any("25 days" in t for t in texts) and any("30 days" in t for t in texts)
-    services.index.flush()
-    dense = await services.searcher.search(workspace, "annual leave days", top_k=5, mode="dense")
-    assert not any("25 days" in r.text for r in dense)
+    for engines in ENGINES:
+        dense = await _searcher(services, engines).search(
+            workspace, "annual leave days", top_k=5, mode="dense"
+        )
+        assert not any("25 days" in r.text for r in dense)
     assert services.index.count(workspace) == 3
 
 

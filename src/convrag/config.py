@@ -14,6 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
+DenseEngine = Literal["auto", "numpy", "milvus"]
 
 
 class Settings(BaseSettings):
@@ -48,6 +49,13 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("KEYWORD_ENGINE", "keyword_engine"),
         description="BM25 engine: 'bm25s' in process, 'milvus' server-side; 'auto' picks bm25s "
         "on Milvus Lite (about 150x faster there) and milvus on a real server.",
+    )
+    dense_engine: DenseEngine = Field(
+        default="auto",
+        validation_alias=AliasChoices("DENSE_ENGINE", "dense_engine"),
+        description="Dense search: 'milvus' (the server's index) or 'numpy' (exact, in "
+        "process, vectors loaded from Milvus); 'auto' picks numpy on Milvus Lite, whose "
+        "search scans rows in Python, and milvus on a real server.",
     )
     embedding_model: str = Field(
         default="local:all-MiniLM-L6-v2-int8",

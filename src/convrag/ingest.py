@@ -266,16 +266,18 @@ async def ingest_documents(
                 for cid, _, text in w.chunks:
                     rows.append(VectorRow(cid, w.document_id, text, vectors[i].tolist()))
                     i += 1
-            # Milvus first, Postgres second, stale rows last: a crash in between leaves
-            # Postgres on the old hash, so the next run redoes the document and converges.
+            # Milvus first (new rows, then the replaced ones), Postgres last: its commit
+            # moves index_version, so in-process engines reload only finished data. A
+            # crash before it leaves Postgres on the old hash: the next run redoes the
+            # document and converges.
             await asyncio.to_thread(services.index.upsert, workspace_id, rows)
-            await services.db.replace_documents(workspace_id, writes)
             keep = {cid for w in writes for cid, _, _ in w.chunks}
             for w in writes:
                 if w.source in existing:
                     await asyncio.to_thread(
                         _delete_stale, services.index, workspace_id, w.document_id, keep
                     )
+            await services.db.replace_documents(workspace_id, writes)
             report.chunks_written += len(rows)
         if progress is not None:
             progress(len(batch))
@@ -293,8 +295,12 @@ def _delete_stale(index: VectorIndex, workspace_id: str, document_id: str, keep:
 
 
 async def delete_document(services: Services, workspace_id: str, document_id: str) -> bool:
-    """Delete a document from Postgres (chunks cascade) and Milvus."""
-    found = await services.db.delete_document(workspace_id, document_id)
-    if found:
-        await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
-    return bool(found)
+    """Delete a document from Milvus, then from Postgres (chunks cascade).
+
+    Milvus goes first: Postgres's delete moves the workspace's ``index_version``, which
+    makes in-process engines reload from Milvus, and they must not see the old rows.
+    """
+    if await services.db.get_document(workspace_id, document_id) is None:
+        return False
+    await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
+    return await services.db.delete_document(workspace_id, document_id)

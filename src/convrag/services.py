@@ -61,6 +61,12 @@ def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s",
     return "bm25s" if is_lite else "milvus"
 
 
+def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "milvus"]:
+    if settings.dense_engine != "auto":
+        return settings.dense_engine
+    return "numpy" if is_lite else "milvus"
+
+
 @asynccontextmanager
 async def open_services(settings: Settings | None = None) -> AsyncIterator[Services]:
     """Start/connect every store and yield the services; stop what was started on exit."""
@@ -100,6 +106,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
             index,
             embedder,
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
+            dense_engine=dense_engine_for(settings, is_lite=is_lite),
             rrf_k=settings.rrf_k,
         )
         web = None

@@ -17,7 +17,13 @@ from typing import Literal
 
 from convrag.embeddings import Embedder
 from convrag.stores.database import ChunkRow, Database
-from convrag.stores.vectors import Bm25sKeywordIndex, Hit, VectorIndex, check_id
+from convrag.stores.vectors import (
+    Bm25sKeywordIndex,
+    Hit,
+    NumpyDenseIndex,
+    VectorIndex,
+    check_id,
+)
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
@@ -100,27 +106,35 @@ class HybridSearcher:
         embedder: Embedder,
         *,
         keyword_engine: Literal["bm25s", "milvus"],
+        dense_engine: Literal["numpy", "milvus"] = "milvus",
         rrf_k: int = 60,
     ) -> None:
         self.db = db
         self.index = index
         self.embedder = embedder
         self.keyword_engine = keyword_engine
+        self.dense_engine = dense_engine
         self.rrf_k = rrf_k
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
+        self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
 
     async def embed_query(self, query: str) -> list[float]:
         vec = await asyncio.to_thread(self.embedder.embed, [query])
         return [float(x) for x in vec[0]]
 
-    async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+    async def _dense(self, workspace_id: str, query: str, limit: int, version: int) -> list[Hit]:
         vector = await self.embed_query(query)
-        return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
+        if self.dense is None:
+            return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
+        if not self.dense.is_current(workspace_id, version):
+            async with self.dense.lock_for(workspace_id):
+                if not self.dense.is_current(workspace_id, version):
+                    await asyncio.to_thread(self.dense.build, workspace_id, version, self.index)
+        return self.dense.search(workspace_id, vector, limit)
 
-    async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+    async def _keyword(self, workspace_id: str, query: str, limit: int, version: int) -> list[Hit]:
         if self.keywords is None:
             return await asyncio.to_thread(self.index.bm25_search, workspace_id, query, limit)
-        version = await self.db.index_version(workspace_id)
         if not self.keywords.is_current(workspace_id, version):
             async with self.keywords.lock_for(workspace_id):
                 if not self.keywords.is_current(workspace_id, version):
@@ -148,16 +162,21 @@ class HybridSearcher:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
         pool = candidates or max(4 * top_k, 20)
+        # In-process engines follow the workspace's index_version (one cheap query).
+        version = 0
+        if self.dense is not None or self.keywords is not None:
+            version = await self.db.index_version(workspace_id)
         dense: list[Hit] = []
         keyword: list[Hit] = []
         if mode == "hybrid":
             dense, keyword = await asyncio.gather(
-                self._dense(workspace_id, query, pool), self._keyword(workspace_id, query, pool)
+                self._dense(workspace_id, query, pool, version),
+                self._keyword(workspace_id, query, pool, version),
             )
         elif mode == "dense":
-            dense = await self._dense(workspace_id, query, pool)
+            dense = await self._dense(workspace_id, query, pool, version)
         else:
-            keyword = await self._keyword(workspace_id, query, pool)
+            keyword = await self._keyword(workspace_id, query, pool, version)
         fused = rrf_fuse(
             [dense, keyword],
             k=self.rrf_k,
