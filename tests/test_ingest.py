@@ -205,3 +205,18 @@ def test_a_50mb_file_is_refused_with_the_limit_named(docs_dir: Path) -> None:
 async def test_invalid_workspace_ids_are_refused(services: Services) -> None:
     with pytest.raises(ValueError, match="invalid workspace id"):
         await services.searcher.search('x" or workspace_id != "', "q")
+
+
+async def test_dense_search_reloads_vectors_from_milvus_when_postgres_has_none(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    """Chunks written without a stored vector (e.g. by a process on DENSE_ENGINE=milvus)."""
+    async with services.db.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE chunks SET embedding = NULL WHERE workspace_id = %s", (workspace,)
+        )
+        await conn.execute(
+            "UPDATE workspaces SET index_version = index_version + 1 WHERE id = %s", (workspace,)
+        )
+    results = await services.searcher.search(workspace, "annual leave days", top_k=2, mode="dense")
+    assert results and "25 days" in results[0].text

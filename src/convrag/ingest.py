@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,10 +262,12 @@ async def ingest_documents(
             vectors = await asyncio.to_thread(services.embedder.embed, embed_inputs)
             rows: list[VectorRow] = []
             i = 0
-            for w in writes:
+            for n, w in enumerate(writes):
+                start_i = i
                 for cid, _, text in w.chunks:
                     rows.append(VectorRow(cid, w.document_id, text, vectors[i].tolist()))
                     i += 1
+                writes[n] = replace(w, embeddings=[v.tobytes() for v in vectors[start_i:i]])
             # Milvus first (new rows, then the replaced ones), Postgres last: its commit
             # moves index_version, so in-process engines reload only finished data. A
             # crash before it leaves Postgres on the old hash: the next run redoes the

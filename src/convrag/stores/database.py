@@ -105,6 +105,9 @@ MIGRATIONS: list[str] = [
     )""",
     """CREATE INDEX idx_citations_message ON message_citations (message_id)""",
     """CREATE INDEX idx_citations_source ON message_citations (source_type, source_id)""",
+    # float32 bytes of the chunk's vector, for in-process dense search on Milvus Lite:
+    # reloading 100k vectors from here takes about a second, from Lite about a minute.
+    """ALTER TABLE chunks ADD COLUMN embedding BYTEA""",
 ]
 
 
@@ -135,6 +138,7 @@ class DocumentWrite:
     content_hash: str
     metadata: dict[str, Any]
     chunks: Sequence[tuple[str, int, str]]
+    embeddings: Sequence[bytes] | None = None
 
 
 @dataclass(slots=True)
@@ -384,12 +388,19 @@ class Database:
                 (workspace_id, [d.document_id for d in docs]),
             )
             await cur.executemany(
-                """INSERT INTO chunks (id, workspace_id, document_id, position, text)
-                   VALUES (%s, %s, %s, %s, %s)""",
+                """INSERT INTO chunks (id, workspace_id, document_id, position, text, embedding)
+                   VALUES (%s, %s, %s, %s, %s, %s)""",
                 [
-                    (cid, workspace_id, d.document_id, pos, text)
+                    (
+                        cid,
+                        workspace_id,
+                        d.document_id,
+                        pos,
+                        text,
+                        d.embeddings[i] if d.embeddings else None,
+                    )
                     for d in docs
-                    for cid, pos, text in d.chunks
+                    for i, (cid, pos, text) in enumerate(d.chunks)
                 ],
             )
             await cur.execute(
@@ -411,17 +422,22 @@ class Database:
             )
             return cur.rowcount > 0
 
-    async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
-        """All (chunk_id, document_id, text) of a workspace, for the in-process BM25 index."""
+    async def chunk_rows(self, workspace_id: str) -> list[tuple[str, str, str, bytes | None]]:
+        """All (chunk_id, document_id, text, embedding) of a workspace, for the in-process
+        search engines."""
         async with self.pool.connection() as conn:
             rows = await (
                 await conn.execute(
-                    "SELECT id::text AS id, document_id::text AS d, text FROM chunks "
+                    "SELECT id::text AS id, document_id::text AS d, text, embedding FROM chunks "
                     "WHERE workspace_id = %s ORDER BY document_id, position",
                     (workspace_id,),
                 )
             ).fetchall()
-        return [(r["id"], r["d"], r["text"]) for r in rows]
+        return [(r["id"], r["d"], r["text"], r["embedding"]) for r in rows]
+
+    async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
+        """All (chunk_id, document_id, text) of a workspace."""
+        return [(c, d, t) for c, d, t, _ in await self.chunk_rows(workspace_id)]
 
     async def get_chunks(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[ChunkRow]:
         ids = [c for c in chunk_ids if _is_uuid(c)]

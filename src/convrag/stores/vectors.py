@@ -17,7 +17,6 @@ has two too (see ``BENCHMARKS.md``):
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 from collections.abc import Sequence
@@ -199,7 +198,9 @@ class VectorIndex:
         rows: list[tuple[str, str, str]] = []
         vectors: list[list[float]] = []
         it = self.client.query_iterator(
-            self.collection, batch_size=2000, filter=self._filter(workspace_id, KIND_CHUNK),
+            self.collection,
+            batch_size=2000,
+            filter=self._filter(workspace_id, KIND_CHUNK),
             output_fields=["chunk_id", "document_id", "text", "dense"],
         )
         try:
@@ -250,8 +251,14 @@ def _hits(rows: Any, *, absolute: bool = False) -> list[Hit]:
     out = []
     for h in rows:
         score = float(h["distance"])
-        out.append(Hit(str(h["chunk_id"]), h["entity"]["document_id"], h["entity"]["text"],
-                       abs(score) if absolute else score))
+        out.append(
+            Hit(
+                str(h["chunk_id"]),
+                h["entity"]["document_id"],
+                h["entity"]["text"],
+                abs(score) if absolute else score,
+            )
+        )
     return out
 
 
@@ -260,22 +267,20 @@ class NumpyDenseIndex:
 
     Milvus Lite scans rows in Python (about 0.6 µs per row per search, and ten times more
     for unsealed rows); a matrix product over the same vectors is exact and about 20
-    times faster. Rebuilt from Milvus when the workspace's ``index_version`` moves.
+    times faster. Rebuilt when the workspace's ``index_version`` moves, from the vectors
+    Postgres keeps beside each chunk (or exported from Milvus for chunks without one).
     """
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[int, list[tuple[str, str, str]], Matrix]] = {}
-        self._building: dict[str, asyncio.Lock] = {}
 
     def is_current(self, workspace_id: str, version: int) -> bool:
         entry = self._cache.get(workspace_id)
         return entry is not None and entry[0] == version
 
-    def lock_for(self, workspace_id: str) -> asyncio.Lock:
-        return self._building.setdefault(workspace_id, asyncio.Lock())
-
-    def build(self, workspace_id: str, version: int, index: VectorIndex) -> None:
-        rows, matrix = index.export_chunks(workspace_id)
+    def build(
+        self, workspace_id: str, version: int, rows: list[tuple[str, str, str]], matrix: Matrix
+    ) -> None:
         self._cache[workspace_id] = (version, rows, matrix)
 
     def search(self, workspace_id: str, vector: Sequence[float], limit: int) -> list[Hit]:
@@ -296,7 +301,6 @@ class Bm25sKeywordIndex:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[int, Any, list[tuple[str, str, str]]]] = {}
         self._lock = threading.Lock()
-        self._building: dict[str, asyncio.Lock] = {}
 
     def is_current(self, workspace_id: str, version: int) -> bool:
         entry = self._cache.get(workspace_id)
@@ -316,9 +320,6 @@ class Bm25sKeywordIndex:
             retriever.index(tokens, show_progress=False)
         with self._lock:
             self._cache[workspace_id] = (version, retriever, rows)
-
-    def lock_for(self, workspace_id: str) -> asyncio.Lock:
-        return self._building.setdefault(workspace_id, asyncio.Lock())
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         import bm25s

@@ -15,6 +15,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import numpy as np
+
 from convrag.embeddings import Embedder
 from convrag.stores.database import ChunkRow, Database
 from convrag.stores.vectors import (
@@ -117,29 +119,45 @@ class HybridSearcher:
         self.rrf_k = rrf_k
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
+        self._locks: dict[str, asyncio.Lock] = {}
 
     async def embed_query(self, query: str) -> list[float]:
         vec = await asyncio.to_thread(self.embedder.embed, [query])
         return [float(x) for x in vec[0]]
 
-    async def _dense(self, workspace_id: str, query: str, limit: int, version: int) -> list[Hit]:
+    async def _refresh(self, workspace_id: str, version: int) -> None:
+        """Rebuild the in-process engines of a workspace whose index_version moved."""
+        engines = [e for e in (self.dense, self.keywords) if e is not None]
+        if all(e.is_current(workspace_id, version) for e in engines):
+            return
+        async with self._locks.setdefault(workspace_id, asyncio.Lock()):
+            if all(e.is_current(workspace_id, version) for e in engines):
+                return
+            rows = await self.db.chunk_rows(workspace_id)
+            triples = [(c, d, t) for c, d, t, _ in rows]
+            if self.keywords is not None:
+                await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
+            if self.dense is not None:
+                if not rows:
+                    matrix = np.zeros((0, self.index.dim), dtype=np.float32)
+                elif all(e is not None for *_, e in rows):
+                    blob = b"".join(e for *_, e in rows if e is not None)
+                    matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
+                else:  # chunks written without a stored vector: ask Milvus
+                    triples, matrix = await asyncio.to_thread(
+                        self.index.export_chunks, workspace_id
+                    )
+                self.dense.build(workspace_id, version, triples, matrix)
+
+    async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         vector = await self.embed_query(query)
         if self.dense is None:
             return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
-        if not self.dense.is_current(workspace_id, version):
-            async with self.dense.lock_for(workspace_id):
-                if not self.dense.is_current(workspace_id, version):
-                    await asyncio.to_thread(self.dense.build, workspace_id, version, self.index)
         return self.dense.search(workspace_id, vector, limit)
 
-    async def _keyword(self, workspace_id: str, query: str, limit: int, version: int) -> list[Hit]:
+    async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         if self.keywords is None:
             return await asyncio.to_thread(self.index.bm25_search, workspace_id, query, limit)
-        if not self.keywords.is_current(workspace_id, version):
-            async with self.keywords.lock_for(workspace_id):
-                if not self.keywords.is_current(workspace_id, version):
-                    rows = await self.db.chunk_texts(workspace_id)
-                    await asyncio.to_thread(self.keywords.build, workspace_id, version, rows)
         return self.keywords.search(workspace_id, query, limit)
 
     async def search(
@@ -162,21 +180,19 @@ class HybridSearcher:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
         pool = candidates or max(4 * top_k, 20)
-        # In-process engines follow the workspace's index_version (one cheap query).
-        version = 0
         if self.dense is not None or self.keywords is not None:
-            version = await self.db.index_version(workspace_id)
+            # In-process engines follow the workspace's index_version (one cheap query).
+            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
         dense: list[Hit] = []
         keyword: list[Hit] = []
         if mode == "hybrid":
             dense, keyword = await asyncio.gather(
-                self._dense(workspace_id, query, pool, version),
-                self._keyword(workspace_id, query, pool, version),
+                self._dense(workspace_id, query, pool), self._keyword(workspace_id, query, pool)
             )
         elif mode == "dense":
-            dense = await self._dense(workspace_id, query, pool, version)
+            dense = await self._dense(workspace_id, query, pool)
         else:
-            keyword = await self._keyword(workspace_id, query, pool, version)
+            keyword = await self._keyword(workspace_id, query, pool)
         fused = rrf_fuse(
             [dense, keyword],
             k=self.rrf_k,
