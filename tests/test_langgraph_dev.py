@@ -92,6 +92,22 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     path.write_text(EMPLOYEES)
     await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
     client = get_client(url=dev_server)
+    # What Studio renders: the graph of langgraph.json, with every node.
+    assistant = (await client.assistants.search(graph_id="convrag"))[0]
+    drawn = await client.assistants.get_graph(assistant["assistant_id"])
+    names = {n["id"] for n in drawn["nodes"]}
+    assert {
+        "load_history",
+        "rewrite",
+        "retrieve_documents",
+        "retrieve_vectors",
+        "merge_context",
+        "web_search",
+        "synthesize",
+        "check_repetition",
+        "regenerate",
+        "persist",
+    } <= names
     thread = await client.threads.create()
     rewrites, answers = [], []
     for question in ("What is Prasad Chaudhari's salary?", "What about her basic salary?"):
