@@ -294,3 +294,25 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
     assert again["persisted"] is False
     turns = await services.db.all_turns(seeded, conv)
     assert len(turns) == 1 and turns[0].id == resumed["turn_id"]
+
+
+async def test_a_conversation_of_another_workspace_is_refused_by_the_graph(
+    assistant: Assistant, services: Services, seeded: str
+) -> None:
+    conv = await assistant.new_conversation(seeded)
+    await assistant.ask(
+        "What is Prasad Chaudhari's salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none"),
+    )
+    other = seeded + "-b"
+    with pytest.raises(PermissionError, match="not in workspace"):
+        await assistant.ask(
+            "What about her basic salary?",
+            conv,
+            workspace_id=other,
+            context=Context(workspace_id=other, llm_model="none"),
+        )
+    assert len(await services.db.all_turns(seeded, conv)) == 1
+    assert await services.db.all_turns(other, conv) == []

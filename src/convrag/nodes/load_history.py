@@ -29,8 +29,10 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
     services = await get_services()
-    await services.db.create_conversation(workspace_id, conversation_id)
-    if not await services.db.conversation_exists(workspace_id, conversation_id):
+    turns = await services.db.open_conversation(
+        workspace_id, conversation_id, runtime.context.history_turns
+    )
+    if turns is None:
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
     limit = runtime.context.history_turns
     override = state.get("history_override")
@@ -38,7 +40,6 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
         history = list(override)[-limit:]
         anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
         return _start(state, message, workspace_id, conversation_id, history, anchors, start)
-    turns = await services.db.recent_turns(workspace_id, conversation_id, limit=limit)
     history = [
         HistoryTurn(
             turn_number=t.turn_number,

@@ -111,6 +111,12 @@ MIGRATIONS: list[str] = [
 ]
 
 
+_TURN_COLUMNS = """SELECT id::text AS id, turn_number, question, answer, contextualized_query,
+                         entities_mentioned, sources, web_search_triggered,
+                         repetition_detected, metadata, created_at
+                  FROM conversation_turns"""
+
+
 def hash_key(key: str) -> str:
     """API keys are stored as their SHA-256: a leaked table does not leak keys."""
     return hashlib.sha256(key.encode()).hexdigest()
@@ -509,6 +515,37 @@ class Database:
             )
             return cur.rowcount > 0
 
+    async def open_conversation(
+        self, workspace_id: str, conversation_id: str, limit: int
+    ) -> list[TurnRecord] | None:
+        """Create the conversation if new and return its last ``limit`` turns, oldest first,
+        in one round trip; None when the id belongs to another workspace."""
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    """WITH ws AS (INSERT INTO workspaces (id) VALUES (%(ws)s)
+                                   ON CONFLICT DO NOTHING),
+                            ins AS (INSERT INTO conversations (id, workspace_id)
+                                    VALUES (%(c)s, %(ws)s) ON CONFLICT (id) DO NOTHING
+                                    RETURNING workspace_id)
+                       SELECT COALESCE((SELECT workspace_id FROM ins),
+                                       (SELECT workspace_id FROM conversations
+                                        WHERE id = %(c)s)) AS owner""",
+                    {"ws": workspace_id, "c": conversation_id},
+                )
+            ).fetchone()
+            if row is None or row["owner"] != workspace_id:
+                return None
+            rows = await (
+                await conn.execute(
+                    f"""{_TURN_COLUMNS}
+                       WHERE workspace_id = %s AND conversation_id = %s
+                       ORDER BY turn_number DESC LIMIT %s""",
+                    (workspace_id, conversation_id, limit),
+                )
+            ).fetchall()
+        return [TurnRecord(**r) for r in reversed(rows)]
+
     async def recent_turns(
         self, workspace_id: str, conversation_id: str, limit: int = 5
     ) -> list[TurnRecord]:
@@ -518,10 +555,7 @@ class Database:
         async with self.pool.connection() as conn:
             rows = await (
                 await conn.execute(
-                    """SELECT id::text AS id, turn_number, question, answer, contextualized_query,
-                              entities_mentioned, sources, web_search_triggered,
-                              repetition_detected, metadata, created_at
-                       FROM conversation_turns
+                    f"""{_TURN_COLUMNS}
                        WHERE workspace_id = %s AND conversation_id = %s
                        ORDER BY turn_number DESC LIMIT %s""",
                     (workspace_id, conversation_id, limit),
