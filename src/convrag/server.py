@@ -361,8 +361,7 @@ def _routes(app: FastAPI) -> None:
         runner: RunnerDep,
     ) -> Response:
         """OpenAI's chat completions shape; history comes from the messages (seed 000)."""
-        turns = _history_from_messages(body)
-        question = turns.pop()
+        turns, question = _history_from_messages(body)
         if not question or len(question) > 8000:
             raise HTTPException(
                 422, "messages: the last message must be a user message of 1 to 8000 characters"
@@ -565,14 +564,14 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
 
 
-def _history_from_messages(body: ChatCompletionIn) -> list[Any]:
-    """[HistoryTurn..., question]: the last user message is the question (seed 000:
-    keep the last 5 turns, drop the current question from the history)."""
+def _history_from_messages(body: ChatCompletionIn) -> tuple[list[HistoryTurn], str]:
+    """(history, question): the last user message is the question; the history is the
+    last 5 user/assistant turns before it (seed 000)."""
     convo = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
     if not convo or convo[-1][0] != "user":
         raise HTTPException(422, "messages: the last message must have role 'user'")
     question = convo.pop()[1].strip()
-    turns: list[Any] = []
+    turns: list[HistoryTurn] = []
     pending: str | None = None
     for role, text in convo[-10:]:
         if role == "user":
@@ -589,7 +588,7 @@ def _history_from_messages(body: ChatCompletionIn) -> list[Any]:
                 )
             )
             pending = None
-    return [*turns[-5:], question]
+    return turns[-5:], question
 
 
 def run(host: str, port: int, settings: Settings | None = None) -> None:
