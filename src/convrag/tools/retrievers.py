@@ -138,15 +138,15 @@ class HybridSearcher:
             if self.keywords is not None:
                 await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
             if self.dense is not None:
-                if not rows:
-                    matrix = np.zeros((0, self.index.dim), dtype=np.float32)
-                elif all(e is not None for *_, e in rows):
-                    blob = b"".join(e for *_, e in rows if e is not None)
-                    matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
+                if all(e is not None for *_, e in rows):
+                    matrix = np.empty((len(rows), self.index.dim), dtype=np.float32)
+                    for i, (*_, blob) in enumerate(rows):
+                        matrix[i] = np.frombuffer(blob, dtype=np.float32)  # type: ignore[arg-type]
                 else:  # chunks written without a stored vector: ask Milvus
                     triples, matrix = await asyncio.to_thread(
                         self.index.export_chunks, workspace_id
                     )
+                del rows  # the vectors' bytes: as large as the matrix
                 self.dense.build(workspace_id, version, triples, matrix)
 
     async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
