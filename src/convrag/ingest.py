@@ -287,6 +287,10 @@ async def ingest_documents(
         # Milvus Lite searches unflushed (growing) rows in Python: about 600 ms at 16k
         # rows against about 50 ms once sealed. One flush per ingest run.
         await asyncio.to_thread(services.index.flush)
+        if services.warm_after_ingest:
+            # The server should not make the next question wait for the in-process
+            # engines to reload; a one-shot CLI ingest should not wait for them at all.
+            services.spawn(services.searcher.warm(workspace_id))
     return report
 
 

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from convrag import __version__
 from convrag.api.deps import (
     AssistantDep,
+    KeyCache,
     RateLimiter,
     RunnerDep,
     ServicesDep,
@@ -120,10 +121,12 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             assistant: Assistant = await stack.enter_async_context(
                 open_assistant(settings, services=services)
             )
+            assistant.services.warm_after_ingest = True
             app.state.services = assistant.services
             app.state.assistant = assistant
             app.state.runner = TurnRunner(assistant)
             app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
+            app.state.keys = KeyCache()
             yield
             # Let running turns finish (they persist) before the stores close.
             pending = list(app.state.runner.active.values())

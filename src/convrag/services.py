@@ -41,6 +41,8 @@ class Services:
     database_url: str
     milvus_uri: str
     web: WebSearch | None = None
+    #: Reload in-process search engines right after an ingest (long-lived processes).
+    warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:

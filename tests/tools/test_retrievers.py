@@ -76,3 +76,31 @@ async def test_document_lookup_fetches_the_exact_numbered_question(
     rows = await lookup_document_content(services.db, workspace, "explain question 6 again")
     assert rows and "Question 6:" in rows[0].text
     assert await lookup_document_content(services.db, workspace + "-b", "explain question 6") == []
+
+
+async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
+    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    real = services.db.chunk_rows
+
+    async def slow_rows(ws: str) -> list[tuple[str, str, str, bytes | None]]:
+        await asyncio.sleep(0.5)  # a big workspace: the reload outlasts the search timeout
+        return await real(ws)
+
+    monkeypatch.setattr(services.db, "chunk_rows", slow_rows)
+    searcher = services.searcher
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await searcher.search(workspace, "annual leave", top_k=1)
+    build = searcher._builds[workspace]
+    await asyncio.wait_for(asyncio.shield(build), 30)
+    assert not build.cancelled()
+    version = await services.db.index_version(workspace)
+    assert searcher.dense is not None and searcher.dense.is_current(workspace, version)
+    hits = await searcher.search(workspace, "annual leave", top_k=1)
+    assert "25 days" in hits[0].text

@@ -62,6 +62,27 @@ class RateLimiter:
         return max(1, math.ceil((1.0 - tokens) / self.rate))
 
 
+class KeyCache:
+    """Recently resolved API keys, so a request does not pay a Postgres round trip for
+    its key. A revoked key keeps working for at most ``ttl_s`` seconds."""
+
+    def __init__(self, ttl_s: float = 30.0) -> None:
+        self.ttl_s = ttl_s
+        self._entries: dict[str, tuple[str, float]] = {}
+
+    async def workspace(self, services: Services, key: str) -> str | None:
+        now = time.monotonic()
+        hit = self._entries.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        workspace = await services.db.workspace_for_key(key)
+        if workspace is not None:
+            if len(self._entries) > 10_000:
+                self._entries.clear()
+            self._entries[key] = (workspace, now + self.ttl_s)
+        return workspace
+
+
 async def get_workspace(
     request: Request,
     services: ServicesDep,
@@ -75,7 +96,8 @@ async def get_workspace(
             "`convrag keys create --workspace W`)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    workspace = await services.db.workspace_for_key(credentials.credentials)
+    keys: KeyCache = request.app.state.keys
+    workspace = await keys.workspace(services, credentials.credentials)
     if workspace is None:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

@@ -119,46 +119,61 @@ class HybridSearcher:
         self.rrf_k = rrf_k
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._builds: dict[str, asyncio.Task[None]] = {}
 
     async def embed_query(self, query: str) -> list[float]:
         vec = await asyncio.to_thread(self.embedder.embed, [query])
         return [float(x) for x in vec[0]]
 
     async def _refresh(self, workspace_id: str, version: int) -> None:
-        """Rebuild the in-process engines of a workspace whose index_version moved."""
+        """Make the in-process engines of a workspace current with ``version``.
+
+        The rebuild runs as one shielded task per workspace: a search that gives up (its
+        node has a timeout) does not cancel it, and later searches wait for the same task
+        instead of starting another load.
+        """
         engines = [e for e in (self.dense, self.keywords) if e is not None]
         if all(e.is_current(workspace_id, version) for e in engines):
             return
-        async with self._locks.setdefault(workspace_id, asyncio.Lock()):
-            if all(e.is_current(workspace_id, version) for e in engines):
-                return
-            rows = await self.db.chunk_rows(workspace_id)
-            triples = [(c, d, t) for c, d, t, _ in rows]
-            if self.keywords is not None:
-                await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
-            if self.dense is not None:
-                if all(e is not None for *_, e in rows):
-                    matrix = np.empty((len(rows), self.index.dim), dtype=np.float32)
-                    for i, (*_, blob) in enumerate(rows):
-                        matrix[i] = np.frombuffer(blob, dtype=np.float32)  # type: ignore[arg-type]
-                else:  # chunks written without a stored vector: ask Milvus
-                    triples, matrix = await asyncio.to_thread(
-                        self.index.export_chunks, workspace_id
-                    )
-                del rows  # the vectors' bytes: as large as the matrix
-                self.dense.build(workspace_id, version, triples, matrix)
+        task = self._builds.get(workspace_id)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._rebuild(workspace_id, version))
+            self._builds[workspace_id] = task
+        await asyncio.shield(task)
+        if not all(e.is_current(workspace_id, version) for e in engines):
+            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
+
+    async def _rebuild(self, workspace_id: str, version: int) -> None:
+        rows = await self.db.chunk_rows(workspace_id)
+        triples = [(c, d, t) for c, d, t, _ in rows]
+        if self.keywords is not None:
+            await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
+        if self.dense is not None:
+            if all(e is not None for *_, e in rows):
+                matrix = np.empty((len(rows), self.index.dim), dtype=np.float32)
+                for i, (*_, blob) in enumerate(rows):
+                    matrix[i] = np.frombuffer(blob, dtype=np.float32)  # type: ignore[arg-type]
+            else:  # chunks written without a stored vector: ask Milvus
+                triples, matrix = await asyncio.to_thread(self.index.export_chunks, workspace_id)
+            del rows  # the vectors' bytes: as large as the matrix
+            self.dense.build(workspace_id, version, triples, matrix)
+
+    async def warm(self, workspace_id: str) -> None:
+        """Load the in-process engines now (after an ingest), not at the next question."""
+        if self.dense is not None or self.keywords is not None:
+            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
 
     async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         vector = await self.embed_query(query)
         if self.dense is None:
             return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
-        return self.dense.search(workspace_id, vector, limit)
+        # In a thread: the matrix product releases the GIL, so it overlaps BM25.
+        return await asyncio.to_thread(self.dense.search, workspace_id, vector, limit)
 
     async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         if self.keywords is None:
             return await asyncio.to_thread(self.index.bm25_search, workspace_id, query, limit)
-        return self.keywords.search(workspace_id, query, limit)
+        return await asyncio.to_thread(self.keywords.search, workspace_id, query, limit)
 
     async def search(
         self,
