@@ -181,6 +181,11 @@ def extractive_answer(
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
     scored.sort(key=lambda x: -x[0])
+    if scored:
+        # Only the clearly relevant: a sentence scoring under 60 % of the best one answers
+        # a different question (John Doe's record when Prasad's was asked for).
+        floor = 0.6 * scored[0][0]
+        scored = [x for x in scored if x[0] >= floor]
     picked: list[tuple[int, int, str]] = []
     per_source: Counter[int] = Counter()
     chosen_text: set[str] = set()

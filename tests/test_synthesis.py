@@ -1,0 +1,59 @@
+"""The no-LLM answer and citation resolution."""
+
+from __future__ import annotations
+
+from convrag.graph.state import Source
+from convrag.synthesis import (
+    NO_SOURCES_ANSWER,
+    extractive_answer,
+    resolve_citations,
+    sentences,
+)
+
+
+def _src(text: str, n: int = 0) -> Source:
+    return Source(
+        id=f"00000000-0000-0000-0000-00000000000{n}",
+        source_type="chunk",
+        document_id=f"d{n}",
+        title=None,
+        text=text,
+        url=None,
+        score=1.0,
+    )
+
+
+RECORDS = (
+    "Prasad Chaudhari\nPosition: Software Engineer\nBasic Salary: $80,000\n\n"
+    "John Doe\nPosition: Software Engineer\nBasic Salary: $75,000\n"
+)
+
+
+def test_short_field_lines_stay_one_record() -> None:
+    assert sentences(RECORDS)[0] == (
+        "Prasad Chaudhari; Position: Software Engineer; Basic Salary: $80,000"
+    )
+
+
+def test_the_answer_quotes_the_asked_record_with_its_marker_only() -> None:
+    answer = extractive_answer("What is Prasad Chaudhari's basic salary?", [_src(RECORDS, 1)])
+    assert answer.startswith("Prasad Chaudhari;") and answer.endswith("[1]")
+    assert "John Doe" not in answer
+
+
+def test_excluded_entities_are_not_repeated() -> None:
+    answer = extractive_answer(
+        "basic salary", [_src(RECORDS, 1)], excluded_entities=["Prasad Chaudhari"]
+    )
+    assert "Prasad" not in answer and "John Doe" in answer
+
+
+def test_no_sources_says_so_without_a_marker() -> None:
+    assert extractive_answer("anything", []) == NO_SOURCES_ANSWER
+
+
+def test_unresolved_markers_are_removed_and_counted() -> None:
+    text, citations, unresolved = resolve_citations("A [1] and B [3].", [_src("a", 1)])
+    assert text == "A [1] and B."
+    assert [c["marker"] for c in citations] == ["[1]"] and citations[0]["position"] == 2
+    assert unresolved == 1
