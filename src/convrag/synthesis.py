@@ -114,6 +114,8 @@ def _terms(text: str) -> list[str]:
     out = []
     for w in _WORD.findall(text.lower()):
         w = w.strip(".,'")
+        if w.endswith("'s"):  # possessive: "Chaudhari's" is about Chaudhari
+            w = w[:-2]
         if w and w not in _STOP:
             out.append(w[:6] if w.isalpha() else w)  # a crude stem: salary/salaries agree
     return out
