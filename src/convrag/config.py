@@ -91,6 +91,10 @@ class Settings(BaseSettings):
         default=20 * 1024 * 1024, ge=1, validation_alias=AliasChoices("MAX_FILE_BYTES")
     )
     rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
+    rrf_bm25_weight: float = Field(
+        default=1.0, ge=0.0, validation_alias=AliasChoices("RRF_BM25_WEIGHT"),
+        description="Weight of the BM25 list in the fusion (the dense list weighs 1).",
+    )
     max_body_bytes: int = Field(
         default=1024 * 1024,
         ge=1024,

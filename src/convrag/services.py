@@ -110,6 +110,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
             dense_engine=dense_engine_for(settings, is_lite=is_lite),
             rrf_k=settings.rrf_k,
+            rrf_weights=(1.0, settings.rrf_bm25_weight),
         )
         web = None
         if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():

@@ -104,3 +104,18 @@ async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
     assert searcher.dense is not None and searcher.dense.is_current(workspace, version)
     hits = await searcher.search(workspace, "annual leave", top_k=1)
     assert "25 days" in hits[0].text
+
+
+def test_weighted_rrf_lets_the_stronger_list_win_a_tie() -> None:
+    lists = [_hits("a", "b"), _hits("b", "a")]
+    assert rrf_fuse(lists, k=60)[0].score == pytest.approx(rrf_fuse(lists, k=60)[1].score)
+    fused = rrf_fuse(lists, k=60, weights=[1.0, 0.5])
+    assert [r.chunk_id for r in fused] == ["a", "b"]
+    assert rrf_fuse([_hits("a"), _hits("a")], k=60, weights=[1.0, 0.5])[0].score == (
+        pytest.approx(1.0)
+    )
+
+
+def test_rrf_rejects_weights_that_do_not_fit() -> None:
+    with pytest.raises(ValueError, match="rrf weights"):
+        rrf_fuse([_hits("a"), _hits("b")], weights=[1.0])

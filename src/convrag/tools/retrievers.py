@@ -60,21 +60,26 @@ def rrf_fuse(
     lists: Sequence[Sequence[Hit]],
     *,
     k: int = 60,
+    weights: Sequence[float] | None = None,
     anchor_document_ids: Collection[str] = (),
     anchor_boost: float = 0.0,
 ) -> list[SearchResult]:
-    """Fuse ranked lists (list 0 = dense, list 1 = BM25) by normalised RRF plus anchoring."""
+    """Fuse ranked lists (list 0 = dense, list 1 = BM25) by weighted, normalised RRF,
+    ``sum(w / (k + rank))``, plus anchoring."""
     if k < 1:
         raise ValueError(f"rrf k must be >= 1, got {k}")
+    weights = list(weights) if weights is not None else [1.0] * len(lists)
+    if len(weights) != len(lists) or any(w < 0 for w in weights) or not any(weights):
+        raise ValueError(f"rrf weights must be {len(lists)} non-negative numbers, got {weights}")
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
     per_list: dict[str, dict[int, tuple[int, float]]] = {}
     for li, hits in enumerate(lists):
         for rank, hit in enumerate(hits, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + rank)
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weights[li] / (k + rank)
             first.setdefault(hit.chunk_id, hit)
             per_list.setdefault(hit.chunk_id, {})[li] = (rank, hit.score)
-    norm = max(1, len(lists)) / (k + 1)
+    norm = sum(w for w, hits in zip(weights, lists, strict=True) if hits) / (k + 1) or 1.0
     anchors = set(anchor_document_ids)
     out: list[SearchResult] = []
     for cid, raw in scores.items():
@@ -110,6 +115,7 @@ class HybridSearcher:
         keyword_engine: Literal["bm25s", "milvus"],
         dense_engine: Literal["numpy", "milvus"] = "milvus",
         rrf_k: int = 60,
+        rrf_weights: tuple[float, float] = (1.0, 1.0),
     ) -> None:
         self.db = db
         self.index = index
@@ -117,6 +123,7 @@ class HybridSearcher:
         self.keyword_engine = keyword_engine
         self.dense_engine = dense_engine
         self.rrf_k = rrf_k
+        self.rrf_weights = rrf_weights
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
         self._builds: dict[str, asyncio.Task[None]] = {}
@@ -211,6 +218,7 @@ class HybridSearcher:
         fused = rrf_fuse(
             [dense, keyword],
             k=self.rrf_k,
+            weights=self.rrf_weights,
             anchor_document_ids=anchor_document_ids,
             anchor_boost=anchor_boost,
         )
