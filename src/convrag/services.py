@@ -22,6 +22,7 @@ from convrag.config import Settings, get_settings
 from convrag.embeddings import Embedder, get_embedder
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
+from convrag.stores.memory import MemoryWriter
 from convrag.stores.vectors import VectorIndex
 from convrag.tools.retrievers import HybridSearcher
 from convrag.tools.web_search import WebSearch
@@ -40,6 +41,7 @@ class Services:
     searcher: HybridSearcher
     database_url: str
     milvus_uri: str
+    memory: MemoryWriter
     web: WebSearch | None = None
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
@@ -52,9 +54,10 @@ class Services:
         task.add_done_callback(self.background.discard)
 
     async def drain(self) -> None:
-        """Wait for background work (tests and shutdown)."""
+        """Finish background work now (tests and shutdown)."""
         while self.background:
             await asyncio.gather(*list(self.background), return_exceptions=True)
+        await self.memory.flush()
 
 
 def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
@@ -118,7 +121,17 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                 settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
             )
             stack.push_async_callback(web.aclose)
-        services = Services(settings, db, index, embedder, searcher, db_url, milvus_uri, web)
+        services = Services(
+            settings,
+            db,
+            index,
+            embedder,
+            searcher,
+            db_url,
+            milvus_uri,
+            MemoryWriter(index, embedder),
+            web,
+        )
         stack.push_async_callback(services.drain)
         yield services
 

@@ -8,7 +8,6 @@ path.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -17,9 +16,9 @@ from langgraph.runtime import Runtime
 from convrag.graph.context import Context
 from convrag.graph.state import State
 from convrag.nodes._util import ms_since
-from convrag.services import Services, get_services
+from convrag.services import get_services
 from convrag.stores.database import CitationRecord, NewTurn
-from convrag.stores.vectors import KIND_MEMORY, VectorRow
+from convrag.stores.memory import MemoryItem
 from convrag.synthesis import has_marker, resolve_citations
 
 
@@ -39,20 +38,6 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
         return current, repetitive
     best = min(cited, key=lambda d: d["overlap_ratio"])
     return best["answer"], best["overlap_ratio"] > threshold
-
-
-async def _remember(services: Services, state: State, answer: str) -> None:
-    text = f"Q: {state['message']}\nA: {answer}"
-    vector = (await asyncio.to_thread(services.embedder.embed, [text]))[0]
-    row = VectorRow(
-        chunk_id=state["turn_id"],
-        document_id=state["conversation_id"],
-        text=text,
-        vector=vector.tolist(),
-        kind=KIND_MEMORY,
-        conversation_id=state["conversation_id"],
-    )
-    await asyncio.to_thread(services.index.upsert, state["workspace_id"], [row])
 
 
 async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -115,7 +100,14 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     written = await services.db.save_turn(turn)
     if written and answer:
-        services.spawn(_remember(services, state, answer))
+        services.memory.add(
+            MemoryItem(
+                state["workspace_id"],
+                state["conversation_id"],
+                state["turn_id"],
+                f"Q: {state['message']}\nA: {answer}",
+            )
+        )
     return {
         "answer": answer,
         "citations": citations,
