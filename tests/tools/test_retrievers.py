@@ -119,3 +119,27 @@ def test_weighted_rrf_lets_the_stronger_list_win_a_tie() -> None:
 def test_rrf_rejects_weights_that_do_not_fit() -> None:
     with pytest.raises(ValueError, match="rrf weights"):
         rrf_fuse([_hits("a"), _hits("b")], weights=[1.0])
+
+
+async def test_a_prefetched_query_embedding_is_used_by_the_search(
+    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    searcher = services.searcher
+    calls: list[list[str]] = []
+    real = searcher.embedder
+
+    class Counting:
+        name, dim = real.name, real.dim
+
+        def embed(self, texts: list[str]) -> object:
+            calls.append(list(texts))
+            return real.embed(texts)
+
+    monkeypatch.setattr(searcher, "embedder", Counting())
+    searcher.prefetch("how many days of annual leave")
+    hits = await searcher.search(workspace, "how many days of annual leave", top_k=1, mode="dense")
+    assert "25 days" in hits[0].text
+    assert calls == [["how many days of annual leave"]]

@@ -29,6 +29,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> dict[str, Any
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
     services = await get_services()
+    services.searcher.prefetch(message)  # overlaps the history round trip and the rewrite
     turns = await services.db.open_conversation(
         workspace_id, conversation_id, runtime.context.history_turns
     )

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from convrag.embeddings import Embedder
+from convrag.embeddings import Embedder, Matrix
 from convrag.stores.database import ChunkRow, Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
@@ -127,9 +127,28 @@ class HybridSearcher:
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
         self._builds: dict[str, asyncio.Task[None]] = {}
+        self._embeddings: dict[str, asyncio.Future[Matrix]] = {}
+
+    def prefetch(self, query: str) -> None:
+        """Start embedding ``query`` now, to overlap work that comes before the search.
+
+        ``load_history`` calls it with the raw message: most messages are standalone, so
+        the search embeds that same text and finds it ready.
+        """
+        if query not in self._embeddings:
+            if len(self._embeddings) >= 64:
+                self._embeddings.pop(next(iter(self._embeddings)))
+            self._embeddings[query] = asyncio.ensure_future(
+                asyncio.to_thread(self.embedder.embed, [query])
+            )
 
     async def embed_query(self, query: str) -> list[float]:
-        vec = await asyncio.to_thread(self.embedder.embed, [query])
+        pending = self._embeddings.pop(query, None)
+        vec = (
+            await pending
+            if pending is not None
+            else await asyncio.to_thread(self.embedder.embed, [query])
+        )
         return [float(x) for x in vec[0]]
 
     async def _refresh(self, workspace_id: str, version: int) -> None:
