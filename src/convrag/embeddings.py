@@ -117,6 +117,9 @@ class OpenAIEmbedder:
             kwargs["api_key"] = settings.openai_api_key
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
+            # Token counting uses tiktoken's files, fetched from the internet at first use,
+            # and means nothing to a non-OpenAI server.
+            kwargs["check_embedding_ctx_length"] = False
         self._client = OpenAIEmbeddings(**kwargs)  # type: ignore[arg-type]
         self.dim = len(self._client.embed_query("dimension probe"))
 

@@ -1,0 +1,30 @@
+"""Embedders: the bundled ONNX model, and OpenAI-compatible embeddings over HTTP."""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import SecretStr
+
+from convrag.config import Settings
+from convrag.embeddings import OnnxMiniLM, OpenAIEmbedder
+from convrag.testing.openai_stub import OpenAIStub
+
+
+def test_the_bundled_model_gives_normalised_384_d_vectors_in_input_order() -> None:
+    model = OnnxMiniLM(batch_size=2)
+    texts = ["a much longer sentence about the basic salary of an engineer", "salary", "hi"]
+    rows = model.embed(texts)
+    assert rows.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(rows[1], model.embed(["salary"])[0], atol=1e-5)
+    assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2])
+
+
+def test_openai_embeddings_go_through_the_openai_api_shape() -> None:
+    with OpenAIStub.in_thread(embedding_dim=64) as stub:
+        settings = Settings(openai_base_url=stub.base_url, openai_api_key=SecretStr("k"))
+        embedder = OpenAIEmbedder("text-embedding-3-small", settings)
+        rows = embedder.embed(["basic salary", "annual leave"])
+    assert embedder.dim == 64 and rows.shape == (2, 64)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert stub.embedding_requests[-1]["model"] == "text-embedding-3-small"
