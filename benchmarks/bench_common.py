@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from convrag.ingest import SourceDocument
+from convrag.stores.embedded import pid_alive
 from convrag.testing.openai_stub import hashed_embedding
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -347,15 +348,6 @@ def stack_pids(data_dir: Path) -> dict[str, int | None]:
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 def cleanup_stack(data_dir: Path) -> list[str]:
     """Stop a PostgreSQL / Milvus Lite that this suite started under ``data_dir`` and that
@@ -364,11 +356,11 @@ def cleanup_stack(data_dir: Path) -> list[str]:
     pids = stack_pids(data_dir)
     for name, sig in (("milvus", signal.SIGTERM), ("postgres", signal.SIGINT)):
         pid = pids[name]
-        if pid is None or not _alive(pid):
+        if pid is None or not pid_alive(pid):
             continue
         os.kill(pid, sig)  # SIGINT: PostgreSQL's fast shutdown
         for _ in range(200):
-            if not _alive(pid):
+            if not pid_alive(pid):
                 break
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)

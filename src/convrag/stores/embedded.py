@@ -32,7 +32,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (also when owned by another user)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -67,7 +68,7 @@ def prune_stale_pids(pgdata: Path, *, keep_self: bool = False) -> list[int]:
     except (ValueError, json.JSONDecodeError):
         path.unlink(missing_ok=True)
         return []
-    alive = [p for p in pids if _alive(p) and (keep_self or p != os.getpid())]
+    alive = [p for p in pids if pid_alive(p) and (keep_self or p != os.getpid())]
     stale = [p for p in pids if p not in alive]
     if stale:
         path.write_text(json.dumps(alive))
@@ -135,7 +136,7 @@ class _MilvusState:
 
 
 def _holder_alive(holder: str) -> bool:
-    return _alive(int(holder.split(":", 1)[0]))
+    return pid_alive(int(holder.split(":", 1)[0]))
 
 
 class ManagedMilvusLite:
@@ -166,11 +167,11 @@ class ManagedMilvusLite:
         self.root.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.lock_file):
             state = self._read()
-            if state is not None and _alive(state.pid) and _port_open(state.port):
+            if state is not None and pid_alive(state.pid) and _port_open(state.port):
                 state.holders = [h for h in state.holders if _holder_alive(h)] + [self._holder]
                 self._write(state)
             else:
-                if state is not None and _alive(state.pid):
+                if state is not None and pid_alive(state.pid):
                     os.kill(state.pid, signal.SIGTERM)
                 state = self._spawn()
         self._uri = f"http://127.0.0.1:{state.port}"
@@ -224,10 +225,10 @@ class ManagedMilvusLite:
             if state.holders:
                 self._write(state)
                 return
-            if _alive(state.pid):
+            if pid_alive(state.pid):
                 os.kill(state.pid, signal.SIGTERM)
                 for _ in range(100):
-                    if not _alive(state.pid):
+                    if not pid_alive(state.pid):
                         break
                     with contextlib.suppress(ChildProcessError):
                         os.waitpid(state.pid, os.WNOHANG)
