@@ -336,6 +336,21 @@ def ask(
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
 
 
+@keys_app.command("revoke")
+def keys_revoke(key: Annotated[str, typer.Argument(help="The key to revoke.")]) -> None:
+    """Revoke an API key (a running server stops accepting it within 30 s)."""
+    from convrag.services import open_services
+
+    async def go() -> bool:
+        async with open_services() as services:
+            return await services.db.revoke_api_key(key)
+
+    if not _run(go):
+        err.print("[red]error:[/red] no active key like that")
+        raise typer.Exit(1)
+    print(json.dumps({"revoked": key[:8] + "…"}))
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

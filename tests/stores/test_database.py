@@ -65,6 +65,9 @@ async def test_api_keys_are_stored_hashed_and_resolve_to_their_workspace(
     assert any(r["key_hash"] == hash_key(key) for r in rows)
     assert await services.db.workspace_for_key(key) == workspace
     assert await services.db.workspace_for_key(key + "x") is None
+    assert await services.db.revoke_api_key(key)
+    assert await services.db.workspace_for_key(key) is None
+    assert not await services.db.revoke_api_key(key)
 
 
 def _turn(workspace: str, conversation: str, question: str) -> NewTurn:

@@ -271,6 +271,16 @@ class Database:
             )
         return key
 
+    async def revoke_api_key(self, key: str) -> bool:
+        """Revoke a key; returns False when it was unknown or already revoked."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s "
+                "AND revoked_at IS NULL",
+                (hash_key(key),),
+            )
+            return cur.rowcount > 0
+
     async def workspace_for_key(self, key: str) -> str | None:
         async with self.pool.connection() as conn:
             row = await (
