@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, File, HTTPException, Request, Response, UploadFile, status
+from fastapi import Depends, FastAPI, File, HTTPException, Request, Response, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -170,6 +170,18 @@ def _not_found(what: str, ident: str) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {ident} not found")
 
 
+async def owned_conversation(
+    conversation_id: str, workspace: WorkspaceDep, services: ServicesDep
+) -> str:
+    """The path's conversation id, or 404 when it is not this workspace's."""
+    if not await services.db.conversation_exists(workspace, conversation_id):
+        raise _not_found("conversation", conversation_id)
+    return conversation_id
+
+
+OwnedConversation = Annotated[str, Depends(owned_conversation)]
+
+
 def _context(workspace: str, rag: RagOptions) -> Context:
     return Context(
         workspace_id=workspace,
@@ -227,10 +239,8 @@ def _routes(app: FastAPI) -> None:
         tags=["conversations"],
     )
     async def get_conversation(
-        conversation_id: str, workspace: WorkspaceDep, services: ServicesDep
+        conversation_id: OwnedConversation, workspace: WorkspaceDep, services: ServicesDep
     ) -> ConversationDetail:
-        if not await services.db.conversation_exists(workspace, conversation_id):
-            raise _not_found("conversation", conversation_id)
         turns = await services.db.all_turns(workspace, conversation_id)
         return ConversationDetail(
             conversation_id=conversation_id,
@@ -251,15 +261,13 @@ def _routes(app: FastAPI) -> None:
 
     @app.delete("/v1/conversations/{conversation_id}", status_code=204, tags=["conversations"])
     async def delete_conversation(
-        conversation_id: str,
+        conversation_id: OwnedConversation,
         workspace: WorkspaceDep,
         services: ServicesDep,
         assistant: AssistantDep,
         runner: RunnerDep,
     ) -> Response:
         """Delete the conversation, its turns, citations, checkpoints and memory vectors."""
-        if not await services.db.conversation_exists(workspace, conversation_id):
-            raise _not_found("conversation", conversation_id)
         if conversation_id in runner.active:
             raise HTTPException(
                 status.HTTP_409_CONFLICT,
@@ -287,7 +295,7 @@ def _routes(app: FastAPI) -> None:
         },
     )
     async def post_message(
-        conversation_id: str,
+        conversation_id: OwnedConversation,
         body: MessageIn,
         request: Request,
         workspace: WorkspaceDep,
@@ -295,8 +303,6 @@ def _routes(app: FastAPI) -> None:
         runner: RunnerDep,
     ) -> Response:
         """Ask a question in a conversation; the answer streams as typed SSE events."""
-        if not await services.db.conversation_exists(workspace, conversation_id):
-            raise _not_found("conversation", conversation_id)
         content = body.content.strip()
         if not content:
             raise HTTPException(422, "content: must not be blank")
