@@ -301,6 +301,17 @@ class Bm25sKeywordIndex:
     def __init__(self) -> None:
         self._cache: dict[str, tuple[int, Any, list[tuple[str, str, str]]]] = {}
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _stemmer(self) -> Any:
+        """One stemmer per thread: searches run in worker threads, and PyStemmer's
+        objects are not thread-safe; building one per query cost work on the hot path."""
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            import Stemmer
+
+            stemmer = self._local.stemmer = Stemmer.Stemmer("english")
+        return stemmer
 
     def is_current(self, workspace_id: str, version: int) -> bool:
         entry = self._cache.get(workspace_id)
@@ -308,9 +319,8 @@ class Bm25sKeywordIndex:
 
     def build(self, workspace_id: str, version: int, rows: list[tuple[str, str, str]]) -> None:
         import bm25s
-        import Stemmer
 
-        stemmer = Stemmer.Stemmer("english")
+        stemmer = self._stemmer()
         retriever: Any = None
         if rows:
             tokens = bm25s.tokenize(
@@ -323,14 +333,13 @@ class Bm25sKeywordIndex:
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         import bm25s
-        import Stemmer
 
         entry = self._cache.get(workspace_id)
         if entry is None or entry[1] is None:
             return []
         _, retriever, rows = entry
         tokens = bm25s.tokenize(
-            [query], stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False
+            [query], stopwords="en", stemmer=self._stemmer(), show_progress=False
         )
         if not tokens.ids or not tokens.ids[0]:
             return []
