@@ -64,6 +64,18 @@ def test_bad_input_exits_2_with_the_problem_named(cli_data: Path, tmp_path: Path
     assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
+def test_error_messages_are_one_line_whatever_the_path_length(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path.joinpath(*(["a-rather-long-directory-name"] * 8))
+    deep.mkdir(parents=True)
+    missing = deep / "[not] here.txt"
+    out = _run(["ingest", str(missing), "-w", "cli"], cli_data, COLUMNS="40")
+    assert out.returncode == 2
+    lines = [line for line in out.stderr.splitlines() if "error:" in line]
+    assert len(lines) == 1 and str(missing) in lines[0] and "no such file" in lines[0]
+
+
 def test_keys_create_prints_the_key_alone(cli_data: Path) -> None:
     out = _run(["keys", "create", "-w", "cli"], cli_data)
     assert out.returncode == 0 and out.stdout.strip().startswith("crk_")

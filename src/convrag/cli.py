@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -33,9 +34,20 @@ app.add_typer(documents_app, name="documents")
 app.add_typer(keys_app, name="keys")
 app.add_typer(eval_app, name="eval")
 
-err = Console(stderr=True)
-out = Console()
+# soft_wrap: Rich hard-wraps at 80 columns when not on a terminal, which splits error
+# messages (and the paths in them) across lines in logs and pipes.
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 T = TypeVar("T")
+
+
+def fail(message: object, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` on stderr, unwrapped and unstyled inside, and return the exit.
+
+    The message is escaped so that paths or values with ``[brackets]`` print verbatim.
+    """
+    err.print(f"[red]error:[/red] {escape(str(message))}")
+    return typer.Exit(code)
 
 WorkspaceOpt = Annotated[
     str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
@@ -49,8 +61,7 @@ def _run(make: Callable[[], Awaitable[T]]) -> T:
     try:
         return asyncio.run(make())  # type: ignore[arg-type]
     except ValueError as exc:  # our validation errors: clear message, exit 2
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise fail(exc) from exc
 
 
 @app.command()
@@ -86,8 +97,7 @@ def ingest(
         files = expand_paths(paths)
         loaded = [(f, load_path(f, max_bytes=settings.max_file_bytes)) for f in files]
     except IngestError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise fail(exc) from exc
     docs = [d for _, ds in loaded for d in ds]
 
     async def go() -> Any:
@@ -176,8 +186,7 @@ def documents_delete(document_id: str, workspace: WorkspaceOpt) -> None:
             return await delete_document(services, workspace, document_id)
 
     if not _run(go):
-        err.print(f"[red]error:[/red] no document {document_id} in workspace {workspace}")
-        raise typer.Exit(1)
+        raise fail(f"no document {document_id} in workspace {workspace}", code=1)
     print(json.dumps({"deleted": document_id}))
 
 
@@ -268,8 +277,7 @@ def eval_rewrite(
     try:
         report = evaluate_rewrite(data, limit=limit)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise fail(exc) from exc
     write_json(report, out_file)
     out.print(rewrite_table(report))
 
@@ -329,10 +337,10 @@ def ask(
         )
         print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
         return
-    out.print(state["answer"])
+    out.print(state["answer"], markup=False, highlight=False)
     for n, src in enumerate(state.get("sources", []), 1):
         label = src.get("url") or src.get("title") or src["document_id"]
-        err.print(f"[dim][{n}] {label}[/dim]")
+        err.print(escape(f"[{n}] {label}"), style="dim")
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
 
 
@@ -346,8 +354,7 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="The key to revoke.")]) 
             return await services.db.revoke_api_key(key)
 
     if not _run(go):
-        err.print("[red]error:[/red] no active key like that")
-        raise typer.Exit(1)
+        raise fail("no active key like that", code=1)
     print(json.dumps({"revoked": key[:8] + "…"}))
 
 
