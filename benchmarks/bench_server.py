@@ -34,7 +34,7 @@ from bench_common import (
 )
 
 from convrag.config import Settings
-from convrag.graph.context import Context
+from convrag.context import Context
 from convrag.services import open_services
 
 MiB = 1024 * 1024

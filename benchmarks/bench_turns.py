@@ -36,8 +36,7 @@ from bench_search import component_times
 
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
-from convrag.graph.context import Context
-from convrag.services import set_services
+from convrag.context import Context
 
 NODES = ("load_history", "rewrite", "retrieve_documents", "retrieve_vectors", "merge_context",
          "synthesize", "check_repetition", "regenerate", "web_search", "persist")
@@ -193,18 +192,14 @@ async def run(data_dir: Path, *, quick: bool, passages: int, real: int,
 
             log("turn_overhead: the same replay with dense_engine='milvus'")
             alt = services_with_dense_engine(bot.services, "milvus")
-            set_services(alt)
-            try:
-                async with open_assistant(services=alt) as abot:
-                    aclock = CheckpointClock(abot.graph.checkpointer)
-                    for q in convs[0][:3]:  # warm-up: the new searcher's in-process index
-                        await _turn(abot, q, await abot.new_conversation(CLAPNQ_WORKSPACE),
-                                    variants["stub_llm"])
-                    aqueries: list[str] = []
-                    arecs = await _replay(abot, aconvs, {"stub_llm": variants["stub_llm"]},
-                                          aclock, aqueries)
-            finally:
-                set_services(bot.services)
+            async with open_assistant(services=alt) as abot:
+                aclock = CheckpointClock(abot.graph.checkpointer)
+                for q in convs[0][:3]:  # warm-up: the new searcher's in-process index
+                    await _turn(abot, q, await abot.new_conversation(CLAPNQ_WORKSPACE),
+                                variants["stub_llm"])
+                aqueries: list[str] = []
+                arecs = await _replay(abot, aconvs, {"stub_llm": variants["stub_llm"]},
+                                      aclock, aqueries)
     main = recs["stub_llm"].summary()
     alt_sum = arecs["stub_llm"].summary()
     no_llm = recs["no_llm"].summary()

@@ -26,7 +26,7 @@ for _var in (
     os.environ.pop(_var, None)
 
 from convrag.config import Settings  # noqa: E402
-from convrag.services import Services, open_services, set_services  # noqa: E402
+from convrag.services import Services, open_services  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -45,9 +45,7 @@ def settings(data_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 async def services(settings: Settings) -> AsyncIterator[Services]:
     async with open_services(settings) as svc:
-        set_services(svc)
         yield svc
-        set_services(None)
 
 
 @pytest.fixture

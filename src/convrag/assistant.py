@@ -3,13 +3,16 @@
 async with open_assistant() as bot:
     conv = await bot.new_conversation("acme")
     state = await bot.ask("What is Prasad Chaudhari's salary?", conv, workspace_id="acme")
+
+Every run gets the assistant's own services through its ``Context``, so two assistants
+in one process never use each other's stores.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -17,10 +20,10 @@ from langgraph.graph.state import CompiledStateGraph
 
 from convrag.checkpointer import DEFAULT_DURABILITY, Durability, saver_for
 from convrag.config import Settings
-from convrag.graph.builder import compile_graph
-from convrag.graph.context import Context
-from convrag.graph.state import InputState, State
-from convrag.services import Services, open_services, set_services
+from convrag.context import Context
+from convrag.graph import compile_graph
+from convrag.services import Services, open_services
+from convrag.state import InputState, State
 
 
 @dataclass
@@ -30,6 +33,11 @@ class Assistant:
     services: Services
     graph: CompiledStateGraph[State, Context, InputState, State]
     durability: Durability = DEFAULT_DURABILITY
+
+    def context(self, workspace_id: str, context: Context | None = None) -> Context:
+        """The run's context: the caller's knobs (or defaults) with this assistant's services."""
+        ctx = context or Context(workspace_id=workspace_id)
+        return replace(ctx, services=self.services)
 
     async def new_conversation(self, workspace_id: str) -> str:
         return await self.services.db.create_conversation(workspace_id)
@@ -48,12 +56,12 @@ class Assistant:
         context: Context | None = None,
     ) -> State:
         """Answer one turn and return the final state."""
-        ctx = context or Context(workspace_id=workspace_id)
-        payload = InputState(
-            message=message, conversation_id=conversation_id, workspace_id=workspace_id
-        )
+        payload = InputState(message=message, conversation_id=conversation_id)
         result = await self.graph.ainvoke(
-            payload, self.config(conversation_id), context=ctx, durability=self.durability
+            payload,
+            self.config(conversation_id),
+            context=self.context(workspace_id, context),
+            durability=self.durability,
         )
         return cast(State, result)
 
@@ -69,18 +77,15 @@ class Assistant:
 
         ``message=None`` resumes the thread's interrupted or crashed run.
         """
-        ctx = context or Context(workspace_id=workspace_id)
         payload = (
             None
             if message is None
-            else InputState(
-                message=message, conversation_id=conversation_id, workspace_id=workspace_id
-            )
+            else InputState(message=message, conversation_id=conversation_id)
         )
         async for mode, chunk in self.graph.astream(
             payload,
             self.config(conversation_id),
-            context=ctx,
+            context=self.context(workspace_id, context),
             stream_mode=["custom", "updates"],
             durability=self.durability,
         ):
@@ -91,15 +96,9 @@ class Assistant:
 async def open_assistant(
     settings: Settings | None = None, *, services: Services | None = None
 ) -> AsyncIterator[Assistant]:
-    """Start (or reuse) the services and yield an :class:`Assistant`."""
-    if services is not None:
+    """An :class:`Assistant` on ``services``, or on services opened (and closed) here."""
+    async with AsyncExitStack() as stack:
+        if services is None:
+            services = await stack.enter_async_context(open_services(settings))
         saver = await saver_for(services.db)
-        yield Assistant(services, compile_graph(saver))
-        return
-    async with open_services(settings) as svc:
-        set_services(svc)
-        try:
-            saver = await saver_for(svc.db)
-            yield Assistant(svc, compile_graph(saver))
-        finally:
-            set_services(None)
+        yield Assistant(services, compile_graph(saver, services=services))

@@ -10,13 +10,10 @@ only adds protection against a killed process, which a client retry covers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Literal
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from convrag.services import get_services
 from convrag.stores.database import Database
 
 Durability = Literal["exit", "async", "sync"]
@@ -28,10 +25,3 @@ async def saver_for(db: Database) -> AsyncPostgresSaver:
     saver = AsyncPostgresSaver(db.pool)
     await saver.setup()
     return saver
-
-
-@asynccontextmanager
-async def checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
-    """Factory for ``langgraph.json``'s ``checkpointer.path`` (``langgraph dev``)."""
-    services = await get_services()
-    yield await saver_for(services.db)

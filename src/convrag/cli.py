@@ -193,8 +193,8 @@ def documents_delete(document_id: str, workspace: WorkspaceOpt) -> None:
 @keys_app.command("create")
 def keys_create(workspace: WorkspaceOpt) -> None:
     """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
+    from convrag.ids import check_id
     from convrag.services import open_services
-    from convrag.stores.vectors import check_id
 
     check_id(workspace)
 
@@ -228,11 +228,10 @@ def eval_mtrag(
     """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
     from convrag.evaluation.mtrag import evaluate_mtrag
     from convrag.evaluation.report import retrieval_table, write_json
-    from convrag.services import open_services, set_services
+    from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
         async with open_services() as services:
-            set_services(services)
             with Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -247,12 +246,9 @@ def eval_mtrag(
                         tasks[name] = bar.add_task(name, total=total)
                     bar.update(tasks[name], completed=done)
 
-                try:
-                    return await evaluate_mtrag(
-                        services, data, domain, strategies=strategy, limit=limit, progress=step
-                    )
-                finally:
-                    set_services(None)
+                return await evaluate_mtrag(
+                    services, data, domain, strategies=strategy, limit=limit, progress=step
+                )
 
     report = _run(go)
     write_json(report, out_file)
@@ -313,7 +309,7 @@ def ask(
 ) -> None:
     """Ask one question from the command line; follow-ups keep the conversation id."""
     from convrag.assistant import open_assistant
-    from convrag.graph.context import Context
+    from convrag.context import Context
 
     async def go() -> Any:
         async with open_assistant() as bot:

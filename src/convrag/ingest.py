@@ -3,6 +3,8 @@
 Idempotent by content hash: an unchanged document changes nothing, a changed one
 replaces its chunks in both stores, a deleted one leaves no chunk anywhere. Every input
 is validated before any store is touched, and errors name the file and the fix.
+Files uploaded to the HTTP service go through :func:`accept_upload`, which ingests them
+in the background.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
-from convrag.stores.vectors import VectorIndex, VectorRow, check_id
+from convrag.stores.vectors import VectorIndex, VectorRow
 
 if TYPE_CHECKING:
     from convrag.services import Services
 
 SUPPORTED = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".jsonl", ".jsonl.gz")
-_NS = uuid.UUID("5b2f4d1e-0c8a-4f43-9a51-7c1f2e9b6a10")
 
 
 class IngestError(ValueError):
@@ -60,16 +62,6 @@ class IngestReport:
             "unchanged": self.unchanged,
             "chunks_written": self.chunks_written,
         }
-
-
-def document_id_for(workspace_id: str, source: str) -> str:
-    """Deterministic: re-ingesting a source keeps its document id."""
-    return str(uuid.uuid5(_NS, f"{workspace_id}\x00{source}"))
-
-
-def chunk_id_for(document_id: str, position: int, text: str) -> str:
-    digest = hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
-    return str(uuid.uuid5(uuid.UUID(document_id), f"{position}:{digest}"))
 
 
 def _suffix(path: Path) -> str:
@@ -296,8 +288,58 @@ async def ingest_documents(
 
 def _delete_stale(index: VectorIndex, workspace_id: str, document_id: str, keep: set[str]) -> None:
     stale = [c for c in index.chunk_ids_of_document(workspace_id, document_id) if c not in keep]
-    if stale:
-        index.client.delete(index.collection, ids=stale)
+    index.delete_chunks(stale)
+
+
+async def accept_upload(services: Services, workspace_id: str, filename: str, data: bytes) -> str:
+    """Save an uploaded file and ingest it in the background; returns its document id.
+
+    The file is read before this returns, so a bad one raises :class:`IngestError`
+    (naming ``filename``, not the path it was saved at) and no document is recorded. Its
+    documents are recorded as ``processing`` first, then ``ready`` by the ingest or
+    ``failed`` with the error, which the caller polls for.
+    """
+    settings = services.settings
+    upload_dir = settings.data_dir / "uploads" / workspace_id / uuid.uuid4().hex
+    upload_dir.mkdir(parents=True, exist_ok=True)
+    path = upload_dir / filename
+    path.write_bytes(data)
+    try:
+        docs = load_path(path, max_bytes=settings.max_file_bytes)
+    except IngestError as exc:
+        path.unlink(missing_ok=True)
+        raise IngestError(str(exc).replace(str(path), filename)) from exc
+    if len(docs) == 1:
+        # Each upload is saved under a fresh directory; naming the document by the file's
+        # name instead makes uploading the same name again replace it, as ingesting the
+        # same path again does.
+        doc = docs[0]
+        meta = {**doc.metadata, "path": str(path), "filename": filename}
+        docs = [replace(doc, source=f"upload:{filename}", metadata=meta)]
+    for d in docs:
+        await services.db.upsert_document_status(
+            workspace_id,
+            document_id_for(workspace_id, d.source),
+            d.source,
+            status="processing",
+            title=d.title,
+        )
+
+    async def run() -> None:
+        try:
+            await ingest_documents(services, workspace_id, docs)
+        except Exception as exc:  # recorded on the document, readable by the client
+            for d in docs:
+                await services.db.upsert_document_status(
+                    workspace_id,
+                    document_id_for(workspace_id, d.source),
+                    d.source,
+                    status="failed",
+                    error=str(exc)[:500],
+                )
+
+    services.spawn(run())
+    return document_id_for(workspace_id, docs[0].source)
 
 
 async def delete_document(services: Services, workspace_id: str, document_id: str) -> bool:

@@ -6,13 +6,17 @@ configured, :func:`resolve_model` returns None and the graph runs its no-LLM pat
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from convrag.config import Settings
+
+T = TypeVar("T")
 
 
 def resolve_model(requested: str | None, settings: Settings) -> str | None:
@@ -43,3 +47,23 @@ def chat_model(
     """A cached chat model client. Retries are off: callers fall back instead of waiting."""
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return _chat_model(model, temperature, timeout, settings.openai_base_url, key)
+
+
+def failure_text(exc: BaseException) -> str:
+    """A failure as recorded in ``errors`` and flags: ``timeout`` or ``error: Type: message``."""
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return f"error: {type(exc).__name__}: {exc}"[:300]
+
+
+async def attempt(call: Awaitable[T], timeout: float) -> tuple[T, None] | tuple[None, str]:
+    """Await an LLM call within ``timeout``: ``(result, None)`` or ``(None, why it failed)``.
+
+    Callers keep a fallback (the original question, the extractive answer) instead of
+    failing the turn, so any provider error counts as a failure here.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            return await call, None
+    except Exception as exc:
+        return None, failure_text(exc)

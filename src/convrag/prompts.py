@@ -1,12 +1,12 @@
-"""Prompts, taken from the seeds: the rewrite prompt (seeds 000 and 002) and the
-conversation-aware synthesis prompt (seed 002's Mandate Wizard rules, seed 004's citations).
+"""Prompts: the follow-up rewrite, and the conversation-aware answer that cites ``[n]``
+and does not repeat what earlier answers already said.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convrag.graph.state import HistoryTurn, Source
+from convrag.records import HistoryTurn, Source
 
 REWRITE_PROMPT = """Given the following conversation history, rewrite the latest user question \
 to be fully self-contained and standalone.

@@ -1,15 +1,15 @@
-"""Where every dependency enters: the stores, the embedder, the searcher and the LLM.
+"""The composition root: where every dependency enters.
 
 :func:`open_services` starts the embedded PostgreSQL and Milvus Lite when no URL is set,
-connects to them, runs the idempotent setups, and stops what it started on exit. The
-graph's nodes reach the process's services through :func:`get_services`, which opens
-them lazily from the environment when nobody installed them first (``langgraph dev``).
+connects to them, runs the idempotent setups, and closes everything it opened, in
+reverse order, when its block ends. The result is passed explicitly: the graph reads it
+from each run's ``Context.services``; the HTTP app, the CLI, the Python API, the
+evaluation harness and the benchmarks each open it once. Nothing here is global.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
 import signal
 import sys
@@ -74,38 +74,31 @@ def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "
 
 @asynccontextmanager
 async def open_services(settings: Settings | None = None) -> AsyncIterator[Services]:
-    """Start/connect every store and yield the services; stop what was started on exit."""
+    """Start/connect every store and yield the services; close them all on exit."""
     settings = settings or get_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         if settings.database_url is not None:
             db_url = settings.database_url.get_secret_value()
         else:
-            pg = EmbeddedPostgres(settings.data_dir)
-            db_url = await asyncio.to_thread(pg.start)
-            stack.callback(pg.stop)
+            db_url = await stack.enter_async_context(EmbeddedPostgres.running(settings.data_dir))
         is_lite = settings.milvus_uri is None
         if settings.milvus_uri is not None:
             milvus_uri = settings.milvus_uri
         else:
-            milvus = ManagedMilvusLite(settings.data_dir)
-            milvus_uri = await asyncio.to_thread(milvus.start)
-            stack.callback(milvus.stop)
-            atexit.register(milvus.stop)
+            milvus_uri = await stack.enter_async_context(
+                ManagedMilvusLite.running(settings.data_dir)
+            )
         db = await stack.enter_async_context(Database.from_url(db_url))
         await db.setup()
         embedder = await asyncio.to_thread(get_embedder, settings)
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
-        index = await asyncio.to_thread(
-            VectorIndex.connect,
-            milvus_uri,
-            settings.milvus_collection,
-            embedder.dim,
-            token=token,
-            is_lite=is_lite,
+        index = await stack.enter_async_context(
+            VectorIndex.open(
+                milvus_uri, settings.milvus_collection, embedder.dim, token=token, is_lite=is_lite
+            )
         )
         await asyncio.to_thread(index.setup)
-        stack.callback(index.client.close)
         searcher = HybridSearcher(
             db,
             index,
@@ -117,57 +110,17 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         )
         web = None
         if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
-            web = WebSearch(
-                settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
+            web = await stack.enter_async_context(
+                WebSearch.open(
+                    settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
+                )
             )
-            stack.push_async_callback(web.aclose)
+        memory = await stack.enter_async_context(MemoryWriter.open(index, embedder))
         services = Services(
-            settings,
-            db,
-            index,
-            embedder,
-            searcher,
-            db_url,
-            milvus_uri,
-            MemoryWriter(index, embedder),
-            web,
+            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, web
         )
         stack.push_async_callback(services.drain)
         yield services
-
-
-_installed: Services | None = None
-_per_loop: dict[int, Services] = {}
-_per_loop_locks: dict[int, asyncio.Lock] = {}
-_per_loop_stacks: list[AsyncExitStack] = []
-
-
-def set_services(services: Services | None) -> None:
-    """Install the services the graph's nodes use (the server, the CLI and tests do)."""
-    global _installed
-    _installed = services
-
-
-async def get_services() -> Services:
-    """The installed services, or ones opened lazily from the environment.
-
-    Lazily opened services are per event loop: a psycopg pool belongs to the loop that
-    opened it, and ``langgraph dev`` runs graphs on several loops. They share the
-    embedded servers (and the embedding model) and live as long as the process.
-    """
-    if _installed is not None:
-        return _installed
-    key = id(asyncio.get_running_loop())
-    found = _per_loop.get(key)
-    if found is not None:
-        return found
-    async with _per_loop_locks.setdefault(key, asyncio.Lock()):
-        if key not in _per_loop:
-            install_sigterm_handler()
-            stack = AsyncExitStack()
-            _per_loop[key] = await stack.enter_async_context(open_services())
-            _per_loop_stacks.append(stack)
-    return _per_loop[key]
 
 
 def install_sigterm_handler() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from convrag.assistant import Assistant
-from convrag.graph.context import Context
+from convrag.context import Context
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.graph.conftest import doc_id
@@ -201,7 +203,7 @@ async def test_unresolved_citation_markers_are_removed_and_never_stored(
     turn = (await services.db.all_turns(seeded, conv))[-1]
     assert "[9]" not in turn.answer
     stored = await services.db.citations(seeded, turn.id)
-    assert [c["citation_marker"] for c in stored or []] == ["[1]"]
+    assert [c["marker"] for c in stored or []] == ["[1]"]
 
 
 async def test_the_regenerate_loop_stops_at_its_bound_and_flags_the_turn(
@@ -252,7 +254,7 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
 ) -> None:
     import importlib
 
-    synth = importlib.import_module("convrag.nodes.synthesize")
+    synth = importlib.import_module("convrag.nodes._drafting")
 
     real = synth.extract_entities
     calls = {"n": 0}
@@ -284,7 +286,7 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
     from convrag.nodes.persist import persist
 
     class _Rt:
-        context = ctx
+        context = replace(ctx, services=services)
 
         @staticmethod
         def stream_writer(_: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from convrag.assistant import Assistant
-from convrag.graph.context import Context
+from convrag.context import Context
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from convrag.testing.serper_stub import SerperReply, SerperStub

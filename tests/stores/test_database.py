@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
+from convrag.records import Citation
 from convrag.services import Services
-from convrag.stores.database import MIGRATIONS, CitationRecord, NewTurn, hash_key
+from convrag.stores.database import MIGRATIONS, NewTurn, hash_key
 
 
 async def test_setup_is_idempotent(services: Services) -> None:
@@ -84,7 +85,19 @@ def _turn(workspace: str, conversation: str, question: str) -> NewTurn:
         repetition_detected=False,
         intent="standalone",
         confidence=None,
-        citations=[CitationRecord("[1]", 2, "chunk", str(uuid.uuid4()), 0.5, "snippet")],
+        citations=[
+            Citation(
+                marker="[1]",
+                position=2,
+                source_index=1,
+                source_id=str(uuid.uuid4()),
+                source_type="chunk",
+                document_id=None,
+                url=None,
+                score=0.5,
+                snippet="snippet",
+            )
+        ],
     )
 
 

@@ -188,10 +188,8 @@ async def test_delay_longer_than_client_timeout_raises_api_timeout_error(
     stub: OpenAIStub,
 ) -> None:
     stub.add_rule("slow", Reply(delay_s=5.0))
-    started = time.perf_counter()
     with pytest.raises(openai.APITimeoutError):
         await make_llm(stub, timeout=0.3).ainvoke("slow")
-    assert time.perf_counter() - started < 3.0
 
 
 async def test_empty_reply_gives_empty_content(stub: OpenAIStub) -> None:

@@ -1,4 +1,10 @@
-"""Typed FastAPI dependencies: settings, services, the assistant, and the caller's workspace."""
+"""Typed FastAPI dependencies: settings, services, the assistant, the caller's workspace,
+and a conversation id checked to be that workspace's.
+
+Routes declare what they need as ``Annotated`` parameters (``WorkspaceDep``,
+``OwnedConversation``, ...), so authentication, rate limiting and ownership checks run
+before a route's body and no route repeats them.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from convrag.api.errors import not_found
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant
 from convrag.config import Settings
@@ -116,3 +123,15 @@ async def get_workspace(
 
 
 WorkspaceDep = Annotated[str, Depends(get_workspace)]
+
+
+async def owned_conversation(
+    conversation_id: str, workspace: WorkspaceDep, services: ServicesDep
+) -> str:
+    """The path's conversation id, or 404 when it is not this workspace's."""
+    if not await services.db.conversation_exists(workspace, conversation_id):
+        raise not_found("conversation", conversation_id)
+    return conversation_id
+
+
+OwnedConversation = Annotated[str, Depends(owned_conversation)]

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from convrag.graph.state import Citation
+from convrag.records import SourceOut
+from convrag.stores.database import TurnRecord
 
 MAX_MESSAGE_CHARS = 8000
 
@@ -44,39 +45,41 @@ class TurnOut(BaseModel):
     web_search_triggered: bool
     created_at: datetime
 
+    @classmethod
+    def from_record(cls, t: TurnRecord) -> TurnOut:
+        """From a stored turn."""
+        return cls(
+            id=t.id,
+            turn_number=t.turn_number,
+            question=t.question,
+            answer=t.answer,
+            contextualized_query=t.contextualized_query,
+            repetition_detected=t.repetition_detected,
+            web_search_triggered=t.web_search_triggered,
+            created_at=t.created_at,
+        )
+
 
 class ConversationDetail(BaseModel):
     conversation_id: str
     turns: list[TurnOut]
 
 
-class SourceOut(BaseModel):
-    n: int
-    id: str
-    type: str
-    document_id: str | None
-    title: str | None
-    url: str | None
-    score: float
-    snippet: str
-
-
 class CitationOut(BaseModel):
+    """A :class:`~convrag.records.Citation` as the API shows it.
+
+    Validate a citation record with ``CitationOut.model_validate(citation)``: the record's
+    ``score`` and ``snippet`` appear as ``relevance_score`` and ``content_snippet``.
+    """
+
     marker: str
     position: int
     source_type: str
     source_id: str
     document_id: str | None
     url: str | None
-    relevance_score: float | None
-    content_snippet: str
-
-    @classmethod
-    def from_state(cls, c: Citation) -> CitationOut:
-        """From a citation of the graph's state."""
-        return cls(marker=c["marker"], position=c["position"], source_type=c["source_type"],
-                   source_id=c["source_id"], document_id=c["document_id"], url=c["url"],
-                   relevance_score=c["score"], content_snippet=c["snippet"])
+    relevance_score: float | None = Field(validation_alias="score")
+    content_snippet: str = Field(validation_alias="snippet")
 
 
 class AnswerOut(BaseModel):
@@ -103,6 +106,20 @@ class DocumentOut(BaseModel):
     n_chunks: int
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> DocumentOut:
+        """From a row of :meth:`Database.get_document` or :meth:`Database.list_documents`."""
+        return cls(
+            id=str(row["id"]),
+            source=row["source"],
+            title=row["title"],
+            status=row["status"],
+            error=row["error"],
+            n_chunks=row["n_chunks"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
 
 
 class ChatMessage(BaseModel):

@@ -8,24 +8,32 @@ far), then ``done`` or ``error``.
 Client disconnect policy: the turn runs to completion in its task and is persisted; a
 client that went away reads it back with ``GET /v1/conversations/{id}``. A conversation
 answers one message at a time: a second message meanwhile gets 409.
+
+Both routes that answer (``POST /v1/conversations/{id}/messages`` and
+``POST /v1/chat/completions``) start turns here and build their JSON reply with
+:func:`answer_out`, so the two give the same answer in the same shape.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from convrag.api.metrics import TURNS, observe_turn
-from convrag.api.schemas import CitationOut
-from convrag.assistant import Assistant
-from convrag.graph.context import Context
-from convrag.graph.state import Citation, InputState
+from fastapi import HTTPException
 
-_MARKER = re.compile(r"\[(\d{1,3})\]")
+from convrag.api.metrics import TURNS, observe_turn
+from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
+from convrag.assistant import Assistant
+from convrag.citations import markers
+from convrag.context import Context
+from convrag.records import Citation, SourceOut
+from convrag.state import InputState
+
+#: Streamed replies must reach the client token by token: no caching, no proxy buffering.
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Event = tuple[str, dict[str, Any]]
 
@@ -35,7 +43,7 @@ class TurnResult:
     """What a finished turn produced (``state`` is the graph's final state)."""
 
     state: dict[str, Any] = field(default_factory=dict)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[SourceOut] = field(default_factory=list)
     error: dict[str, str] | None = None
 
 
@@ -51,7 +59,7 @@ class TurnRunner:
         self.active: dict[str, asyncio.Task[TurnResult]] = {}
 
     def start(
-        self, conversation_id: str, payload: dict[str, Any], context: Context
+        self, conversation_id: str, payload: InputState, context: Context
     ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
         if conversation_id in self.active:
             raise ConversationBusy(conversation_id)
@@ -66,7 +74,7 @@ class TurnRunner:
     async def _run(
         self,
         conversation_id: str,
-        payload: dict[str, Any],
+        payload: InputState,
         context: Context,
         queue: asyncio.Queue[Event | None],
     ) -> TurnResult:
@@ -81,9 +89,9 @@ class TurnRunner:
 
         try:
             async for mode, chunk in self.assistant.graph.astream(
-                cast(InputState, payload),
+                payload,
                 self.assistant.config(conversation_id),
-                context=context,
+                context=self.assistant.context(context.workspace_id, context),
                 stream_mode=["custom", "values"],
                 durability=self.assistant.durability,
             ):
@@ -103,7 +111,7 @@ class TurnRunner:
                         sent_sources = True
                     text += data["text"]
                     put("token", data)
-                    for m in _MARKER.finditer(text):
+                    for m in markers(text):
                         n = int(m.group(1))
                         if m.group(0) not in cited and 1 <= n <= len(result.sources):
                             cited.add(m.group(0))
@@ -144,10 +152,43 @@ def _code(exc: Exception) -> str:
 
 
 def _citation(c: Citation) -> dict[str, Any]:
-    return CitationOut.from_state(c).model_dump()
+    return CitationOut.model_validate(c).model_dump()
 
 
 async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
     """Events until the turn ends."""
     while (item := await queue.get()) is not None:
         yield item
+
+
+def turn_context(workspace: str, rag: RagOptions) -> Context:
+    """The run's context from a request's ``rag`` options."""
+    return Context(
+        workspace_id=workspace,
+        rag_enabled=rag.enabled,
+        top_k=rag.top_k,
+        score_threshold=rag.threshold,
+        web_search=rag.web_search,
+    )
+
+
+def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
+    """The JSON reply of a finished turn, or the HTTP error its failure maps to."""
+    if result.error:
+        # Bad input was refused before the turn started; a failed turn means a store or
+        # provider is down: 503, retryable.
+        code = 503 if result.error["code"] == "turn_failed" else 422
+        raise HTTPException(code, result.error["message"])
+    s = result.state
+    return AnswerOut(
+        conversation_id=conversation_id,
+        turn_id=s["turn_id"],
+        answer=s.get("answer", ""),
+        classification=s.get("classification", "standalone"),
+        rewritten_query=s.get("rewritten_query", s.get("message", "")),
+        sources=result.sources,
+        citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
+        repetition_detected=bool(s.get("regenerations")),
+        flags=s.get("flags", {}),
+        timings_ms=s.get("timings", {}),
+    )

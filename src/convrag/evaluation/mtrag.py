@@ -25,13 +25,15 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from convrag.context import Context
 from convrag.evaluation.metrics import mean_scores, retrieval_scores
-from convrag.graph.builder import build_graph
-from convrag.graph.context import Context
-from convrag.graph.state import HistoryTurn, InputState
-from convrag.ingest import SourceDocument, document_id_for, ingest_documents
-from convrag.rewriting.contextualizer import extract_entities
+from convrag.graph import build_graph
+from convrag.ids import document_id_for
+from convrag.ingest import SourceDocument, ingest_documents
+from convrag.records import HistoryTurn
 from convrag.services import Services
+from convrag.state import InputState
+from convrag.text.entities import extract_entities
 
 BASELINES = (
     "bm25_lastturn",
@@ -98,7 +100,8 @@ def load_corpus(path: Path) -> list[SourceDocument]:
 
 def history_turns(turn: MtragTurn, workspace: str) -> list[HistoryTurn]:
     """MTRAG's history as convrag history; the last answer is anchored to the passages
-    behind it (``prev_turn_relevant_passage_ids``), as seed 003 anchors to citations."""
+    behind it (``prev_turn_relevant_passage_ids``), as the graph anchors a follow-up to
+    the documents the previous answer cited."""
     out: list[HistoryTurn] = []
     pending: str | None = None
     for h in turn.history:
@@ -129,7 +132,7 @@ class MtragEvaluation:
         self.workspace = workspace
         self.depth = depth
         self.passage_of: dict[str, str] = {}
-        self.graph = build_graph().compile(
+        self.graph = build_graph(services).compile(
             checkpointer=InMemorySaver(), interrupt_before=["web_search", "synthesize"]
         )
 
@@ -167,12 +170,12 @@ class MtragEvaluation:
             top_k=4 * self.depth,
             context_budget_chars=10**7,
             web_search="off",
+            services=self.services,
         )
         thread_id = str(uuid.uuid4())
         payload = InputState(
             message=turn.question,
             conversation_id=thread_id,
-            workspace_id=self.workspace,
             history_override=history,
         )
         state = await self.graph.ainvoke(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from convrag.evaluation.metrics import token_f1
-from convrag.rewriting.contextualizer import Turn, contextualize
+from convrag.rewriting import Turn, contextualize
 
 
 def canard_turns(record: dict[str, Any], *, with_title: bool = True) -> list[Turn]:

@@ -1,4 +1,9 @@
-"""The graph's nodes, one module each, in the order a turn visits them."""
+"""The graph's nodes, one module each, in the order a turn visits them.
+
+Each node is a small async function of the state and the run's ``Runtime`` that returns
+its typed update. How the graph runs them (timing, time limits, degrading) is in
+:mod:`convrag.nodes.policy`; how they are wired is in :mod:`convrag.graph`.
+"""
 
 from convrag.nodes.check_repetition import check_repetition
 from convrag.nodes.load_history import load_history

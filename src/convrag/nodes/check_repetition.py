@@ -1,4 +1,4 @@
-"""check_repetition: seed 002's RepetitionDetector on the current draft.
+"""check_repetition: does the current draft repeat what the last answers said?
 
 The overlap is the share of the draft's entities already named by the last 3 answers.
 Entities the user's own question names are left out: asking again about Prasad must not
@@ -7,17 +7,14 @@ count as the answer repeating Prasad.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import Repetition, State
-from convrag.nodes._util import ms_since
-from convrag.rewriting.contextualizer import extract_entities
-from convrag.synthesis import has_marker
+from convrag.citations import has_marker
+from convrag.context import Context
+from convrag.state import Repetition, RepetitionUpdate, State
+from convrag.text.entities import extract_entities
 
 
 def detect_repetition(
@@ -27,6 +24,7 @@ def detect_repetition(
     threshold: float,
     asked: Iterable[str] = (),
 ) -> Repetition:
+    """The share of ``entities`` that the last 3 answers named, against ``threshold``."""
     asked_keys = {a.lower() for a in asked}
     # Names (people, companies, products) repeat; figures like "$80,000" are facts, not
     # examples, and may be restated.
@@ -45,8 +43,8 @@ def detect_repetition(
     )
 
 
-async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    start = time.perf_counter()
+async def check_repetition(state: State, runtime: Runtime[Context]) -> RepetitionUpdate:
+    """The verdict on the current draft, also recorded on the draft itself."""
     history = state.get("history") or []
     asked = extract_entities(f"{state['message']} {state.get('rewritten_query', '')}")
     verdict = detect_repetition(
@@ -61,8 +59,4 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> dict[str,
     drafts = list(state.get("drafts", []))
     if drafts:
         drafts[-1] = {**drafts[-1], "overlap_ratio": verdict["overlap_ratio"]}
-    return {
-        "repetition": verdict,
-        "drafts": drafts,
-        "timings": {"check_repetition": ms_since(start)},
-    }
+    return RepetitionUpdate(repetition=verdict, drafts=drafts)

@@ -1,18 +1,16 @@
 """merge_context: fuse the two retrieval sources, deduplicate, cut to the context budget,
-and decide whether web search should run (seed 002's ``_should_use_web_search``)."""
+and decide whether web search should run (requested, a freshness cue, or low confidence)."""
 
 from __future__ import annotations
 
 import re
-import time
-from typing import Any
 
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import Source, State
-from convrag.nodes._util import emit, ms_since
-from convrag.services import get_services
+from convrag.context import Context
+from convrag.events import SourcesEvent, emit
+from convrag.records import Source, sources_out
+from convrag.state import MergeUpdate, State
 
 _FRESH = re.compile(
     r"\b(latest|today|tonight|this (week|month|year)|current(ly)?|right now|news|recent(ly)?|"
@@ -57,10 +55,10 @@ def web_search_reason(state: State, ctx: Context, *, web_available: bool) -> str
     return None
 
 
-async def merge_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    start = time.perf_counter()
+async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
+    """Fuse, deduplicate and budget the sources; decide whether the web is needed."""
     ctx = runtime.context
-    services = await get_services()
+    services = ctx.deps
     seen: set[str] = set()
     merged: list[Source] = []
     vector = [h for h in state.get("vector_hits", []) if h["score"] >= ctx.score_threshold]
@@ -79,26 +77,10 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> dict[str, An
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
-    update: dict[str, Any] = {"sources": kept, "retrieval_confidence": confidence}
     reason = web_search_reason(
-        {**state, **update},  # type: ignore[typeddict-item]
+        {**state, "sources": kept, "retrieval_confidence": confidence},
         ctx,
         web_available=services.web is not None,
     )
-    update["web_search_reason"] = reason
-    emit(runtime, "sources", sources=[_public(n, s) for n, s in enumerate(kept, start=1)])
-    update["timings"] = {"merge_context": ms_since(start)}
-    return update
-
-
-def _public(n: int, src: Source) -> dict[str, Any]:
-    return {
-        "n": n,
-        "id": src["id"],
-        "type": src["source_type"],
-        "document_id": src["document_id"],
-        "title": src["title"],
-        "url": src["url"],
-        "score": round(float(src["score"]), 6),
-        "snippet": src["text"][:300],
-    }
+    emit(runtime, SourcesEvent(event="sources", sources=sources_out(kept)))
+    return MergeUpdate(sources=kept, retrieval_confidence=confidence, web_search_reason=reason)

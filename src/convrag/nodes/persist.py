@@ -8,18 +8,13 @@ path.
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import State
-from convrag.nodes._util import ms_since
-from convrag.services import get_services
-from convrag.stores.database import CitationRecord, NewTurn
+from convrag.citations import has_marker, resolve_citations
+from convrag.context import Context
+from convrag.state import PersistUpdate, State
+from convrag.stores.database import NewTurn
 from convrag.stores.memory import MemoryItem
-from convrag.synthesis import has_marker, resolve_citations
 
 
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
@@ -40,9 +35,9 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
     return best["answer"], best["overlap_ratio"] > threshold
 
 
-async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    start = time.perf_counter()
-    services = await get_services()
+async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
+    """Write the turn and its citations once; queue it as conversation memory."""
+    services = runtime.context.deps
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
     answer, citations, unresolved = resolve_citations(draft, sources)
@@ -84,19 +79,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "regenerations": state.get("regenerations", 0),
             "timings_ms": state.get("timings") or {},
         },
-        citations=[
-            CitationRecord(
-                citation_marker=c["marker"],
-                position_in_response=c["position"],
-                source_type=c["source_type"],
-                source_id=c["source_id"],
-                relevance_score=c["score"],
-                content_snippet=c["snippet"],
-                source_url=c["url"],
-                document_id=c["document_id"],
-            )
-            for c in citations
-        ],
+        citations=citations,
     )
     written = await services.db.save_turn(turn)
     if written and answer:
@@ -108,10 +91,4 @@ async def persist(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                 f"Q: {state['message']}\nA: {answer}",
             )
         )
-    return {
-        "answer": answer,
-        "citations": citations,
-        "persisted": written,
-        "flags": flags,
-        "timings": {"persist": ms_since(start)},
-    }
+    return PersistUpdate(answer=answer, citations=citations, persisted=written, flags=flags)

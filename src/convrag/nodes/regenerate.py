@@ -1,38 +1,50 @@
-"""regenerate: answer again with the repeated entities excluded (seed 002)."""
+"""regenerate: answer again with the repeated entities excluded.
+
+The ``repetition`` event tells clients to discard the tokens so far. An extractive
+regeneration that finds nothing new to cite streams nothing: the earlier draft stands.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import State
-from convrag.nodes._util import emit
-from convrag.nodes.synthesize import compose_answer
+from convrag.citations import has_marker
+from convrag.context import Context
+from convrag.events import RepetitionEvent, emit
+from convrag.llm import resolve_model
+from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
+from convrag.state import DraftUpdate, State
 
 
-async def regenerate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    repeated = state["repetition"]["repeated_entities"]
-    excluded = list(dict.fromkeys([*state.get("excluded_entities", []), *repeated]))
-    attempt = state.get("regenerations", 0) + 1
-
-    def announce() -> None:
-        emit(
-            runtime,
-            "repetition",
-            attempt=attempt,
-            excluded_entities=excluded,
-            overlap_ratio=state["repetition"]["overlap_ratio"],
-        )
-
-    update = await compose_answer(
-        {**state, "excluded_entities": excluded},
-        runtime,
-        excluded,
-        "regenerate",
-        on_start=announce,
+async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
+    """A new draft that leaves out the entities the last answers already named."""
+    ctx = runtime.context
+    repetition = state["repetition"]
+    excluded = list(
+        dict.fromkeys([*state.get("excluded_entities", []), *repetition["repeated_entities"]])
     )
-    update["regenerations"] = attempt
-    update["excluded_entities"] = excluded
-    return update
+    attempt = state.get("regenerations", 0) + 1
+    announce = RepetitionEvent(
+        event="repetition",
+        attempt=attempt,
+        excluded_entities=excluded,
+        overlap_ratio=repetition["overlap_ratio"],
+    )
+    bookkeeping = DraftUpdate(regenerations=attempt, excluded_entities=excluded)
+    regen_state: State = {**state, "excluded_entities": excluded}
+    model_name = resolve_model(ctx.llm_model, ctx.deps.settings)
+    fallback = DraftUpdate()
+    if model_name is not None:
+        emit(runtime, announce)
+        result = await llm_draft(regen_state, runtime, model_name, excluded, "regenerate")
+        if result.web_query is not None:
+            return {**bookkeeping, "pending_web_query": result.web_query}
+        if result.text is not None:
+            return {**drafted(regen_state, result.text, extractive=False), **bookkeeping}
+        fallback = fell_back("regenerate", result.failure)
+    text = extractive_draft(regen_state, excluded)
+    if not (state.get("sources") and not has_marker(text)):
+        if model_name is None:
+            emit(runtime, announce)
+        stream_text(runtime, text, "regenerate")
+    return {**drafted(regen_state, text, extractive=True), **fallback, **bookkeeping}

@@ -1,28 +1,24 @@
 """rewrite: classify the message and turn a follow-up into a standalone query.
 
-With an LLM, the seeds' rewrite prompt at a low temperature and with a timeout; on any
-failure (error, timeout, empty output) the original question is kept and the reason
-recorded. Without an LLM, the deterministic contextualizer resolves pronouns and
-ellipsis from the previous turns.
+With an LLM, the rewrite prompt at a low temperature and within the run's time limit; on
+any failure (error, timeout, empty output) the original question is kept and the reason
+recorded. Without an LLM, the deterministic contextualizer resolves pronouns and ellipsis
+from the previous turns.
 """
 
 from __future__ import annotations
-
-import asyncio
-import time
-from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from convrag import prompts
-from convrag.graph.context import Context
-from convrag.graph.state import HistoryTurn, State
-from convrag.llm import chat_model, resolve_model
-from convrag.nodes._util import emit, ms_since
-from convrag.rewriting.contextualizer import Turn, classify, contextualize
-from convrag.services import get_services
+from convrag.context import Context
+from convrag.events import RewriteEvent, emit
+from convrag.llm import attempt, chat_model, resolve_model
+from convrag.records import HistoryTurn
+from convrag.rewriting import Turn, classify, contextualize
+from convrag.state import RewriteMethod, RewriteUpdate, State
 
 _PREFIXES = (
     "rewritten standalone question:",
@@ -55,58 +51,55 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
     return query
 
 
-async def rewrite(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    start = time.perf_counter()
+async def llm_rewrite(
+    message: str, history: list[HistoryTurn], model_name: str, ctx: Context
+) -> tuple[str, None] | tuple[None, str]:
+    """The LLM's standalone question, or ``(None, why it failed)``."""
+    prompt = prompts.REWRITE_PROMPT.format(
+        history=prompts.format_history(history), question=message
+    )
+    model = chat_model(
+        model_name,
+        ctx.deps.settings,
+        temperature=ctx.rewrite_temperature,
+        timeout=ctx.rewrite_timeout_s,
+    )
+    reply, failure = await attempt(
+        model.ainvoke([HumanMessage(prompt)], config={"tags": [TAG_NOSTREAM, "rewrite"]}),
+        ctx.rewrite_timeout_s,
+    )
+    if reply is None:
+        return None, failure or "error"
+    text = clean_rewrite(reply.content if isinstance(reply.content, str) else "")
+    return (text, None) if text else (None, "empty")
+
+
+async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
+    """Classify the message; rewrite a follow-up with the LLM, else with the rules."""
+    ctx = runtime.context
     message = state["message"]
     history = state.get("history") or []
-    turns = [Turn(t["question"], t["answer"]) for t in history]
-    classification = classify(message, turns)
-    query, method, flags, errors = message, "unchanged", {}, {}
+    classification = classify(message, [Turn(t["question"], t["answer"]) for t in history])
+    query = message
+    method: RewriteMethod = "unchanged"
+    update = RewriteUpdate()
     if classification == "follow_up":
-        settings = (await get_services()).settings
-        model_name = resolve_model(
-            runtime.context.rewrite_model or runtime.context.llm_model, settings
-        )
+        model_name = resolve_model(ctx.rewrite_model or ctx.llm_model, ctx.deps.settings)
         if model_name is None:
             query, method = rules_rewrite(message, history), "rules"
         else:
-            prompt = prompts.REWRITE_PROMPT.format(
-                history=prompts.format_history(history), question=message
-            )
-            model = chat_model(
-                model_name,
-                settings,
-                temperature=runtime.context.rewrite_temperature,
-                timeout=runtime.context.rewrite_timeout_s,
-            )
-            reason: str | None = None
-            try:
-                async with asyncio.timeout(runtime.context.rewrite_timeout_s):
-                    reply = await model.ainvoke(
-                        [HumanMessage(prompt)],
-                        config={"tags": [TAG_NOSTREAM, "rewrite"]},
-                    )
-                text = clean_rewrite(reply.content if isinstance(reply.content, str) else "")
-                if text:
-                    query, method = text, "llm"
-                else:
-                    reason = "empty"
-            except TimeoutError:
-                reason = "timeout"
-            except Exception as exc:  # any provider error: keep the original question
-                reason = f"error: {type(exc).__name__}: {str(exc)[:200]}"
-            if reason is not None:
-                method, flags, errors = (
-                    "fallback",
-                    {"rewrite_fallback": reason},
-                    {"rewrite": reason},
-                )
-    emit(runtime, "rewrite", classification=classification, query=query, method=method)
-    return {
-        "classification": classification,
-        "rewritten_query": query,
-        "rewrite_method": method,
-        "flags": flags,
-        "errors": errors,
-        "timings": {"rewrite": ms_since(start)},
-    }
+            rewritten, failure = await llm_rewrite(message, history, model_name, ctx)
+            if rewritten is not None:
+                query, method = rewritten, "llm"
+            else:
+                method = "fallback"
+                update["flags"] = {"rewrite_fallback": failure}
+                update["errors"] = {"rewrite": failure or "error"}
+    emit(
+        runtime,
+        RewriteEvent(event="rewrite", classification=classification, query=query, method=method),
+    )
+    update["classification"] = classification
+    update["rewritten_query"] = query
+    update["rewrite_method"] = method
+    return update

@@ -6,62 +6,60 @@ when the answering LLM called the tool. Results become numbered sources of type 
 
 from __future__ import annotations
 
-import asyncio
-import time
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import Source, State
-from convrag.nodes._util import emit, ms_since
-from convrag.nodes.merge_context import _public
-from convrag.services import get_services
-from convrag.tools.web_search import web_source_id
+from convrag.context import Context
+from convrag.events import SourcesEvent, emit
+from convrag.ids import web_source_id
+from convrag.records import Source, sources_out
+from convrag.state import State, WebSearchUpdate
+
+MAX_WEB_SOURCES = 3
 
 
-async def web_search(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    start = time.perf_counter()
-    services = await get_services()
+def searched(results: list[Source]) -> WebSearchUpdate:
+    """The update of a search that ran (``results`` may be empty when it failed)."""
+    return WebSearchUpdate(
+        web_results=results,
+        pending_web_query=None,
+        web_search_done=True,
+        flags={"web_search_triggered": True},
+    )
+
+
+def search_failed(_: State) -> Mapping[str, Any]:
+    """The policy's fallback: no results, and the tool is not offered again this turn."""
+    return searched([])
+
+
+async def web_search(state: State, runtime: Runtime[Context]) -> WebSearchUpdate:
+    """Search the web for the pending tool query, else the standalone question."""
+    web = runtime.context.deps.web
+    if web is None:  # the router never sends us here without a key
+        raise RuntimeError("SERPER_API_KEY is not set")
     query = state.get("pending_web_query") or state.get("rewritten_query") or state["message"]
-    results: list[Source] = []
-    errors: dict[str, str] = {}
-    if services.web is None:  # the router never sends us here without a key
-        errors["web_search"] = "SERPER_API_KEY is not set"
-    else:
-        try:
-            async with asyncio.timeout(runtime.context.web_timeout_s):
-                found = await services.web.search(query)
-            results = [
-                Source(
-                    id=web_source_id(h["url"]),
-                    source_type="web",
-                    document_id=None,
-                    title=h["title"],
-                    text=h["snippet"],
-                    url=h["url"],
-                    score=0.0,
-                )
-                for h in found
-                if h["snippet"]
-            ]
-        except TimeoutError:
-            errors["web_search"] = "timeout"
-        except Exception as exc:  # a failed search does not fail the turn
-            errors["web_search"] = f"{type(exc).__name__}: {exc}"[:300]
-    sources = list(state.get("sources", []))
-    known = {s["id"] for s in sources}
-    for r in results[:3]:
-        if r["id"] not in known:
-            sources.append(r)
+    found = await web.search(query)
+    results = [
+        Source(
+            id=web_source_id(h["url"]),
+            source_type="web",
+            document_id=None,
+            title=h["title"],
+            text=h["snippet"],
+            url=h["url"],
+            score=0.0,
+        )
+        for h in found
+        if h["snippet"]
+    ]
+    update = searched(results)
     if results:
-        emit(runtime, "sources", sources=[_public(n, s) for n, s in enumerate(sources, start=1)])
-    return {
-        "web_results": results,
-        "sources": sources,
-        "pending_web_query": None,
-        "web_search_done": True,
-        "flags": {"web_search_triggered": True},
-        "errors": errors,
-        "timings": {"web_search": ms_since(start)},
-    }
+        sources = list(state.get("sources", []))
+        known = {s["id"] for s in sources}
+        sources.extend(r for r in results[:MAX_WEB_SOURCES] if r["id"] not in known)
+        update["sources"] = sources
+        emit(runtime, SourcesEvent(event="sources", sources=sources_out(sources)))
+    return update

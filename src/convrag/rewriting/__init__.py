@@ -1,0 +1,22 @@
+"""Deterministic, LLM-free query rewriting for conversational retrieval.
+
+Used when no LLM is configured (and by the CANARD evaluation): :func:`classify` decides
+whether a message needs no retrieval, depends on the conversation or stands alone, and
+:func:`contextualize` rewrites a follow-up into a standalone query. Both take the earlier
+exchanges as :class:`Turn` objects, oldest first.
+
+* :mod:`~convrag.rewriting.history`: ``Turn``, the pronouns that point outside a message, and
+  the salience model of who and what the conversation is about.
+* :mod:`~convrag.rewriting.classify`: the ``no_retrieval`` / ``follow_up`` / ``standalone``
+  decision.
+* :mod:`~convrag.rewriting.resolve`: pronoun and ellipsis resolution.
+
+Entity extraction, which synthesis and the repetition check also need, lives in
+:mod:`convrag.text.entities`.
+"""
+
+from convrag.rewriting.classify import Classification, classify
+from convrag.rewriting.history import Turn
+from convrag.rewriting.resolve import contextualize
+
+__all__ = ["Classification", "Turn", "classify", "contextualize"]

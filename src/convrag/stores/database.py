@@ -15,12 +15,15 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+
+from convrag.ids import is_uuid
+from convrag.records import Citation
 
 MIGRATIONS: list[str] = [
     """CREATE TABLE IF NOT EXISTS convrag_migrations (v INTEGER PRIMARY KEY)""",
@@ -165,20 +168,6 @@ class TurnRecord:
 
 
 @dataclass(slots=True)
-class CitationRecord:
-    """One resolved ``[n]`` marker of an answer, mapped to its source."""
-
-    citation_marker: str
-    position_in_response: int
-    source_type: str
-    source_id: str
-    relevance_score: float | None
-    content_snippet: str
-    source_url: str | None = None
-    document_id: str | None = None
-
-
-@dataclass(slots=True)
 class NewTurn:
     """Everything the persist node writes for one turn, in one transaction."""
 
@@ -195,7 +184,7 @@ class NewTurn:
     intent: str | None
     confidence: float | None
     metadata: dict[str, Any] = field(default_factory=dict)
-    citations: list[CitationRecord] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
 
 
 class Database:
@@ -275,8 +264,7 @@ class Database:
         """Revoke a key; returns False when it was unknown or already revoked."""
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                "UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s "
-                "AND revoked_at IS NULL",
+                "UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s AND revoked_at IS NULL",
                 (hash_key(key),),
             )
             return cur.rowcount > 0
@@ -303,7 +291,7 @@ class Database:
             ).fetchone()
 
     async def get_document(self, workspace_id: str, document_id: str) -> dict[str, Any] | None:
-        if not _is_uuid(document_id):
+        if not is_uuid(document_id):
             return None
         async with self.pool.connection() as conn:
             return await (
@@ -425,7 +413,7 @@ class Database:
             )
 
     async def delete_document(self, workspace_id: str, document_id: str) -> bool:
-        if not _is_uuid(document_id):
+        if not is_uuid(document_id):
             return False
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
@@ -456,7 +444,7 @@ class Database:
         return [(c, d, t) for c, d, t, _ in await self.chunk_rows(workspace_id)]
 
     async def get_chunks(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[ChunkRow]:
-        ids = [c for c in chunk_ids if _is_uuid(c)]
+        ids = [c for c in chunk_ids if is_uuid(c)]
         if not ids:
             return []
         async with self.pool.connection() as conn:
@@ -504,7 +492,7 @@ class Database:
         return cid
 
     async def conversation_exists(self, workspace_id: str, conversation_id: str) -> bool:
-        if not _is_uuid(conversation_id):
+        if not is_uuid(conversation_id):
             return False
         async with self.pool.connection() as conn:
             row = await (
@@ -516,7 +504,7 @@ class Database:
         return row is not None
 
     async def delete_conversation(self, workspace_id: str, conversation_id: str) -> bool:
-        if not _is_uuid(conversation_id):
+        if not is_uuid(conversation_id):
             return False
         async with self.pool.connection() as conn:
             cur = await conn.execute(
@@ -560,7 +548,7 @@ class Database:
         self, workspace_id: str, conversation_id: str, limit: int = 5
     ) -> list[TurnRecord]:
         """The last ``limit`` turns, oldest first."""
-        if not _is_uuid(conversation_id):
+        if not is_uuid(conversation_id):
             return []
         async with self.pool.connection() as conn:
             rows = await (
@@ -638,14 +626,14 @@ class Database:
                             (
                                 turn.workspace_id,
                                 turn.id,
-                                c.citation_marker,
-                                c.position_in_response,
-                                c.source_type,
-                                c.source_id,
-                                c.relevance_score,
-                                c.content_snippet,
-                                c.source_url,
-                                c.document_id,
+                                c["marker"],
+                                c["position"],
+                                c["source_type"],
+                                c["source_id"],
+                                c["score"],
+                                c["snippet"],
+                                c["url"],
+                                c["document_id"],
                             )
                             for c in turn.citations
                         ],
@@ -656,9 +644,9 @@ class Database:
             )
             return True
 
-    async def citations(self, workspace_id: str, message_id: str) -> list[dict[str, Any]] | None:
+    async def citations(self, workspace_id: str, message_id: str) -> list[Citation] | None:
         """Stored citations of an answer; None when the message is not in this workspace."""
-        if not _is_uuid(message_id):
+        if not is_uuid(message_id):
             return None
         async with self.pool.connection() as conn:
             owner = await (
@@ -669,21 +657,28 @@ class Database:
             ).fetchone()
             if owner is None:
                 return None
-            return await (
+            rows = await (
                 await conn.execute(
-                    """SELECT citation_marker, position_in_response, source_type,
-                              source_id::text AS source_id, relevance_score, content_snippet,
-                              source_url, document_id::text AS document_id
+                    """SELECT citation_marker AS marker, position_in_response AS position,
+                              substring(citation_marker from '[0-9]+')::int AS source_index,
+                              source_id::text AS source_id, source_type,
+                              document_id::text AS document_id, source_url AS url,
+                              relevance_score AS score,
+                              coalesce(content_snippet, '') AS snippet
                        FROM message_citations WHERE workspace_id = %s AND message_id = %s
                        ORDER BY position_in_response""",
                     (workspace_id, message_id),
                 )
             ).fetchall()
+            return [cast(Citation, dict(r)) for r in rows]
 
+    # -- operations ----------------------------------------------------------
 
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
+    async def ping(self, *, timeout: float = 2.0) -> bool:
+        """Whether Postgres answers a query; waits at most ``timeout`` s for a connection."""
+        try:
+            async with self.pool.connection(timeout=timeout) as conn:
+                await conn.execute("SELECT 1")
+        except Exception:
+            return False
+        return True

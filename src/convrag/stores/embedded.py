@@ -13,6 +13,8 @@ Both run as child processes that several convrag processes (the HTTP service, th
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import fcntl
 import json
@@ -24,7 +26,9 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +79,45 @@ def prune_stale_pids(pgdata: Path, *, keep_self: bool = False) -> list[int]:
     return stale
 
 
-class EmbeddedPostgres:
+class EmbeddedServer(ABC):
+    """A server the project starts itself when no URL is configured.
+
+    Several processes may share one: :meth:`start` joins a running server, and
+    :meth:`stop` leaves it, stopping it when the last live holder leaves.
+    """
+
+    @abstractmethod
+    def __init__(self, data_dir: Path) -> None: ...
+
+    @abstractmethod
+    def start(self) -> str:
+        """Start (or join) the server and return its URI."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Leave the server."""
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, data_dir: Path) -> AsyncIterator[str]:
+        """The server's URI for the block's lifetime; stopped at its end (and at exit)."""
+        server = cls(data_dir)
+        uri = await asyncio.to_thread(server.start)
+        atexit.register(server.stop)
+        try:
+            yield uri
+        finally:
+            await asyncio.to_thread(server.stop)
+            atexit.unregister(server.stop)
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class EmbeddedPostgres(EmbeddedServer):
     """A PostgreSQL 18 server owned by the project, under ``<data_dir>/pg``.
 
     It listens on a Unix socket inside PGDATA only. Use :meth:`start` / :meth:`stop`,
@@ -109,12 +151,6 @@ class EmbeddedPostgres:
             self._server.cleanup()
         self._server = None
 
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -139,7 +175,7 @@ def _holder_alive(holder: str) -> bool:
     return pid_alive(int(holder.split(":", 1)[0]))
 
 
-class ManagedMilvusLite:
+class ManagedMilvusLite(EmbeddedServer):
     """A shared ``milvus-lite server`` child process on 127.0.0.1 for ``<data_dir>/milvus``."""
 
     def __init__(self, data_dir: Path, *, startup_timeout_s: float = 60.0) -> None:
@@ -236,9 +272,3 @@ class ManagedMilvusLite:
                 else:
                     os.kill(state.pid, signal.SIGKILL)
             self.state_file.unlink(missing_ok=True)
-
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from convrag.embeddings import Embedder
@@ -34,6 +36,16 @@ class MemoryWriter:
         self._queue: list[MemoryItem] = []
         self._worker: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, index: VectorIndex, embedder: Embedder) -> AsyncIterator[MemoryWriter]:
+        """A writer whose queue is flushed when the block ends."""
+        writer = cls(index, embedder)
+        try:
+            yield writer
+        finally:
+            await writer.flush()
 
     def add(self, item: MemoryItem) -> None:
         self._queue.append(item)

@@ -17,9 +17,10 @@ has two too (see ``BENCHMARKS.md``):
 
 from __future__ import annotations
 
-import re
+import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,21 +28,10 @@ import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from convrag.embeddings import Matrix
+from convrag.ids import check_id
 
 KIND_CHUNK = "chunk"
 KIND_MEMORY = "memory"
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
-
-
-def check_id(value: str, what: str = "workspace") -> str:
-    """Ids are interpolated into Milvus filter expressions: allow a safe alphabet only."""
-    if not _SAFE_ID.match(value):
-        raise ValueError(
-            f"invalid {what} id {value!r}: use 1-64 characters from A-Z a-z 0-9 _ . : @ -"
-        )
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One result of one search list."""
@@ -83,6 +73,20 @@ class VectorIndex:
     ) -> VectorIndex:
         client = MilvusClient(uri=uri, token=token or "")
         return cls(client, collection, dim, is_lite=is_lite)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, uri: str, collection: str, dim: int, *, token: str | None = None, is_lite: bool
+    ) -> AsyncIterator[VectorIndex]:
+        """Connect for the block's lifetime; call :meth:`setup` before the first write."""
+        index = await asyncio.to_thread(
+            cls.connect, uri, collection, dim, token=token, is_lite=is_lite
+        )
+        try:
+            yield index
+        finally:
+            index.client.close()
 
     def setup(self) -> None:
         """Create the collection and its indexes if missing (idempotent)."""
@@ -245,6 +249,19 @@ class VectorIndex:
         )
         # Lite returns BM25 distances negated; the order is right either way.
         return _hits(res[0], absolute=True)
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Delete rows by their primary key, ``chunk_id``."""
+        if chunk_ids:
+            self.client.delete(self.collection, ids=list(chunk_ids))
+
+    def ping(self) -> bool:
+        """Whether Milvus answers (a metadata call; blocking, so run it in a thread)."""
+        try:
+            self.client.has_collection(self.collection)
+        except Exception:
+            return False
+        return True
 
 
 def _hits(rows: Any, *, absolute: bool = False) -> list[Hit]:

@@ -2,7 +2,7 @@
 
 Fusion is reciprocal-rank fusion, ``sum(1 / (k + rank))`` over the lists, normalised by its
 maximum (a chunk ranked first in every list scores 1.0). The normalisation gives the
-source-anchoring boost of seed 003 (+0.3 by default) a fixed meaning: raw RRF scores are
+source-anchoring boost (+0.3 by default) a fixed meaning: raw RRF scores are
 about 0.03 at best, so an unnormalised +0.3 would put every anchored chunk above every
 other and never let a follow-up drift to a better passage.
 """
@@ -18,13 +18,13 @@ from typing import Literal
 import numpy as np
 
 from convrag.embeddings import Embedder, Matrix
+from convrag.ids import check_id
 from convrag.stores.database import ChunkRow, Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
     Hit,
     NumpyDenseIndex,
     VectorIndex,
-    check_id,
 )
 
 SearchMode = Literal["hybrid", "dense", "bm25"]

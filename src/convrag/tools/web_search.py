@@ -8,7 +8,8 @@ middleware: the wrapper hard-codes ``https://google.serper.dev``.
 from __future__ import annotations
 
 import asyncio
-import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -18,7 +19,6 @@ from langchain_core.tools import StructuredTool
 from yarl import URL
 
 SERPER_HOST = "google.serper.dev"
-_WEB_NS = uuid.UUID("0b6c2f1e-8f0e-4a8f-9d43-2f0c3c6f7a55")
 
 
 def redirect_middleware(base_url: str) -> ClientMiddlewareType:
@@ -48,11 +48,6 @@ def redirect_middleware(base_url: str) -> ClientMiddlewareType:
     return rewrite
 
 
-def web_source_id(url: str) -> str:
-    """Web results get a stable UUID5 of their URL, so citations can store a UUID."""
-    return str(uuid.uuid5(_WEB_NS, url))
-
-
 class WebSearch:
     """Async Google search through ``GoogleSerperAPIWrapper`` (one aiohttp session per loop)."""
 
@@ -63,6 +58,16 @@ class WebSearch:
         self.base_url = base_url
         self.k = k
         self._sessions: dict[int, aiohttp.ClientSession] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, api_key: str, *, base_url: str | None = None) -> AsyncIterator[WebSearch]:
+        """A client whose HTTP sessions close when the block ends."""
+        web = cls(api_key, base_url=base_url)
+        try:
+            yield web
+        finally:
+            await web.aclose()
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -105,7 +110,7 @@ class WebSearch:
         return results
 
     def as_tool(self) -> StructuredTool:
-        """The ``google_search`` tool the answering LLM may call (seed 001)."""
+        """The ``google_search`` tool the answering LLM may call."""
 
         async def google_search(query: str) -> str:
             """Search the internet for current information, facts and recent events."""

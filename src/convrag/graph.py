@@ -7,7 +7,9 @@
     synthesize -> check_repetition -> regenerate -> check_repetition ... -> persist -> END
 
 Routers return ``Literal`` node names. The regenerate loop is bounded by the
-``regenerations`` counter in state, not by the recursion limit.
+``regenerations`` counter in state, not by the recursion limit. Every node runs under its
+:class:`~convrag.nodes.policy.NodePolicy` (timing, the run's time limit, degrading
+instead of failing), listed in :data:`POLICIES`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from convrag.graph.context import Context
-from convrag.graph.state import InputState, State
+from convrag.context import Context
 from convrag.nodes import (
     check_repetition,
     load_history,
@@ -34,6 +35,10 @@ from convrag.nodes import (
     synthesize,
     web_search,
 )
+from convrag.nodes.policy import NodeFn, NodePolicy, apply_policy
+from convrag.nodes.web_search import search_failed
+from convrag.services import Services
+from convrag.state import InputState, State
 
 Retrieval = Literal["retrieve_documents", "retrieve_vectors"]
 
@@ -67,19 +72,52 @@ def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["regen
     return "persist"
 
 
-def build_graph() -> StateGraph[State, Context, InputState, State]:
-    """The uncompiled graph (compile it with a checkpointer)."""
+def _retrieval_limit(ctx: Context) -> float:
+    return ctx.retrieval_timeout_s
+
+
+def _web_limit(ctx: Context) -> float:
+    return ctx.web_timeout_s
+
+
+NODES: dict[str, NodeFn] = {
+    "load_history": load_history,
+    "rewrite": rewrite,
+    "retrieve_documents": retrieve_documents,
+    "retrieve_vectors": retrieve_vectors,
+    "merge_context": merge_context,
+    "web_search": web_search,
+    "synthesize": synthesize,
+    "check_repetition": check_repetition,
+    "regenerate": regenerate,
+    "persist": persist,
+}
+"""Every node, in the order a turn visits them."""
+
+POLICIES: dict[str, NodePolicy] = {
+    "load_history": NodePolicy(starts_turn=True),
+    # A failed retrieval source or web search degrades to no results; the turn goes on.
+    "retrieve_documents": NodePolicy(
+        timeout=_retrieval_limit, fallback=lambda _: {"document_hits": []}
+    ),
+    "retrieve_vectors": NodePolicy(
+        timeout=_retrieval_limit, fallback=lambda _: {"vector_hits": []}
+    ),
+    "web_search": NodePolicy(timeout=_web_limit, fallback=search_failed),
+}
+"""Nodes whose policy is not the default (timed, errors fail the turn)."""
+
+
+def build_graph(services: Services | None = None) -> StateGraph[State, Context, InputState, State]:
+    """The uncompiled graph (compile it with a checkpointer).
+
+    ``services`` serve runs whose context carries none (``langgraph dev``, whose runs get
+    their context from the client).
+    """
     g = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=State)
-    g.add_node("load_history", load_history)
-    g.add_node("rewrite", rewrite)
-    g.add_node("retrieve_documents", retrieve_documents)
-    g.add_node("retrieve_vectors", retrieve_vectors)
-    g.add_node("merge_context", merge_context)
-    g.add_node("web_search", web_search)
-    g.add_node("synthesize", synthesize)
-    g.add_node("check_repetition", check_repetition)
-    g.add_node("regenerate", regenerate)
-    g.add_node("persist", persist)
+    for name, node in NODES.items():
+        policy = POLICIES.get(name, NodePolicy())
+        g.add_node(name, apply_policy(name, node, policy, services=services))
 
     g.add_edge(START, "load_history")
     g.add_edge("load_history", "rewrite")
@@ -101,10 +139,7 @@ def build_graph() -> StateGraph[State, Context, InputState, State]:
 
 
 def compile_graph(
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None, *, services: Services | None = None
 ) -> CompiledStateGraph[State, Context, InputState, State]:
-    return build_graph().compile(checkpointer=checkpointer, name="convrag")
-
-
-# ``langgraph dev`` loads this (see langgraph.json); the server injects its checkpointer.
-graph = compile_graph()
+    """The graph, ready to run with ``checkpointer`` (and default ``services``)."""
+    return build_graph(services).compile(checkpointer=checkpointer, name="convrag")

@@ -1,17 +1,31 @@
-"""Run-scoped settings, given to the graph as ``context_schema`` and read through ``Runtime``.
+"""What a run carries besides its state: the knobs that tune it and the services it uses.
 
-Only ``thread_id`` travels in ``configurable``; everything that tunes a run is here.
+The graph declares this as ``context_schema`` and every node reads it through
+``Runtime.context``. Only ``thread_id`` travels in ``configurable``. ``services`` is the
+run's dependency injection: the composition root (:func:`convrag.services.open_services`)
+builds one :class:`~convrag.services.Services` and each surface passes it here, so two
+assistants in one process never share stores by accident. It is hidden from the JSON
+schema that Studio and the SDK see, and cannot be set from a mapping.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import PlainValidator
+from pydantic.json_schema import SkipJsonSchema
+
+from convrag.services import Services
+
+#: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
+#: context's JSON schema.
+InjectedServices = Annotated[Services | None, PlainValidator(lambda v: v), SkipJsonSchema()]
 
 
 @dataclass(kw_only=True)
 class Context:
-    """Knobs of one run. Defaults follow the seeds."""
+    """Knobs of one run, validated when the context is built."""
 
     workspace_id: str = field(default="default", metadata={"description": "Workspace to search."})
     llm_model: str | None = field(
@@ -37,7 +51,7 @@ class Context:
         default=0.3,
         metadata={
             "description": "Additive boost for chunks of the previous "
-            "answer's documents on a follow-up (seed 003)."
+            "answer's documents on a follow-up."
         },
     )
     repetition_threshold: float = field(
@@ -57,6 +71,18 @@ class Context:
     answer_timeout_s: float = 60.0
     retrieval_timeout_s: float = 3.5
     web_timeout_s: float = 8.0
+    services: InjectedServices = field(default=None, repr=False, compare=False)
+    """The run's stores, embedder, searcher and web tool; see :attr:`deps`."""
+
+    @property
+    def deps(self) -> Services:
+        """The run's services, or a clear error when the caller gave none."""
+        if self.services is None:
+            raise RuntimeError(
+                "this run has no services: open them with convrag.services.open_services() "
+                "and pass Context(services=...), or use convrag.assistant.open_assistant()"
+            )
+        return self.services
 
     def __post_init__(self) -> None:
         problems = []
@@ -83,5 +109,5 @@ class Context:
     @classmethod
     def from_mapping(cls, data: dict[str, Any] | None) -> Context:
         """Build from a dict (e.g. the SDK's ``context``), ignoring unknown keys."""
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"services"}
         return cls(**{k: v for k, v in (data or {}).items() if k in known})

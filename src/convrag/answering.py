@@ -1,4 +1,4 @@
-"""Answer synthesis shared by the ``synthesize`` and ``regenerate`` nodes.
+"""How answers are written, shared by the ``synthesize`` and ``regenerate`` nodes.
 
 Two ways to answer, one contract (a text with inline ``[n]`` markers over ``sources``):
 
@@ -19,11 +19,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from convrag import prompts
-from convrag.graph.state import Citation, HistoryTurn, Source
+from convrag.records import HistoryTurn, Source
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
-_MARKER = re.compile(r"\[(\d{1,3})\]")
 _STOP = frozenset(
     [
         "a",
@@ -272,45 +271,3 @@ async def llm_answer(
     if full is None:
         return AIMessage(content="")
     return AIMessage(content=full.content, tool_calls=full.tool_calls)
-
-
-def has_marker(text: str) -> bool:
-    return bool(_MARKER.search(text))
-
-
-def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list[Citation], int]:
-    """Keep markers that point at a source, drop the others (and count them).
-
-    Returns the cleaned answer, its citations (with positions in the cleaned text), and
-    the number of unresolved markers removed.
-    """
-    unresolved = 0
-
-    def keep(m: re.Match[str]) -> str:
-        nonlocal unresolved
-        n = int(m.group(1))
-        if 1 <= n <= len(sources):
-            return m.group(0)
-        unresolved += 1
-        return ""
-
-    cleaned = _MARKER.sub(keep, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
-    citations: list[Citation] = []
-    for m in _MARKER.finditer(cleaned):
-        n = int(m.group(1))
-        src = sources[n - 1]
-        citations.append(
-            Citation(
-                marker=m.group(0),
-                position=m.start(),
-                source_index=n,
-                source_id=src["id"],
-                source_type=src["source_type"],
-                document_id=src["document_id"],
-                url=src["url"],
-                score=float(src["score"]),
-                snippet=src["text"][:200],
-            )
-        )
-    return cleaned, citations, unresolved

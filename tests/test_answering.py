@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from convrag.graph.state import Source
-from convrag.synthesis import (
-    NO_SOURCES_ANSWER,
-    extractive_answer,
-    resolve_citations,
-    sentences,
-)
+from convrag.answering import NO_SOURCES_ANSWER, extractive_answer, sentences
+from convrag.citations import resolve_citations
+from convrag.records import Source
 
 
 def _src(text: str, n: int = 0) -> Source:

@@ -1,0 +1,87 @@
+"""The FastAPI application: its lifespan, middleware, error handler and routers.
+
+The lifespan opens the assistant (and, unless given services, the stores) once per
+process and keeps what the routes share on ``app.state``: the services, the assistant,
+the turn runner, the rate limiter and the API key cache. On shutdown it lets running
+turns finish, since they persist their answer, before the stores close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from convrag import __version__
+from convrag.api.deps import KeyCache, RateLimiter
+from convrag.api.metrics import HTTP_ERRORS
+from convrag.api.middleware import BodySizeLimit
+from convrag.api.routers import conversations, documents, messages, openai, operations
+from convrag.api.turns import TurnRunner
+from convrag.assistant import Assistant, open_assistant
+from convrag.config import Settings
+from convrag.services import Services
+
+#: Room for the multipart framing around an uploaded file of the maximum size.
+_MULTIPART_OVERHEAD = 64 * 1024
+
+
+def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
+    """The FastAPI app. Without ``services`` it opens (and on shutdown stops) the stores."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            assistant: Assistant = await stack.enter_async_context(
+                open_assistant(settings, services=services)
+            )
+            assistant.services.warm_after_ingest = True
+            app.state.services = assistant.services
+            app.state.assistant = assistant
+            app.state.runner = TurnRunner(assistant)
+            app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
+            app.state.keys = KeyCache()
+            yield
+            # Let running turns finish (they persist) before the stores close.
+            pending = list(app.state.runner.active.values())
+            if pending:
+                await asyncio.wait(pending, timeout=30)
+
+    app = FastAPI(
+        title="convrag",
+        version=__version__,
+        description="Conversational RAG over a workspace's documents. Streams answers with "
+        "`[n]` citations as server-sent events; see the README for the event types.",
+        lifespan=lifespan,
+    )
+    limits = settings or (services.settings if services else Settings())
+    file_limit, body_limit = limits.max_file_bytes, limits.max_body_bytes
+    app.add_middleware(
+        BodySizeLimit,
+        limit_for=lambda path: (
+            file_limit + _MULTIPART_OVERHEAD if path == "/v1/documents" else body_limit
+        ),
+    )
+    app.exception_handler(RequestValidationError)(_validation_error)
+    for module in (operations, conversations, messages, openai, documents):
+        app.include_router(module.router)
+    return app
+
+
+async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 with one readable ``detail`` line and the problems field by field."""
+    HTTP_ERRORS.labels("422").inc()
+    problems = [
+        {
+            "field": ".".join(str(p) for p in e["loc"] if p != "body"),
+            "message": e["msg"],
+            "type": e["type"],
+        }
+        for e in exc.errors()
+    ]
+    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
+    return JSONResponse({"detail": summary, "errors": problems}, status_code=422)

@@ -1,0 +1,91 @@
+"""Message routes: ask a question in a conversation, read an answer's stored citations.
+
+The answer streams as typed server-sent events (see :mod:`convrag.api.turns`), or comes
+whole as JSON for a client that accepts only ``application/json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response, status
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from convrag.api.deps import OwnedConversation, RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.errors import not_found
+from convrag.api.metrics import HTTP_ERRORS
+from convrag.api.schemas import CitationOut, MessageIn
+from convrag.api.turns import SSE_HEADERS, ConversationBusy, answer_out, drain, turn_context
+from convrag.state import InputState
+
+router = APIRouter(tags=["conversations"])
+
+
+def _sse(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/event-stream" not in accept
+
+
+@router.post(
+    "/v1/conversations/{conversation_id}/messages",
+    responses={
+        200: {
+            "content": {
+                "text/event-stream": {},
+                "application/json": {"schema": {"$ref": "#/components/schemas/AnswerOut"}},
+            },
+            "description": "SSE events (default) or, with `Accept: application/json`, "
+            "the whole answer.",
+        },
+        409: {"description": "The conversation is still answering a message."},
+    },
+)
+async def post_message(
+    conversation_id: OwnedConversation,
+    body: MessageIn,
+    request: Request,
+    workspace: WorkspaceDep,
+    runner: RunnerDep,
+) -> Response:
+    """Ask a question in a conversation; the answer streams as typed SSE events."""
+    content = body.content.strip()
+    if not content:
+        raise HTTPException(422, "content: must not be blank")
+    payload = InputState(message=content, conversation_id=conversation_id)
+    try:
+        queue, task = runner.start(conversation_id, payload, turn_context(workspace, body.rag))
+    except ConversationBusy:
+        HTTP_ERRORS.labels("409").inc()
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            "the conversation is still answering the previous message; retry when it is "
+            "done (messages are not queued)",
+        ) from None
+    if _wants_json(request):
+        async for _ in drain(queue):
+            pass
+        answer = answer_out(conversation_id, await task)
+        return JSONResponse(answer.model_dump(mode="json"))
+
+    async def events() -> AsyncIterator[str]:
+        async for name, data in drain(queue):
+            yield _sse(name, data)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.get("/v1/messages/{message_id}/sources", response_model=list[CitationOut])
+async def message_sources(
+    message_id: str, workspace: WorkspaceDep, services: ServicesDep
+) -> list[CitationOut]:
+    """The stored citations of an answer (a turn id from the `done` event)."""
+    rows = await services.db.citations(workspace, message_id)
+    if rows is None:
+        raise not_found("message", message_id)
+    return [CitationOut.model_validate(r) for r in rows]

@@ -1,0 +1,133 @@
+"""``POST /v1/chat/completions``: OpenAI's chat completions API over the same turns.
+
+An OpenAI client sends the whole history with each request, so each request is a new
+conversation whose history comes from its ``messages``, not from stored turns. Replies
+carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
+chunks follow OpenAI's format, ending with ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from convrag.api.deps import RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.schemas import MAX_MESSAGE_CHARS, ChatCompletionIn, RagOptions
+from convrag.api.turns import SSE_HEADERS, answer_out, drain, turn_context
+from convrag.records import HistoryTurn
+from convrag.state import InputState
+from convrag.text.entities import extract_entities
+
+router = APIRouter(tags=["openai"])
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(
+    body: ChatCompletionIn,
+    workspace: WorkspaceDep,
+    services: ServicesDep,
+    runner: RunnerDep,
+) -> Response:
+    """OpenAI's chat completions shape; the history comes from the request's messages."""
+    turns, question = _history_from_messages(body)
+    if not question or len(question) > MAX_MESSAGE_CHARS:
+        raise HTTPException(
+            422,
+            "messages: the last message must be a user message of 1 to "
+            f"{MAX_MESSAGE_CHARS} characters",
+        )
+    conversation_id = await services.db.create_conversation(workspace)
+    payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
+    rag = body.workspace_rag or RagOptions()
+    queue, task = runner.start(conversation_id, payload, turn_context(workspace, rag))
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    if not body.stream:
+        async for _ in drain(queue):
+            pass
+        answer = answer_out(conversation_id, await task)
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": body.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": answer.answer},
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "citations": [c.model_dump() for c in answer.citations],
+                "sources": answer.sources,
+                "conversation_id": conversation_id,
+            }
+        )
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        data = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": body.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(data, default=str)}\n\n"
+
+    async def stream() -> AsyncIterator[str]:
+        yield chunk({"role": "assistant", "content": ""})
+        async for name, data in drain(queue):
+            if name == "token":
+                yield chunk({"content": data["text"]})
+            elif name == "done":
+                yield chunk({}, "stop", citations=data["citations"])
+            elif name == "error":
+                yield f"data: {json.dumps({'error': data})}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+
+
+def _history_from_messages(body: ChatCompletionIn) -> tuple[list[HistoryTurn], str]:
+    """(history, question): the last user message is the question; the history is the
+    last 5 user/assistant pairs before it, the window a stored conversation gets by
+    default (``Context.history_turns``)."""
+    convo = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
+    if not convo or convo[-1][0] != "user":
+        raise HTTPException(422, "messages: the last message must have role 'user'")
+    question = convo.pop()[1].strip()
+    turns: list[HistoryTurn] = []
+    pending: str | None = None
+    for role, text in convo[-10:]:
+        if role == "user":
+            pending = text
+        elif pending is not None:
+            turns.append(
+                HistoryTurn(
+                    turn_number=len(turns) + 1,
+                    question=pending,
+                    answer=text,
+                    contextualized_query=None,
+                    entities=extract_entities(text),
+                    cited_document_ids=[],
+                )
+            )
+            pending = None
+    return turns[-5:], question

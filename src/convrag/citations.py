@@ -1,0 +1,63 @@
+"""Citation markers: the one ``[n]`` pattern, and resolving markers to their sources.
+
+An answer cites ``sources[n-1]`` with ``[n]``. Markers that point nowhere are removed
+before an answer is stored or shown, and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from convrag.records import Citation, Source
+
+MARKER = re.compile(r"\[(\d{1,3})\]")
+"""A citation marker: ``[1]`` to ``[999]``."""
+
+
+def markers(text: str) -> Iterator[re.Match[str]]:
+    """Every marker in ``text``, in order."""
+    return MARKER.finditer(text)
+
+
+def has_marker(text: str) -> bool:
+    """Whether ``text`` cites anything."""
+    return bool(MARKER.search(text))
+
+
+def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list[Citation], int]:
+    """Keep markers that point at a source, drop the others (and count them).
+
+    Returns the cleaned answer, its citations (with positions in the cleaned text), and
+    the number of unresolved markers removed.
+    """
+    unresolved = 0
+
+    def keep(m: re.Match[str]) -> str:
+        nonlocal unresolved
+        n = int(m.group(1))
+        if 1 <= n <= len(sources):
+            return m.group(0)
+        unresolved += 1
+        return ""
+
+    cleaned = MARKER.sub(keep, answer)
+    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    citations: list[Citation] = []
+    for m in MARKER.finditer(cleaned):
+        n = int(m.group(1))
+        src = sources[n - 1]
+        citations.append(
+            Citation(
+                marker=m.group(0),
+                position=m.start(),
+                source_index=n,
+                source_id=src["id"],
+                source_type=src["source_type"],
+                document_id=src["document_id"],
+                url=src["url"],
+                score=float(src["score"]),
+                snippet=src["text"][:200],
+            )
+        )
+    return cleaned, citations, unresolved

@@ -1,0 +1,42 @@
+"""Conversation lifecycle actions that span several stores.
+
+A conversation lives in three places: its rows in Postgres (the conversation, its turns
+and their citations), its checkpoint thread in the graph's checkpointer, and its memory
+vectors in Milvus. Deleting one must clear all three, in one place that the HTTP
+service, the CLI and library callers share, so none of them reaches into a store or
+the checkpointer to do it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Checkpointer
+
+if TYPE_CHECKING:
+    from convrag.assistant import Assistant
+
+
+async def delete_thread(saver: Checkpointer, thread_id: str) -> None:
+    """Delete a thread's checkpoints; nothing to do for a graph compiled without a saver."""
+    if isinstance(saver, BaseCheckpointSaver):
+        await saver.adelete_thread(thread_id)
+
+
+async def delete_conversation(
+    assistant: Assistant, workspace_id: str, conversation_id: str
+) -> bool:
+    """Delete a conversation's turns, citations, checkpoints and memory vectors.
+
+    Returns False, touching nothing else, when the conversation is not this workspace's:
+    checkpoint threads are keyed by the conversation id alone, so Postgres, which knows
+    the owner, is asked first.
+    """
+    services = assistant.services
+    if not await services.db.delete_conversation(workspace_id, conversation_id):
+        return False
+    await delete_thread(assistant.graph.checkpointer, conversation_id)
+    await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
+    return True

@@ -1,1 +1,0 @@
-"""The conversational graph: state, context and the builder."""

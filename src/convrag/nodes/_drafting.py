@@ -1,0 +1,136 @@
+"""What ``synthesize`` and ``regenerate`` share: one draft from the LLM or the sources.
+
+Two ways to draft, one contract (a text with inline ``[n]`` markers over the sources):
+the LLM, streamed token by token and allowed one ``google_search`` call; or, without an
+LLM or when it fails mid-turn, the extractive answer (flagged as a fallback).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langgraph.runtime import Runtime
+
+from convrag.answering import (
+    GREETING_ANSWER,
+    build_messages,
+    extractive_answer,
+    llm_answer,
+    reformat_previous,
+)
+from convrag.context import Context
+from convrag.events import ResetEvent, TokenEvent, emit
+from convrag.llm import attempt, chat_model
+from convrag.state import Draft, DraftUpdate, State
+from convrag.text.entities import extract_entities
+
+_REFORMAT_WORDS = (
+    "table",
+    "format",
+    "shorter",
+    "short",
+    "brief",
+    "summar",
+    "bullet",
+    "list",
+    "rewrite",
+    "rephrase",
+    "translate",
+    "concise",
+)
+
+
+@dataclass(frozen=True)
+class LlmDraft:
+    """What one LLM call gave: a text, a web search to run first, or a failure."""
+
+    text: str | None = None
+    web_query: str | None = None
+    failure: str | None = None
+
+
+async def llm_draft(
+    state: State, runtime: Runtime[Context], model_name: str, excluded: Sequence[str], node: str
+) -> LlmDraft:
+    """Stream the LLM's answer as ``token`` events; a failure after tokens sends ``reset``."""
+    ctx = runtime.context
+    services = ctx.deps
+    model = chat_model(
+        model_name,
+        services.settings,
+        temperature=ctx.answer_temperature,
+        timeout=ctx.answer_timeout_s,
+    )
+    tools = []
+    if services.web is not None and ctx.web_search != "off" and not state.get("web_search_done"):
+        tools = [services.web.as_tool()]
+    question = state["message"]
+    rewritten = state.get("rewritten_query") or question
+    streamed = False
+
+    def on_token(token: str) -> None:
+        nonlocal streamed
+        streamed = True
+        emit(runtime, TokenEvent(event="token", text=token, node=node))
+
+    messages = build_messages(
+        question, rewritten, state.get("sources") or [], state.get("history") or [], excluded
+    )
+    reply, failure = await attempt(
+        llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s
+    )
+    if reply is not None:
+        call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
+        if call is not None and tools:
+            return LlmDraft(web_query=str(call["args"].get("query") or rewritten))
+        content = reply.content if isinstance(reply.content, str) else ""
+        if content.strip():
+            return LlmDraft(text=content)
+        failure = "empty answer"
+    if streamed:
+        emit(runtime, ResetEvent(event="reset", reason="llm_failed", node=node))
+    return LlmDraft(failure=failure)
+
+
+def extractive_draft(state: State, excluded: Sequence[str]) -> str:
+    """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences."""
+    history = state.get("history") or []
+    if state.get("classification") == "no_retrieval":
+        lowered = state["message"].lower()
+        if history and any(w in lowered for w in _REFORMAT_WORDS):
+            return reformat_previous(state["message"], history)
+        return GREETING_ANSWER
+    rewritten = state.get("rewritten_query") or state["message"]
+    return extractive_answer(
+        rewritten, state.get("sources") or [], history=history, excluded_entities=excluded
+    )
+
+
+def stream_text(runtime: Runtime[Context], text: str, node: str, size: int = 24) -> None:
+    """Send an extractive answer as word-aligned ``token`` pieces, so it streams like an LLM."""
+    cur = ""
+    for word in text.split(" "):
+        cur = f"{cur} {word}" if cur else word
+        if len(cur) >= size:
+            emit(runtime, TokenEvent(event="token", text=cur + " ", node=node))
+            cur = ""
+    if cur:
+        emit(runtime, TokenEvent(event="token", text=cur, node=node))
+
+
+def drafted(state: State, text: str, *, extractive: bool) -> DraftUpdate:
+    """The update that makes ``text`` the current draft (and keeps every earlier one)."""
+    drafts = [
+        *state.get("drafts", []),
+        Draft(answer=text, overlap_ratio=0.0, extractive=extractive),
+    ]
+    return DraftUpdate(
+        draft=text, drafts=drafts, entities=extract_entities(text), pending_web_query=None
+    )
+
+
+def fell_back(node: str, failure: str | None) -> DraftUpdate:
+    """Flags and errors of an LLM failure answered extractively."""
+    reason = failure or "error"
+    return DraftUpdate(flags={"extractive_fallback": reason}, errors={node: reason})

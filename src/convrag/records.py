@@ -1,0 +1,96 @@
+"""The records a turn is made of, one shape each from the store up to the HTTP schema.
+
+- :class:`Source`: a passage numbered for an answer (a chunk, a looked-up document item,
+  or a web page), as the graph carries it;
+- :class:`SourceOut`: the same source as clients see it, in the ``sources`` event, the
+  JSON reply and the stored turn;
+- :class:`Citation`: a resolved ``[n]`` marker, as the graph produces it, Postgres stores
+  it and the API shows it;
+- :class:`HistoryTurn`: an earlier turn, as the graph reads it back.
+
+``typing_extensions.TypedDict`` lets pydantic (the HTTP schema) read them on Python 3.11.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+SourceType = Literal["chunk", "document", "web", "memory"]
+
+SNIPPET_CHARS = 300
+"""How much of a source's text clients see as its snippet."""
+
+
+class Source(TypedDict):
+    """One numbered source of an answer: a chunk, a looked-up document item, or a web page."""
+
+    id: str
+    """UUID of the chunk (or a UUID5 of the URL for web results)."""
+    source_type: SourceType
+    document_id: str | None
+    title: str | None
+    text: str
+    url: str | None
+    score: float
+    dense_score: NotRequired[float | None]
+    bm25_score: NotRequired[float | None]
+    anchored: NotRequired[bool]
+
+
+class Citation(TypedDict):
+    """A resolved ``[n]`` marker: where it sits in the answer and what it points at."""
+
+    marker: str
+    position: int
+    source_index: int
+    source_id: str
+    source_type: str
+    document_id: str | None
+    url: str | None
+    score: float
+    snippet: str
+
+
+class HistoryTurn(TypedDict):
+    """An earlier turn, as loaded from Postgres."""
+
+    turn_number: int
+    question: str
+    answer: str
+    contextualized_query: str | None
+    entities: list[str]
+    cited_document_ids: list[str]
+
+
+class SourceOut(TypedDict):
+    """A numbered source as clients see it: ``[n]`` in the answer points here."""
+
+    n: int
+    id: str
+    type: str
+    document_id: str | None
+    title: str | None
+    url: str | None
+    score: float
+    snippet: str
+
+
+def source_out(n: int, src: Source) -> SourceOut:
+    """``src`` as source number ``n``, with a short snippet of its text."""
+    return SourceOut(
+        n=n,
+        id=src["id"],
+        type=src["source_type"],
+        document_id=src["document_id"],
+        title=src["title"],
+        url=src["url"],
+        score=round(float(src["score"]), 6),
+        snippet=src["text"][:SNIPPET_CHARS],
+    )
+
+
+def sources_out(sources: list[Source]) -> list[SourceOut]:
+    """Every source, numbered from 1."""
+    return [source_out(n, s) for n, s in enumerate(sources, start=1)]

@@ -1,0 +1,763 @@
+"""Rewrite a follow-up into a standalone query: pronoun and ellipsis resolution.
+
+When no LLM is configured, :func:`contextualize` alone turns a follow-up such as "What about
+her basic salary?" into a query ("What is Prasad Chaudhari's basic salary?") that BM25 and
+dense retrieval can use without the conversation. Personal pronouns become the most salient
+person (or the people the previous answer listed), "it/this/that" the previous turn's topic,
+and fragments ("and in 2019?", "why?", "what about X?", "any others?") are mapped onto the
+previous question. When no referent is credible, the pronoun is left as it is: a wrong name
+hurts retrieval more than a vague pronoun. Regex and word-list heuristics over the cached
+models of :mod:`convrag.rewriting.history`, so a call takes a fraction of a millisecond.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from convrag.rewriting.classify import (
+    BARE_WH_RE,
+    COMPARATIVE_RE,
+    LEAD_CONJ_RE,
+    MORE_RE,
+    WHAT_ABOUT_RE,
+    classify,
+    is_no_retrieval,
+    split_pleasantries,
+)
+from convrag.rewriting.history import (
+    ANSWER_CHARS,
+    PERSON_MIN,
+    ConversationContext,
+    Entity,
+    Turn,
+    anaphors,
+    conversation_context,
+    display_name,
+    full_name,
+)
+from convrag.text.entities import YEAR_RE, NameSpan, name_spans
+from convrag.text.lexicon import (
+    ADVERBS,
+    AUX,
+    FEMALE,
+    FRAME_WORDS,
+    FUNCTION_WORDS,
+    LOC_PREPS,
+    META_NOUNS,
+    NAME_SUFFIXES,
+    NOT_NAME,
+    NP_DETS,
+    PREPS,
+    PRONOUNS,
+    TEMPORAL_PREPS,
+    WH,
+)
+from convrag.text.tokens import (
+    Token,
+    clean,
+    content_words,
+    fold,
+    has_inner_cap,
+    is_acronym,
+    is_capitalised,
+    is_plural_phrase,
+    is_verb_like,
+    strip_end,
+    strip_possessive,
+    tokenize,
+)
+
+__all__ = ["contextualize"]
+
+_SPACE_PUNCT_RE = re.compile(r"\s+([?.!,;:])")
+_ELSE_RE = re.compile(r"\b(?:else|others?|another)\b", re.IGNORECASE)
+_DEFINE_RE = re.compile(
+    r"^(?:(?:what|who)\s+(?:is|are|was|were)|what(?:'s|’s)|(?:can\s+you\s+|please\s+)?"
+    r"(?:tell\s+me\s+about|explain|describe|define))\s+(?:an?\s+|the\s+)?(?P<obj>[^?,;]+)",
+    re.IGNORECASE,
+)
+_PREDICATE_ADJ_RE = re.compile(r"(?:ful|ous|less)$")
+_DEMONYM_RE = re.compile(r"(?:an|ese|ish|ic|i)$")
+
+
+def contextualize(message: str, history: Sequence[Turn]) -> str:
+    """Return a standalone version of ``message`` given the earlier ``history`` (oldest first).
+
+    Standalone messages, messages with no history and no-retrieval messages come back
+    unchanged (whitespace-normalised). Follow-ups get their pronouns replaced by the most
+    salient referent (personal pronouns by the person or the people just listed, "it/that" by
+    the previous topic), and fragments are completed from the previous question. The original
+    words are kept except replaced pronouns, the output stays short for BM25 and dense
+    retrieval, and it is never empty (an empty message yields the previous question, if any).
+    """
+    msg = clean(message)
+    if not msg:
+        for turn in reversed(history):
+            if turn.question.strip():
+                return clean(turn.question)
+        return "?"
+    if not history or classify(msg, history) != "follow_up":
+        return message.strip()
+    prefix, core = split_pleasantries(msg)
+    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(core, history)))
+    if not out:
+        return msg
+    return prefix + _as_question(out, capitalize=not prefix)
+
+
+def _as_question(text: str, *, capitalize: bool) -> str:
+    """Normalise a rewritten query: capital first letter, and "?" after a bare question."""
+    if capitalize and text[0].islower() and not has_inner_cap(text.split()[0]):
+        text = text[0].upper() + text[1:]
+    toks = tokenize(text)
+    single = not any(t.text in ".!?" for t in toks)
+    if single and toks and (toks[0].low in WH or toks[0].low in AUX) and text[-1].isalnum():
+        text += "?"
+    return text
+
+
+def _rewrite(msg: str, history: Sequence[Turn]) -> str:
+    """Rewrite a follow-up: map fragments onto the previous question, else resolve pronouns."""
+    refs = _referents(history)
+    prev_q = _previous_question(history, refs)
+
+    m = WHAT_ABOUT_RE.match(msg)
+    if m:
+        rtoks = tokenize(m.group("rest"))
+        if rtoks and (rtoks[0].low in WH or rtoks[0].low in AUX):
+            # "what about why can't I ...?" wraps a full question: keep just that question.
+            resolved, _ = _resolve_pronouns(m.group("rest"), refs)
+            return resolved[0].upper() + resolved[1:]
+        rest, _ = _resolve_pronouns(m.group("rest"), refs)
+        mapped = _what_about(rest, prev_q, refs)
+        if mapped:
+            return mapped
+        resolved, changed = _resolve_pronouns(msg, refs)
+        topic = refs.topic
+        if changed or not topic or fold(topic) in fold(msg) or name_spans(rtoks):
+            return resolved  # "What about Romeo and Juliet?" names its own new subject
+        return _append_topic(resolved, topic, "for")
+
+    m = BARE_WH_RE.match(msg)
+    if m and prev_q:
+        wh = m.group("wh")
+        prev = strip_end(prev_q)
+        ptoks = tokenize(prev)
+        if ptoks and ptoks[0].low in WH:
+            body = prev[ptoks[0].end :].lstrip()
+            if len(ptoks) > 1 and ptoks[1].low in ("much", "many", "long", "often", "old"):
+                body = prev[ptoks[1].end :].lstrip()
+            return f"{wh[0].upper()}{wh[1:]} {body}?"
+        if ptoks and ptoks[0].low in AUX:
+            return f"{wh[0].upper()}{wh[1:]} {_lower_first(prev)}?"
+
+    lead = LEAD_CONJ_RE.match(msg)
+    if lead and prev_q:
+        rest = msg[lead.end() :]
+        rtoks = tokenize(rest)
+        is_fragment = (
+            bool(rtoks)
+            and (rtoks[0].low in PREPS or len(content_words(rtoks)) <= 2)
+            and not any(t.low in AUX for t in rtoks)
+        )
+        if is_fragment:
+            rest, _ = _resolve_pronouns(rest, refs)
+            rtoks = tokenize(rest)
+            mapped = _what_about(rest, prev_q, refs)
+            if mapped:
+                return mapped
+            if not name_spans(rtoks):
+                return f"{strip_end(prev_q)} {strip_end(rest)}?"
+
+    resolved, changed = _resolve_pronouns(msg, refs)
+    toks = tokenize(resolved)
+    low = fold(resolved)
+
+    people = _compared(history, conversation_context(history)) if COMPARATIVE_RE.search(msg) else []
+    if (
+        len(people) >= 2
+        and toks
+        and toks[0].low in ("who", "whose")
+        and COMPARATIVE_RE.search(msg)
+        and len(content_words(toks)) <= 2
+        and not any(fold(p) in low for p in people)
+    ):
+        return _append_topic(resolved, _join_names(people), "between")
+
+    if not changed:
+        names = name_spans(toks)
+        expanded = _expand_partial(resolved, names, history)
+        if expanded != resolved:
+            return expanded
+        topic = refs.topic or refs.main
+        if topic and not names and not anaphors(toks) and fold(topic) not in low:
+            # Only a bare fragment ("any others?", "tell me more") gets the topic appended:
+            # a question with its own content words is better left alone than padded.
+            content = [t for t in content_words(toks) if t.low not in META_NOUNS]
+            if not content and _ELSE_RE.search(msg):
+                # "any others?" asks the previous question again, minus its answer.
+                besides = _besides(prev_q, history[-1].answer[:ANSWER_CHARS])
+                if besides:
+                    return besides
+                return _append_topic(resolved, refs.main or topic, "about")
+            if not content and MORE_RE.search(msg):
+                return _append_topic(resolved, topic, "about")  # "tell me more"
+    return resolved
+
+
+@dataclass(slots=True)
+class _Referents:
+    """What each kind of reference in a follow-up most likely points to."""
+
+    person: str | None
+    female: str | None
+    male: str | None
+    people: list[str]  # coordinated names in the previous turn ("A and B")
+    group: str | None
+    topic: str | None  # what "it/that" most likely points to
+    place: str | None
+    main: str | None = None  # what the whole conversation is about
+
+
+def _referents(history: Sequence[Turn]) -> _Referents:
+    """Pick the referents for a follow-up to ``history``.
+
+    The topic comes from the latest exchange that has one (a short naming answer to a "what/
+    who" question, else the previous question's named thing or noun phrase); people from
+    the salience model over the whole history.
+    """
+    ctx = conversation_context(history)
+    ranked = ctx.ranked
+    person = _person_for(ranked, "")
+    female = _person_for(ranked, "f")
+    male = _person_for(ranked, "m")
+    last = history[-1]
+    people = _people(history, ctx)
+    group = _plural_phrase(last.question)
+    if group is None:
+        group_ent = max(ranked, key=lambda e: e.group, default=None)
+        if group_ent and group_ent.group > PERSON_MIN:
+            group = display_name(group_ent)
+    refs = _Referents(person, female, male, people, group, None, None)
+    topic = None
+    for turn in reversed(history[-3:]):
+        topic = _short_answer(turn) if turn is last and _asks_for_name(turn.question) else None
+        topic = topic or _question_topic(turn.question, ctx, refs)
+        if topic:
+            break
+    refs.topic = topic
+    refs.place = _place(last)
+    best = max(ranked, key=lambda e: e.person + e.score, default=None)
+    refs.main = person or (display_name(best) if best else None)
+    return refs
+
+
+def _person_for(ranked: Sequence[Entity], gender: str) -> str | None:
+    """The most salient person, skipping those whose pronouns show the other gender."""
+    for ent in sorted(ranked, key=lambda e: -e.person):
+        if ent.person < PERSON_MIN:
+            break
+        if gender == "f" and ent.male > ent.female:
+            continue
+        if gender == "m" and ent.female > ent.male:
+            continue
+        return display_name(ent)
+    return None
+
+
+def _people(history: Sequence[Turn], ctx: ConversationContext) -> list[str]:
+    """Who "they" are: names listed together in the last exchange ("A and B")."""
+    last = history[-1]
+    return _coordinated(last.answer[:ANSWER_CHARS], ctx) or _coordinated(last.question, ctx)
+
+
+def _coordinated(text: str, ctx: ConversationContext) -> list[str]:
+    """People joined by "and"/commas in ``text`` ("Prasad Chaudhari and John Doe").
+
+    Only short lists of person-like names count: "English, French and German" is not who
+    "they" are.
+    """
+    toks = tokenize(text)
+    spans = name_spans(toks)
+    best: list[NameSpan] = []
+    run: list[NameSpan] = []
+    for span in spans:
+        if run:
+            gap = [t.low for t in toks[run[-1].last + 1 : span.first]]
+            if gap and len(gap) <= 2 and all(g in (",", "and", "&") for g in gap):
+                run.append(span)
+                continue
+            if len(run) > len(best):
+                best = run
+        run = [span]
+    if len(run) > len(best):
+        best = run
+    best = [s for s in best if s.key.rstrip(".") not in NAME_SUFFIXES]  # "Buckley, Jr."
+    if not 2 <= len(best) <= 4 or not all(_person_like(s, ctx) for s in best):
+        return []
+    return [s.text for s in best]
+
+
+def _person_like(span: NameSpan, ctx: ConversationContext) -> bool:
+    """Whether a name looks like a person (for "he/she", lists of people, comparisons)."""
+    if span.article or span.acronym or span.joined or span.prev in LOC_PREPS:
+        return False
+    ent = ctx.entities.get(span.key)
+    if ent is not None and ent.person > ent.thing:
+        return True
+    return span.ntok >= 2
+
+
+def _plural_phrase(question: str) -> str | None:
+    """A plural noun phrase of a question ("those conversations") that "they" can point to."""
+    toks = tokenize(question)
+    for k, t in enumerate(toks):
+        if t.low not in ("the", "these", "those", "some", "all", "many", "most") and k != 0:
+            continue
+        j = k + 1 if k or t.low in FUNCTION_WORDS else k
+        words: list[str] = []
+        while (
+            j < len(toks)
+            and toks[j].kind == "word"
+            and toks[j].low not in FUNCTION_WORDS
+            and toks[j].low not in FRAME_WORDS
+            and not is_verb_like(toks[j])
+            and len(words) < 3
+        ):
+            words.append(toks[j].text)
+            j += 1
+        if not words:
+            continue
+        head = words[-1].lower()
+        if head.endswith("s") and not head.endswith(("ss", "us", "is")) and head not in META_NOUNS:
+            det = "the " if t.low in ("the", "these", "those") else ""
+            return det + " ".join(words)
+    return None
+
+
+def _join_names(names: Sequence[str]) -> str:
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _compared(history: Sequence[Turn], ctx: ConversationContext) -> list[str]:
+    """Who "Who earns more?" compares: a list in the last exchange or a turn back, else the
+    people the last answer names ("A earns $120,000 and B earns $95,000"), spelled out in
+    full when an earlier turn did ("Prasad: $120,000" -> "Prasad Chaudhari")."""
+    return [_fuller(n, ctx) for n in _compared_names(history, ctx)]
+
+
+def _compared_names(history: Sequence[Turn], ctx: ConversationContext) -> list[str]:
+    found = _people(history, ctx)
+    if found:
+        return found
+    toks = tokenize(history[-1].answer[:ANSWER_CHARS])
+    names: list[str] = []
+    for span in name_spans(toks):
+        if _person_like(span, ctx) and span.text not in names:
+            names.append(span.text)
+    if 2 <= len(names) <= 4:
+        return names
+    if len(history) >= 2:
+        return _people(history[:-1], ctx)
+    return []
+
+
+def _fuller(name: str, ctx: ConversationContext) -> str:
+    """A one-word name spelled out as the history spelled it ("Prasad" -> "Prasad
+    Chaudhari"), when exactly one multi-word person name starts or ends with it."""
+    key = fold(name)
+    if " " in key:
+        return name
+    matches = {
+        display_name(ent)
+        for ent in ctx.entities.values()
+        if len(ent.key.split()) > 1
+        and key in (ent.key.split()[0], ent.key.split()[-1])
+        and ent.person >= ent.thing
+    }
+    return matches.pop() if len(matches) == 1 else name
+
+
+def _question_topic(
+    question: str, ctx: ConversationContext, referents: _Referents | None
+) -> str | None:
+    """The noun phrase a question is about: a named thing first, else a determiner phrase."""
+    toks = tokenize(question)
+    if not toks:
+        return None
+    names = [
+        s
+        for s in name_spans(toks)
+        if s.key not in NOT_NAME and not (s.ntok == 1 and toks[s.first].sent_start)
+    ]
+    things = [s for s in names if not _person_like(s, ctx)]
+    if things:
+        s = max(things, key=lambda s: (s.ntok, -s.first))
+        text = s.text
+        if s.ntok == 1 and _DEMONYM_RE.search(text):
+            # "American football": the name is an adjective, the noun after it belongs to it
+            j = s.last + 1
+            while (
+                j < len(toks)
+                and j <= s.last + 2
+                and toks[j].kind == "word"
+                and toks[j].text.islower()
+                and toks[j].low not in FUNCTION_WORDS
+                and toks[j].low not in FRAME_WORDS
+                and not is_verb_like(toks[j])
+            ):
+                text = f"{text} {toks[j].text}"
+                j += 1
+        return f"the {text}" if s.article else text
+    phrase = _det_phrase(toks, referents)
+    if phrase:
+        return phrase
+    if _is_keywords(toks):
+        return strip_end(question.strip())  # a keyword query is its own topic
+    m = _DEFINE_RE.match(question.strip())
+    if m:
+        # "What is retrieval-augmented generation?": the whole object is the topic.
+        obj = strip_end(m.group("obj"))
+        otoks = tokenize(obj)
+        if 1 <= len(otoks) <= 6 and not any(t.low in PRONOUNS or t.low in AUX for t in otoks):
+            return obj
+    for s in names:
+        ent = ctx.entities.get(s.key)
+        if ent is None or not (ent.male or ent.female):  # no he/she: may be a product
+            return f"the {s.text}" if s.article else s.text
+    return None
+
+
+def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | None:
+    """Longest "the/his + words (+ of + words)" phrase, pronoun determiners resolved.
+
+    Stops at verb-like words ("the original members returned") and skips phrases about the
+    conversation itself ("this article", "the answer"), which name no retrievable topic.
+    """
+    best: list[str] = []
+    n = len(toks)
+    for k, t in enumerate(toks):
+        if t.low not in NP_DETS and not t.text.endswith(("'s", "’s")):
+            continue
+        words: list[str] = []
+        j = k + 1
+        run = 0
+        while j < n and run < 4:
+            u = toks[j]
+            if (
+                u.kind in ("word", "num", "init")
+                and u.low not in FUNCTION_WORDS
+                and u.low not in ADVERBS
+                and not u.low.endswith("ly")
+                and not is_verb_like(u)
+            ):
+                words.append(u.text)
+                run += 1
+                j += 1
+            elif u.low == "of" and words and j + 1 < n and toks[j + 1].kind == "word":
+                words.append("of")
+                run = 0
+                j += 1
+            elif u.low == "the" and words and words[-1] == "of":
+                words.append("the")
+                j += 1
+            else:
+                break
+        while words and words[-1] in ("of", "the"):
+            words.pop()
+        # "Was the album successful?": a trailing adjective is the predicate, not the noun
+        while len(words) > 1 and _PREDICATE_ADJ_RE.search(words[-1].lower()):
+            words.pop()
+        if not words or all(w.lower() in FRAME_WORDS for w in words):
+            continue
+        if words[0].lower() in ("most", "least", "best", "worst", "more", "less", "same"):
+            continue  # "the most popular": a superlative, not a thing
+        head = words[words.index("of") - 1] if "of" in words else words[-1]
+        if head.lower() in META_NOUNS:
+            continue
+        det = t.text
+        if t.low in ("this", "that", "these", "those", "a", "an"):
+            det = "the"
+        elif t.low in ("his", "her", "its", "their"):
+            owner = None
+            if referents is not None:
+                owner = referents.person if t.low in ("his", "her") else referents.group
+            det = _possessive(owner) if owner else "the"
+        elif t.low != "the":
+            m = k - 1
+            while m >= 0 and is_capitalised(toks[m]) and toks[m].low not in NOT_NAME:
+                det = f"{toks[m].text} {det}"  # "Prasad Chaudhari's"
+                m -= 1
+        cand = [det, *words]
+        if len(cand) > len(best):
+            best = cand
+    if not best:
+        return None
+    if best[0].lower() == "the":
+        best[0] = "the"
+    return " ".join(best)
+
+
+def _is_keywords(toks: tuple[Token, ...]) -> bool:
+    """A short keyword fragment rather than a sentence ("data volume", "backups.")."""
+    words = [t for t in toks if t.kind != "punct"]
+    return (
+        0 < len(words) <= 4
+        and not any(t.text == "?" for t in toks)
+        and not any(t.low in WH or t.low in AUX or t.low in PRONOUNS for t in words)
+        and not any(is_verb_like(t) for t in words)
+    )
+
+
+def _possessive(name: str) -> str:
+    return f"{name}'" if name.endswith("s") and not name.endswith("ss") else f"{name}'s"
+
+
+def _short_answer(turn: Turn) -> str | None:
+    """A short answer that names something ("Streetlife Serenade.") is what "it" points to."""
+    ans = turn.answer.strip()
+    if not ans or len(ans.split()) > 6:
+        return None
+    toks = tokenize(ans)
+    names = name_spans(toks)
+    words = sum(1 for t in toks if t.kind != "punct")
+    if names:
+        s = max(names, key=lambda s: s.ntok)
+        if 2 * s.ntok >= words:  # the answer is mostly the name, not a description
+            return f"the {s.text}" if s.article else s.text
+    return None
+
+
+def _asks_for_name(question: str) -> bool:
+    toks = tokenize(question)
+    return bool(toks) and toks[0].low in ("what", "which", "who", "name")
+
+
+def _place(turn: Turn) -> str | None:
+    """Where "there" points: the first name after "in/at/from/to/near" in the last exchange."""
+    for text in (turn.answer[:ANSWER_CHARS], turn.question):
+        toks = tokenize(text)
+        for span in name_spans(toks):
+            if span.prev in ("in", "at", "from", "to", "near"):
+                name = f"the {span.text}" if span.article else span.text
+                return f"{'at' if span.prev == 'at' else 'in'} {name}"
+    return None
+
+
+def _np_after(toks: tuple[Token, ...], k: int) -> int:
+    """Index one past the noun phrase that starts at ``k`` (content words only)."""
+    j = k
+    while j < len(toks) and toks[j].kind in ("word", "num") and toks[j].low not in FUNCTION_WORDS:
+        j += 1
+    return j
+
+
+def _in_question(toks: tuple[Token, ...], k: int) -> bool:
+    """Whether token ``k`` is in a sentence that ends with a question mark."""
+    for t in toks[k:]:
+        if t.text in ".!?":
+            return t.text == "?"
+    return True
+
+
+def _her_is_object(toks: tuple[Token, ...], k: int) -> bool:
+    """ "told her" (object) versus "her salary" (possessive)."""
+    if k + 1 >= len(toks):
+        return True
+    nxt = toks[k + 1]
+    return nxt.kind == "punct" or nxt.low in FUNCTION_WORDS
+
+
+def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
+    """Replace the first anaphoric pronoun of each kind with its referent."""
+    toks = tokenize(msg)
+    pointing = anaphors(toks)
+    if not pointing:
+        return msg, False
+    out: list[str] = []
+    pos = 0
+    used: set[str] = set()
+    skip_until = -1
+    changed = False
+    low_msg = fold(msg)
+    for k in pointing:
+        if k < skip_until:
+            continue
+        t = toks[k]
+        low = t.low
+        repl: str | None = None
+        end = t.end
+        if low in ("he", "him", "his", "she", "her", "hers"):
+            gender = "f" if low in FEMALE else "m"
+            name = (refs.female if gender == "f" else refs.male) or refs.person
+            if name and "person" not in used and fold(name) not in low_msg:
+                used.add("person")
+                is_object = low == "her" and _her_is_object(toks, k)
+                repl = name if low in ("he", "she", "him") or is_object else _possessive(name)
+        elif low in ("they", "them", "their", "theirs"):
+            if "group" not in used:
+                if refs.people:
+                    names = _join_names(refs.people)
+                    if low in ("their", "theirs") and k + 1 < len(toks):
+                        j = _np_after(toks, k + 1)
+                        if j > k + 1:
+                            noun = msg[toks[k + 1].start : toks[j - 1].end]
+                            repl = f"the {noun} of {names}"
+                            end = toks[j - 1].end
+                            skip_until = j
+                        else:
+                            repl = f"{names}'s"
+                    else:
+                        repl = names
+                elif refs.group and fold(refs.group) not in low_msg:
+                    repl = _possessive(refs.group) if low in ("their", "theirs") else refs.group
+                if repl:
+                    used.add("group")
+        elif low in ("it", "its", "this", "that", "these", "those"):
+            topic = refs.topic
+            is_det = (
+                low in ("this", "that", "these", "those")
+                and k + 1 < len(toks)
+                and toks[k + 1].kind == "word"
+                and toks[k + 1].low not in FUNCTION_WORDS
+            )
+            if topic and low in ("it", "its", "this", "that") and is_plural_phrase(topic):
+                topic = None  # "How is it created?" cannot point to "the dialog nodes"
+            temporal = k > 0 and toks[k - 1].low in TEMPORAL_PREPS  # "after that"
+            if low in ("this", "that") and t.sent_start and not _in_question(toks, k):
+                continue  # "That really surprised me.": a comment on the answer
+            if (
+                topic
+                and "topic" not in used
+                and not is_det
+                and not temporal
+                and (fold(topic) not in low_msg)
+            ):
+                used.add("topic")
+                repl = _possessive(topic) if low == "its" else topic
+        elif low == "there" and refs.place and "place" not in used:
+            used.add("place")
+            repl = refs.place
+        if repl is None:
+            continue
+        if t.sent_start and repl[:1].islower() and k == 0:
+            repl = repl[0].upper() + repl[1:]
+        out.append(msg[pos : t.start])
+        out.append(repl)
+        pos = end
+        changed = True
+    out.append(msg[pos:])
+    return "".join(out), changed
+
+
+def _lower_first(s: str) -> str:
+    """Lowercase the first word of a question so it can follow "Why": "Why did ..."."""
+    toks = tokenize(s)
+    if toks and toks[0].low in FUNCTION_WORDS and not is_acronym(toks[0].text):
+        return s[:1].lower() + s[1:]
+    return s
+
+
+def _previous_question(history: Sequence[Turn], refs: _Referents) -> str | None:
+    """The latest real question, its own pronouns resolved against the history."""
+    for turn in reversed(history):
+        q = clean(turn.question)
+        if q and not is_no_retrieval(q):
+            resolved, _ = _resolve_pronouns(q, refs)
+            return resolved
+    return None
+
+
+def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
+    """Map "What about X?" onto the previous question's frame when the mapping is clear."""
+    x = strip_end(rest)
+    if not prev_q or not x:
+        return None
+    prev = strip_end(prev_q)
+    ptoks = tokenize(prev)
+    xtoks = tokenize(x)
+    if not ptoks or ptoks[0].low not in WH | AUX:
+        return None
+    # A year for a year: "and in 2019?" / "what about 2019?".
+    xyear = YEAR_RE.search(x)
+    pyear = YEAR_RE.search(prev)
+    if xyear and pyear and len(content_words(xtoks)) <= 2:
+        return f"{prev[: pyear.start()]}{xyear.group()}{prev[pyear.end() :]}?"
+    # A name for a name: "What is the capital of France?" + "what about Germany?".
+    xnames = name_spans(xtoks)
+    pnames = name_spans(ptoks)
+    if xnames and pnames and len(xnames[0].text.split()) >= len(content_words(xtoks)):
+        p = pnames[-1]
+        a = ptoks[p.first].start
+        b = ptoks[p.last].start + len(strip_possessive(ptoks[p.last].text))
+        return f"{prev[:a]}{xnames[0].text}{prev[b:]}?"
+    # The same head noun: "What is Prasad's salary?" + "her basic salary" -> swap the phrase.
+    content = content_words(xtoks)
+    if content:
+        head = content[-1].low
+        for k in range(len(ptoks) - 1, 0, -1):
+            if ptoks[k].low == head:
+                s = k
+                while s - 1 >= 1 and (
+                    (ptoks[s - 1].kind == "word" and ptoks[s - 1].low not in FUNCTION_WORDS)
+                    or ptoks[s - 1].low in ("the", "a", "an")
+                ):
+                    s -= 1
+                if s <= 1:
+                    break
+                return f"{prev[: ptoks[s].start]}{x}{prev[ptoks[k].end :]}?"
+    # A new noun phrase for a "what is ..." question: "How old is Obama?" + "his wife".
+    if ptoks[0].low in WH and xtoks[0].low not in PREPS and not any(map(is_verb_like, xtoks)):
+        for k in range(1, min(4, len(ptoks))):
+            if ptoks[k].low in ("is", "are", "was", "were"):
+                if all(t.low in WH or t.low in FRAME_WORDS for t in ptoks[1:k]):
+                    return f"{prev[: ptoks[k].end]} {x}?"
+                break
+    return None
+
+
+def _append_topic(msg: str, topic: str, connector: str) -> str:
+    """Append ``topic`` to a message, before its final punctuation ("... about BM25?")."""
+    body = strip_end(msg)
+    end = msg[len(body) :].strip()
+    if body.lower().endswith((" about", " on", " of", " for", " with")):
+        return f"{body} {topic}{end}"
+    return f"{body} {connector} {topic}{end}"
+
+
+def _besides(prev_q: str | None, answer: str) -> str | None:
+    """ "Which services offer 4K?" + "Netflix and Hulu." + "any others?" -> "... besides ..."."""
+    if not prev_q:
+        return None
+    ptoks = tokenize(prev_q)
+    if not ptoks or ptoks[0].low not in WH:
+        return None
+    atoks = tokenize(answer)
+    names = [s.text for s in name_spans(atoks) if fold(s.text) not in fold(prev_q)]
+    words = sum(1 for t in atoks if t.kind != "punct")
+    if not names or len(names) > 4:
+        return None
+    # only a short answer, or one that is mainly a list of names, says what to exclude
+    if words > 8 and (len(names) < 2 or sum(len(n.split()) for n in names) * 2 < words):
+        return None
+    return f"{strip_end(prev_q)} besides {_join_names(names)}?"
+
+
+def _expand_partial(msg: str, names: Sequence[NameSpan], history: Sequence[Turn]) -> str:
+    """Spell out a one-word name ("Dali") as the fuller form the history uses."""
+    ctx = conversation_context(history)
+    toks = tokenize(msg)
+    for span in names:
+        full = full_name(span, ctx)
+        if full is None:
+            continue
+        if full.lower().startswith("the ") and span.article:
+            full = full[4:]
+        t = toks[span.first]
+        word_end = t.start + len(strip_possessive(t.text))
+        return f"{msg[: t.start]}{full}{msg[word_end:]}"
+    return msg

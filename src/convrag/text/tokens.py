@@ -1,0 +1,151 @@
+"""Tokenisation and small string helpers for the rule-based language code.
+
+:func:`tokenize` splits a text into words, numbers (with their currency or unit), initials
+("J.R.", "Dr.") and punctuation, and marks the tokens that open a sentence; entity extraction,
+classification and rewriting all read these tokens rather than raw text. Tokenising and
+accent folding are cached per string, because a conversation re-reads the same turns on every
+message.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import NamedTuple
+
+from convrag.text.lexicon import AUX, FRAME_WORDS, FUNCTION_WORDS, PAST_VERBS
+
+__all__ = [
+    "Token",
+    "clean",
+    "content_words",
+    "fold",
+    "has_inner_cap",
+    "is_acronym",
+    "is_capitalised",
+    "is_plural_phrase",
+    "is_verb_like",
+    "join_tokens",
+    "strip_end",
+    "strip_possessive",
+    "tokenize",
+]
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<num>[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?(?:%|[^\W\d_]{1,3}\b)?)
+    |(?P<init>(?:[A-Z]\.){2,}|[A-Z]\.(?=\s+[A-Z])|(?:St|Mt|Ft|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Gov
+        |Sen|Rep|Rev|Lt|Col|Capt|Sgt|Pres|Sec)\.)
+    |(?P<word>[^\W_](?:[\w'’&-]*[^\W_])?)
+    |(?P<punct>[^\w\s])
+    """,
+    re.VERBOSE,
+)
+_POSSESSIVE_RE = re.compile(r"['’]s$", re.IGNORECASE)
+_SPACE_RE = re.compile(r"\s+")
+_TRAILING_PUNCT_RE = re.compile(r"[\s?.!,;:]+$")
+_BOUNDARY_PUNCT = frozenset('.!?:;"“”()[]•*-–—')
+
+
+class Token(NamedTuple):
+    """A token: its text, lowercased text, character span, kind, and whether it opens a sentence."""
+
+    text: str
+    low: str
+    start: int
+    end: int
+    kind: str  # "num" | "init" | "word" | "punct"
+    sent_start: bool
+
+
+@lru_cache(maxsize=4096)
+def tokenize(text: str) -> tuple[Token, ...]:
+    """Split ``text`` into word, number, initial and punctuation tokens with sentence starts."""
+    toks: list[Token] = []
+    boundary = True
+    prev_end = 0
+    has_newline = "\n" in text
+    make = tuple.__new__  # skips the NamedTuple's Python-level __new__: this is the hot loop
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or "punct"
+        s = m.group()
+        start, end = m.span()
+        if has_newline and "\n" in text[prev_end:start]:
+            boundary = True
+        toks.append(make(Token, (s, s.lower(), start, end, kind, boundary)))
+        boundary = kind == "punct" and s in _BOUNDARY_PUNCT
+        prev_end = end
+    return tuple(toks)
+
+
+@lru_cache(maxsize=8192)
+def fold(s: str) -> str:
+    """Lowercase and strip accents so "Dalí" and "Dali" share a key."""
+    norm = unicodedata.normalize("NFKD", s.lower())
+    return "".join(c for c in norm if not unicodedata.combining(c))
+
+
+def strip_possessive(s: str) -> str:
+    """Drop a trailing "'s" so "Chaudhari's" matches the name "Chaudhari"."""
+    return _POSSESSIVE_RE.sub("", s)
+
+
+def is_capitalised(t: Token) -> bool:
+    """Whether a word or initial starts with a capital: a candidate name word."""
+    return t.kind in ("word", "init") and t.text[0].isupper()
+
+
+def is_acronym(s: str) -> bool:
+    """All capitals with at least two letters ("NASA", "U.S."): a name even at a sentence start."""
+    letters = [c for c in s if c.isalpha()]
+    return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def has_inner_cap(s: str) -> bool:
+    """Lowercase start with a capital inside ("iPhone", "eBay"): a product name, not a word."""
+    return s[0].islower() and s[1:] != s[1:].lower()
+
+
+def is_verb_like(t: Token) -> bool:
+    """Auxiliaries, common irregular past tenses and "-ed" forms: words that end a noun phrase."""
+    return (
+        t.low in AUX
+        or t.low in PAST_VERBS
+        or (t.text[0].islower() and len(t.text) > 4 and t.low.endswith("ed"))
+    )
+
+
+def content_words(toks: tuple[Token, ...]) -> list[Token]:
+    """Tokens that carry meaning: not function words and not question-framing words."""
+    return [
+        t
+        for t in toks
+        if t.kind in ("word", "num", "init")
+        and t.low not in FUNCTION_WORDS
+        and t.low not in FRAME_WORDS
+    ]
+
+
+def is_plural_phrase(phrase: str) -> bool:
+    """Whether the head noun of a phrase is plural ("the salaries of ..." -> True)."""
+    words = phrase.split()
+    if not words or "of" in words:
+        words = words[: words.index("of")] if "of" in words else words
+    head = words[-1].lower() if words else ""
+    return head.endswith("s") and not head.endswith(("ss", "us", "is", "'s", "’s"))
+
+
+def clean(message: str) -> str:
+    """Collapse runs of whitespace and trim, so that the rules see one spacing."""
+    return _SPACE_RE.sub(" ", message).strip()
+
+
+def strip_end(s: str) -> str:
+    """Drop trailing spaces and punctuation, to splice a phrase into another sentence."""
+    return _TRAILING_PUNCT_RE.sub("", s)
+
+
+def join_tokens(toks: tuple[Token, ...]) -> str:
+    """The tokens' texts joined by single spaces: a normalised text to match patterns on."""
+    return " ".join(t.text for t in toks)

@@ -1,0 +1,31 @@
+"""Conversations the classification and resolution tests share (oldest turn first)."""
+
+from __future__ import annotations
+
+from convrag.rewriting import Turn
+
+SALARY = [
+    Turn("What is Prasad Chaudhari's salary?", "Prasad Chaudhari's total salary is $120,000."),
+]
+ENGINEERS = [
+    Turn("Who are the software engineers?", "Prasad Chaudhari and John Doe are software engineers.")
+]
+SALARIES = [
+    *ENGINEERS,
+    Turn("What are their salaries?", "Prasad Chaudhari earns $120,000 and John Doe earns $95,000."),
+]
+RAG = [
+    Turn(
+        "What is retrieval-augmented generation?",
+        "Retrieval-augmented generation (RAG) grounds a language model in retrieved passages.",
+    )
+]
+NETFLIX_REVENUE = [Turn("What was Netflix's revenue in 2018?", "It was $15.8 billion.")]
+DALI = [Turn("Where did Salvador Dali grow up?", "Dali grew up in Figueres, where he studied.")]
+CAPITAL_OF_FRANCE = [Turn("What is the capital of France?", "Paris.")]
+BURLESQUE = [Turn("What is burlesque?", "A literary parody.")]
+# Long enough to hit the turn cap of the salience model, with long answers.
+LONG_HISTORY = [
+    Turn(f"What did Prasad Chaudhari do in {1990 + i}?", "He worked at IBM in New York. " * 20)
+    for i in range(15)
+]

@@ -1,0 +1,90 @@
+"""Classification of a message as no_retrieval, follow_up or standalone."""
+
+from __future__ import annotations
+
+import pytest
+
+from convrag.rewriting import Turn, classify
+from tests.rewriting.conftest import (
+    BURLESQUE,
+    CAPITAL_OF_FRANCE,
+    DALI,
+    ENGINEERS,
+    NETFLIX_REVENUE,
+    RAG,
+    SALARIES,
+    SALARY,
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "history"),
+    [
+        pytest.param("What about her basic salary?", SALARY, id="her-without-antecedent"),
+        pytest.param("What are their salaries?", ENGINEERS, id="their-without-antecedent"),
+        pytest.param("Who earns more?", SALARIES, id="comparison-fragment"),
+        pytest.param("Can you elaborate on that?", RAG, id="elaborate-on-that"),
+        pytest.param("and in 2019?", NETFLIX_REVENUE, id="ellipsis-with-a-new-year"),
+        pytest.param("Did Dali paint in Paris?", DALI, id="surname-of-a-fuller-name"),
+        pytest.param("Thanks! What about Germany?", CAPITAL_OF_FRANCE, id="after-thanks"),
+    ],
+)
+def test_messages_that_need_the_conversation_are_follow_ups(
+    message: str, history: list[Turn]
+) -> None:
+    assert classify(message, history) == "follow_up"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Did burlesque stay true to its roots?",  # "its" is bound by the question's subject
+        "I updated my credit card, but it keeps failing",  # "it" is the card
+        "Going back to primary sources, can they be used in literature?",
+    ],
+)
+def test_pronouns_with_an_antecedent_inside_the_message_are_standalone(message: str) -> None:
+    assert classify(message, BURLESQUE) == "standalone"
+
+
+def test_a_new_explicit_subject_is_a_standalone_topic_switch() -> None:
+    assert classify("Now tell me about Topic B", SALARY) == "standalone"
+
+
+def test_a_complete_question_with_history_is_standalone() -> None:
+    assert classify("What is the capital of France?", SALARY) == "standalone"
+
+
+@pytest.mark.parametrize(
+    "message", ["hi", "Hello there!", "thanks!", "Thank you so much", "ok great", "got it, bye"]
+)
+def test_greetings_and_thanks_need_no_retrieval(message: str) -> None:
+    assert classify(message, SALARY) == "no_retrieval"
+    assert classify(message, []) == "no_retrieval"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "format that as a table",
+        "make it shorter",
+        "translate that into French",
+        "summarize your last answer",
+        "Can you put that in bullet points?",
+    ],
+)
+def test_reformatting_the_previous_answer_needs_no_retrieval(message: str) -> None:
+    assert classify(message, SALARY) == "no_retrieval"
+
+
+def test_a_request_about_a_new_subject_is_not_mistaken_for_reformatting() -> None:
+    assert classify("summarize the history of the Roman Empire", SALARY) == "standalone"
+    assert classify("Can you explain that further?", RAG) == "follow_up"
+
+
+def test_without_history_a_follow_up_shaped_message_is_standalone() -> None:
+    assert classify("What about her basic salary?", []) == "standalone"
+
+
+def test_expletive_it_is_not_treated_as_a_reference() -> None:
+    assert classify("Is it possible to pay salaries weekly in India?", SALARY) == "standalone"

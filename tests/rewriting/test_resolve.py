@@ -1,0 +1,150 @@
+"""Rewriting a follow-up into a standalone query: pronouns, ellipsis and fragments."""
+
+from __future__ import annotations
+
+import pytest
+
+from convrag.rewriting import Turn, contextualize
+from tests.rewriting.conftest import (
+    BURLESQUE,
+    CAPITAL_OF_FRANCE,
+    DALI,
+    ENGINEERS,
+    NETFLIX_REVENUE,
+    RAG,
+    SALARIES,
+    SALARY,
+)
+
+
+def test_her_resolves_to_the_person_of_the_previous_turn_and_keeps_basic_salary() -> None:
+    out = contextualize("What about her basic salary?", SALARY)
+    assert "Prasad Chaudhari" in out
+    assert "basic salary" in out
+    assert " her " not in f" {out.lower()} "
+
+
+def test_what_about_maps_onto_the_previous_question_frame() -> None:
+    assert contextualize("What about her basic salary?", SALARY) == (
+        "What is Prasad Chaudhari's basic salary?"
+    )
+
+
+def test_their_with_two_people_in_the_previous_answer_names_both() -> None:
+    out = contextualize("What are their salaries?", ENGINEERS)
+    assert "Prasad Chaudhari" in out
+    assert "John Doe" in out
+    assert "salaries" in out
+
+
+def test_who_earns_more_after_the_salaries_turn_names_both_people() -> None:
+    out = contextualize("Who earns more?", SALARIES)
+    assert "Prasad Chaudhari" in out
+    assert "John Doe" in out
+    assert "earns more" in out
+
+
+def test_elaborate_on_that_names_the_previous_topic() -> None:
+    out = contextualize("Can you elaborate on that?", RAG)
+    assert "retrieval-augmented generation" in out.lower()
+    assert out.lower().startswith("can you elaborate on")
+
+
+def test_it_resolves_to_the_named_thing_of_the_previous_question() -> None:
+    history = [Turn("Tell me about the Eiffel Tower.", "It is a wrought-iron tower in Paris.")]
+    assert contextualize("How tall is it?", history) == "How tall is the Eiffel Tower?"
+
+
+def test_ellipsis_with_a_new_year_reuses_the_previous_question() -> None:
+    assert contextualize("and in 2019?", NETFLIX_REVENUE) == "What was Netflix's revenue in 2019?"
+
+
+def test_bare_why_expands_into_the_previous_question() -> None:
+    history = [Turn("Did Netflix raise its prices in 2019?", "Yes, in January 2019.")]
+    assert contextualize("why?", history) == "Why did Netflix raise its prices in 2019?"
+
+
+def test_any_others_asks_the_previous_question_again_excluding_its_answer() -> None:
+    history = [Turn("Which streaming services offer 4K?", "Netflix and Hulu.")]
+    out = contextualize("any others?", history)
+    assert "streaming services" in out
+    assert "Netflix" in out
+
+
+def test_he_prefers_the_person_the_conversation_is_about_over_a_place() -> None:
+    history = [
+        Turn(
+            "Where was Andrew Johnson born?", "Andrew Johnson was born in Raleigh, North Carolina."
+        ),
+        Turn("Who were his parents?", "Jacob Johnson and Mary McDonough."),
+    ]
+    out = contextualize("When did he become president?", history)
+    assert out == "When did Andrew Johnson become president?"
+
+
+def test_a_title_like_first_turn_names_the_dialog_subject() -> None:
+    history = [Turn("Pinhead (Hellraiser)", "Powers, weaknesses and limitations")]
+    assert contextualize("What are his weaknesses?", history) == "What are Pinhead's weaknesses?"
+
+
+def test_a_surname_alone_is_spelled_out_from_the_history() -> None:
+    assert contextualize("Did Dali paint in Paris?", DALI) == "Did Salvador Dali paint in Paris?"
+
+
+def test_what_about_a_new_noun_phrase_reuses_a_what_is_frame() -> None:
+    history = [Turn("How old is Barack Obama?", "He is 63.")]
+    assert contextualize("what about his wife?", history) == "How old is Barack Obama's wife?"
+
+
+def test_tell_me_more_appends_the_previous_topic() -> None:
+    history = [Turn("What is BM25?", "BM25 is a ranking function.")]
+    assert contextualize("Tell me more", history) == "Tell me more about BM25"
+
+
+def test_leading_thanks_is_kept_before_the_rewritten_follow_up() -> None:
+    assert contextualize("Thanks! What about Germany?", CAPITAL_OF_FRANCE) == (
+        "Thanks! What is the capital of Germany?"
+    )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Did burlesque stay true to its roots?",  # "its" is bound by the question's subject
+        "I updated my credit card, but it keeps failing",  # "it" is the card
+        "Going back to primary sources, can they be used in literature?",
+    ],
+)
+def test_pronouns_with_an_antecedent_inside_the_message_are_left_unchanged(message: str) -> None:
+    assert contextualize(message, BURLESQUE) == message
+
+
+def test_a_topic_switch_to_a_new_subject_is_left_unchanged() -> None:
+    assert contextualize("Now tell me about Topic B", SALARY) == "Now tell me about Topic B"
+
+
+def test_a_complete_question_with_history_is_left_unchanged() -> None:
+    message = "What is the capital of France?"
+    assert contextualize(message, SALARY) == message
+
+
+def test_without_history_a_message_is_returned_stripped() -> None:
+    assert contextualize("  What about her basic salary?  ", []) == "What about her basic salary?"
+
+
+@pytest.mark.parametrize("message", ["", "   ", "?", "it", "why?", "thanks"])
+def test_output_is_never_empty(message: str) -> None:
+    for history in ([], SALARY, [Turn("", "")]):
+        assert contextualize(message, history).strip()
+
+
+def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> None:
+    history = [
+        Turn(
+            "Who are the software engineers?",
+            "Prasad Chaudhari and John Doe are software engineers.",
+        ),
+        Turn("What are their salaries?", "Prasad: $120,000, John: $110,000"),
+    ]
+    rewritten = contextualize("Who earns more?", history)
+    assert "Prasad Chaudhari" in rewritten and "John Doe" in rewritten
