@@ -316,27 +316,25 @@ async def accept_upload(services: Services, workspace_id: str, filename: str, da
         doc = docs[0]
         meta = {**doc.metadata, "path": str(path), "filename": filename}
         docs = [replace(doc, source=f"upload:{filename}", metadata=meta)]
-    for d in docs:
-        await services.db.upsert_document_status(
-            workspace_id,
-            document_id_for(workspace_id, d.source),
-            d.source,
-            status="processing",
-            title=d.title,
-        )
+
+    async def mark(status: str, error: str | None = None) -> None:
+        for d in docs:
+            await services.db.upsert_document_status(
+                workspace_id,
+                document_id_for(workspace_id, d.source),
+                d.source,
+                status=status,
+                title=d.title,
+                error=error,
+            )
+
+    await mark("processing")
 
     async def run() -> None:
         try:
             await ingest_documents(services, workspace_id, docs)
         except Exception as exc:  # recorded on the document, readable by the client
-            for d in docs:
-                await services.db.upsert_document_status(
-                    workspace_id,
-                    document_id_for(workspace_id, d.source),
-                    d.source,
-                    status="failed",
-                    error=str(exc)[:500],
-                )
+            await mark("failed", error=str(exc)[:500])
 
     services.spawn(run())
     return document_id_for(workspace_id, docs[0].source)

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -492,16 +492,8 @@ class Database:
         return cid
 
     async def conversation_exists(self, workspace_id: str, conversation_id: str) -> bool:
-        if not is_uuid(conversation_id):
-            return False
         async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT 1 FROM conversations WHERE workspace_id = %s AND id = %s",
-                    (workspace_id, conversation_id),
-                )
-            ).fetchone()
-        return row is not None
+            return await _owns(conn, "conversations", workspace_id, conversation_id)
 
     async def delete_conversation(self, workspace_id: str, conversation_id: str) -> bool:
         if not is_uuid(conversation_id):
@@ -534,15 +526,7 @@ class Database:
             ).fetchone()
             if row is None or row["owner"] != workspace_id:
                 return None
-            rows = await (
-                await conn.execute(
-                    f"""{_TURN_COLUMNS}
-                       WHERE workspace_id = %s AND conversation_id = %s
-                       ORDER BY turn_number DESC LIMIT %s""",
-                    (workspace_id, conversation_id, limit),
-                )
-            ).fetchall()
-        return [TurnRecord(**r) for r in reversed(rows)]
+            return await _last_turns(conn, workspace_id, conversation_id, limit)
 
     async def recent_turns(
         self, workspace_id: str, conversation_id: str, limit: int = 5
@@ -551,15 +535,7 @@ class Database:
         if not is_uuid(conversation_id):
             return []
         async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    f"""{_TURN_COLUMNS}
-                       WHERE workspace_id = %s AND conversation_id = %s
-                       ORDER BY turn_number DESC LIMIT %s""",
-                    (workspace_id, conversation_id, limit),
-                )
-            ).fetchall()
-        return [TurnRecord(**r) for r in reversed(rows)]
+            return await _last_turns(conn, workspace_id, conversation_id, limit)
 
     async def all_turns(self, workspace_id: str, conversation_id: str) -> list[TurnRecord]:
         return await self.recent_turns(workspace_id, conversation_id, limit=1_000_000)
@@ -646,16 +622,8 @@ class Database:
 
     async def citations(self, workspace_id: str, message_id: str) -> list[Citation] | None:
         """Stored citations of an answer; None when the message is not in this workspace."""
-        if not is_uuid(message_id):
-            return None
         async with self.pool.connection() as conn:
-            owner = await (
-                await conn.execute(
-                    "SELECT 1 FROM conversation_turns WHERE workspace_id = %s AND id = %s",
-                    (workspace_id, message_id),
-                )
-            ).fetchone()
-            if owner is None:
+            if not await _owns(conn, "conversation_turns", workspace_id, message_id):
                 return None
             rows = await (
                 await conn.execute(
@@ -682,3 +650,32 @@ class Database:
         except Exception:
             return False
         return True
+
+
+async def _owns(
+    conn: AsyncConnection[DictRow],
+    table: Literal["conversations", "conversation_turns"],
+    workspace_id: str,
+    row_id: str,
+) -> bool:
+    """Whether ``row_id`` (a UUID) names a row of ``table`` in ``workspace_id``."""
+    if not is_uuid(row_id):
+        return False
+    query = f"SELECT 1 FROM {table} WHERE workspace_id = %s AND id = %s"  # table: a Literal
+    row = await (await conn.execute(query, (workspace_id, row_id))).fetchone()
+    return row is not None
+
+
+async def _last_turns(
+    conn: AsyncConnection[DictRow], workspace_id: str, conversation_id: str, limit: int
+) -> list[TurnRecord]:
+    """The conversation's last ``limit`` turns, oldest first."""
+    rows = await (
+        await conn.execute(
+            f"""{_TURN_COLUMNS}
+               WHERE workspace_id = %s AND conversation_id = %s
+               ORDER BY turn_number DESC LIMIT %s""",
+            (workspace_id, conversation_id, limit),
+        )
+    ).fetchall()
+    return [TurnRecord(**r) for r in reversed(rows)]

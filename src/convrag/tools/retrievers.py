@@ -31,13 +31,10 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
-    """One fused result, with the score and rank of each list it came from."""
+class SearchResult(Hit):
+    """A :class:`Hit` after fusion: ``score`` is the fused score, and each list it came
+    from adds its own score and rank."""
 
-    chunk_id: str
-    document_id: str
-    text: str
-    score: float
     dense_score: float | None = None
     bm25_score: float | None = None
     dense_rank: int | None = None
