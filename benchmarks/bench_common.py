@@ -203,8 +203,8 @@ def services_with_dense_engine(services: Any, engine: str) -> Any:
     """The services with a searcher on another dense engine ('numpy' or 'milvus'), same
     stores, embedder, keyword engine and settings; a fresh searcher rebuilds its
     in-process indexes on its first search."""
+    from convrag.search import HybridSearcher
     from convrag.services import keyword_engine_for
-    from convrag.tools.retrievers import HybridSearcher
 
     searcher = HybridSearcher(
         services.db, services.index, services.embedder,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from convrag.ingest import IngestError, delete_document, ingest_documents, load_path
+from convrag.search import HybridSearcher
 from convrag.services import Services
-from convrag.tools.retrievers import HybridSearcher
 
 EMPLOYEE = (
     "Prasad Chaudhari\nPosition: Software Engineer\nTotal Salary: $120,000\n"

@@ -267,8 +267,8 @@ def eval_rewrite(
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
 ) -> None:
     """Rewrite quality on CANARD: BLEU and token F1 against the human rewrites."""
+    from convrag.evaluation.canard import evaluate_rewrite
     from convrag.evaluation.report import rewrite_table, write_json
-    from convrag.evaluation.rewrite import evaluate_rewrite
 
     try:
         report = evaluate_rewrite(data, limit=limit)

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from convrag.config import Settings, get_settings
 from convrag.embeddings import Embedder, get_embedder
+from convrag.search import HybridSearcher
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
 from convrag.stores.memory import MemoryWriter
 from convrag.stores.vectors import VectorIndex
-from convrag.tools.retrievers import HybridSearcher
-from convrag.tools.web_search import WebSearch
+from convrag.web import WebSearch
 
 log = logging.getLogger(__name__)
 

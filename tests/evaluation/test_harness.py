@@ -6,8 +6,8 @@ import gzip
 import json
 from pathlib import Path
 
+from convrag.evaluation.canard import evaluate_rewrite
 from convrag.evaluation.mtrag import BASELINES, evaluate_mtrag
-from convrag.evaluation.rewrite import evaluate_rewrite
 from convrag.services import Services
 
 PASSAGES = {

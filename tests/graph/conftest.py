@@ -15,7 +15,7 @@ from convrag.ingest import ingest_documents, load_path
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub
 from convrag.testing.serper_stub import SerperStub
-from convrag.tools.web_search import WebSearch
+from convrag.web import WebSearch
 from tests.conftest import use_stub_llm
 
 SAMPLES = Path(str(resources.files("convrag") / "sample_docs"))

@@ -7,8 +7,8 @@ from typing import Any
 
 from convrag.assistant import open_assistant
 from convrag.context import Context
+from convrag.search import HybridSearcher
 from convrag.services import Services
-from convrag.tools.retrievers import HybridSearcher
 
 
 class RecordingSearcher:

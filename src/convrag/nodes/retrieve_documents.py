@@ -6,8 +6,8 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.records import Source
+from convrag.search import lookup_document_content
 from convrag.state import DocumentHitsUpdate, State
-from convrag.tools.retrievers import lookup_document_content
 
 
 async def retrieve_documents(state: State, runtime: Runtime[Context]) -> DocumentHitsUpdate:

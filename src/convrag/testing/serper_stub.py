@@ -39,7 +39,7 @@ from aiohttp import web
 from aiohttp.client_middlewares import ClientMiddlewareType
 
 from convrag.testing.openai_stub import StubServer, run_forever_cli
-from convrag.tools.web_search import SERPER_HOST, redirect_middleware
+from convrag.web import SERPER_HOST, redirect_middleware
 
 __all__ = [
     "SERPER_HOST",

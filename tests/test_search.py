@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from convrag.ingest import ingest_documents, load_path
+from convrag.search import lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services
 from convrag.stores.vectors import Hit
-from convrag.tools.retrievers import lookup_document_content, referenced_items, rrf_fuse
 
 
 def _hits(*ids: str, doc: str = "d") -> list[Hit]:
