@@ -406,3 +406,39 @@ async def test_health_metrics_and_openapi_docs(base_url: str, tenant: dict[str, 
         spec = (await client.get(f"{base_url}/openapi.json")).json()
         assert "/v1/conversations/{conversation_id}/messages" in spec["paths"]
         assert (await client.get(f"{base_url}/docs")).status_code == 200
+
+
+TRAVEL = """Travel policy
+
+Meal allowances. The daily meal allowance in Europe is 60 euros, paid by Acme Travel Desk.
+The daily meal allowance in North America is 75 dollars, paid by Acme Travel Desk.
+The daily meal allowance in Asia is 50 dollars, paid by Acme Travel Desk.
+
+Hotels. Book hotels through the travel desk; the nightly cap is USD 200.
+"""
+
+
+async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regeneration(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    for name, text in (("travel.md", TRAVEL), ("employee_data.txt", EMPLOYEES)):
+        path = tmp_path / name
+        path.write_text(text)
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        first = await _sse(
+            client, url, {"content": "What is the meal allowance in Europe?"}, _auth(tenant)
+        )
+        second = await _sse(client, url, {"content": "And in North America?"}, _auth(tenant))
+    assert "60 euros" in first[-1][1]["answer"]
+    rewrite, done = second[0][1], second[-1][1]
+    assert "North America" in rewrite["query"] and "meal allowance" in rewrite["query"]
+    assert "75 dollars" in done["answer"]
+    assert "salary" not in done["answer"].lower()
+    # Every meal sentence names Acme Travel Desk, so the answer repeats the first one's
+    # entities; no other sentence answers the question, so the repetition stays flagged.
+    assert done["repetition_detected"] and done["flags"]["repetition_unresolved"] is True

@@ -120,6 +120,18 @@ def _terms(text: str) -> list[str]:
     return out
 
 
+def query_coverage(query: str, text: str) -> float:
+    """The share of ``query``'s content terms that ``text`` contains (0 when it has none).
+
+    It compares drafts of one answer: a draft about the asked thing covers more of the
+    question's terms than one about something else.
+    """
+    wanted = set(_terms(query))
+    if not wanted:
+        return 0.0
+    return round(len(wanted.intersection(_terms(text))) / len(wanted), 4)
+
+
 def sentences(text: str) -> list[str]:
     """Answer units: sentences of prose, but a paragraph of short field lines ("Name",
     "Position: Engineer", "Salary: $1") stays one record, joined with "; ", because its

@@ -20,6 +20,11 @@ def markers(text: str) -> Iterator[re.Match[str]]:
     return MARKER.finditer(text)
 
 
+def strip_markers(text: str) -> str:
+    """``text`` without its ``[n]`` markers."""
+    return MARKER.sub("", text)
+
+
 def has_marker(text: str) -> bool:
     """Whether ``text`` cites anything."""
     return bool(MARKER.search(text))

@@ -122,9 +122,12 @@ class Repetition(TypedDict):
 class Draft(TypedDict):
     """One candidate answer; regeneration keeps them all and persists the best."""
 
-    answer: Annotated[str, TURN_STR]
+    answer: str
     overlap_ratio: float
     extractive: bool
+    relevance: NotRequired[float]
+    """Share of the standalone query's terms the draft covers: a regeneration must not
+    trade a relevant answer for a less relevant one."""
 
 
 class InputState(TypedDict):

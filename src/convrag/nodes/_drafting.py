@@ -17,8 +17,10 @@ from convrag.answering import (
     build_messages,
     extractive_answer,
     llm_answer,
+    query_coverage,
     reformat_previous,
 )
+from convrag.citations import strip_markers
 from convrag.context import Context
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
@@ -121,13 +123,28 @@ def stream_text(runtime: Runtime[Context], text: str, node: str, size: int = 24)
 
 def drafted(state: State, text: str, *, extractive: bool) -> DraftUpdate:
     """The update that makes ``text`` the current draft (and keeps every earlier one)."""
+    query = state.get("rewritten_query") or state["message"]
     drafts = [
         *state.get("drafts", []),
-        Draft(answer=text, overlap_ratio=0.0, extractive=extractive),
+        Draft(
+            answer=text,
+            overlap_ratio=0.0,
+            extractive=extractive,
+            relevance=query_coverage(query, strip_markers(text)),
+        ),
     ]
     return DraftUpdate(
         draft=text, drafts=drafts, entities=extract_entities(text), pending_web_query=None
     )
+
+
+def less_relevant(state: State, text: str) -> bool:
+    """Whether ``text`` answers the question less well than the turn's first draft."""
+    drafts = state.get("drafts") or []
+    if not drafts:
+        return False
+    query = state.get("rewritten_query") or state["message"]
+    return query_coverage(query, strip_markers(text)) < drafts[0].get("relevance", 0.0)
 
 
 def fell_back(node: str, failure: str | None) -> DraftUpdate:

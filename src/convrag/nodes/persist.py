@@ -20,18 +20,30 @@ from convrag.stores.memory import MemoryItem
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
     """The answer to keep and whether repetition stayed unresolved.
 
-    A draft that cites nothing (e.g. an extractive regeneration left with no sentence once
-    the repeated entities were excluded) never beats one that does. After the last
-    allowed regeneration, the cited draft with the lowest overlap wins.
+    A regeneration may only replace the first draft with one that cites something. An
+    extractive one must also be at least as relevant to the question (cover as many of
+    its terms): quoting other sentences to avoid repeating can answer something else. An
+    LLM draft was asked to answer without the repeated entities, and its wording need
+    not share the question's terms, so it is trusted. Among those, the one with the
+    lowest overlap wins.
     """
     current = state.get("draft", "")
     repetition = state.get("repetition")
     repetitive = bool(repetition and repetition["is_repetitive"])
     drafts = state.get("drafts") or []
-    cited = [d for d in drafts if has_marker(d["answer"])]
-    if not cited or (has_marker(current) and not repetitive):
+    if not drafts:
         return current, repetitive
-    best = min(cited, key=lambda d: d["overlap_ratio"])
+    floor = drafts[0].get("relevance", 0.0)
+    eligible = [
+        d
+        for d in drafts
+        if has_marker(d["answer"]) and (not d["extractive"] or d.get("relevance", 0.0) >= floor)
+    ]
+    if not eligible:
+        return current, repetitive
+    if not repetitive and any(d["answer"] == current for d in eligible):
+        return current, False
+    best = min(eligible, key=lambda d: d["overlap_ratio"])
     return best["answer"], best["overlap_ratio"] > threshold
 
 

@@ -1,7 +1,8 @@
 """regenerate: answer again with the repeated entities excluded.
 
 The ``repetition`` event tells clients to discard the tokens so far. An extractive
-regeneration that finds nothing new to cite streams nothing: the earlier draft stands.
+regeneration that finds nothing new to cite, or only something less relevant to the
+question, streams nothing: the earlier draft stands.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from convrag.citations import has_marker
 from convrag.context import Context
 from convrag.events import RepetitionEvent, emit
 from convrag.llm import resolve_model
-from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
+from convrag.nodes._drafting import (
+    drafted,
+    extractive_draft,
+    fell_back,
+    less_relevant,
+    llm_draft,
+    stream_text,
+)
 from convrag.state import DraftUpdate, State
 
 
@@ -43,7 +51,10 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
             return {**drafted(regen_state, result.text, extractive=False), **bookkeeping}
         fallback = fell_back("regenerate", result.failure)
     text = extractive_draft(regen_state, excluded)
-    if not (state.get("sources") and not has_marker(text)):
+    # Nothing new to cite, or only something less relevant: stream nothing; persist keeps
+    # the earlier draft and flags the repetition as unresolved.
+    nothing_better = state.get("sources") and (not has_marker(text) or less_relevant(state, text))
+    if not nothing_better:
         if model_name is None:
             emit(runtime, announce)
         stream_text(runtime, text, "regenerate")
