@@ -49,6 +49,7 @@ def fail(message: object, code: int = 2) -> typer.Exit:
     err.print(f"[red]error:[/red] {escape(str(message))}")
     return typer.Exit(code)
 
+
 WorkspaceOpt = Annotated[
     str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
 ]

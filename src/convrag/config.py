@@ -85,6 +85,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("SERPER_BASE_URL", "serper_base_url"),
         description="Send Serper requests to this base URL instead (a proxy or a stub).",
     )
+    no_answer_text: str = Field(
+        default="I could not find this in the workspace's documents.",
+        min_length=1,
+        validation_alias=AliasChoices("NO_ANSWER_TEXT"),
+        description="The answer when no source is relevant enough (no citations).",
+    )
     chunk_size: int = Field(default=800, ge=100, validation_alias=AliasChoices("CHUNK_SIZE"))
     chunk_overlap: int = Field(default=100, ge=0, validation_alias=AliasChoices("CHUNK_OVERLAP"))
     max_file_bytes: int = Field(
@@ -92,7 +98,9 @@ class Settings(BaseSettings):
     )
     rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
     rrf_bm25_weight: float = Field(
-        default=1.0, ge=0.0, validation_alias=AliasChoices("RRF_BM25_WEIGHT"),
+        default=1.0,
+        ge=0.0,
+        validation_alias=AliasChoices("RRF_BM25_WEIGHT"),
         description="Weight of the BM25 list in the fusion (the dense list weighs 1).",
     )
     max_body_bytes: int = Field(

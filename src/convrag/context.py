@@ -18,6 +18,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from convrag.services import Services
 
+DEFAULT_RELEVANCE_FLOOR = 0.0
+"""Chosen by measurement: ``benchmarks/abstention_floor.py`` (see BENCHMARKS.md)."""
+
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
 #: context's JSON schema.
 InjectedServices = Annotated[Services | None, PlainValidator(lambda v: v), SkipJsonSchema()]
@@ -42,7 +45,18 @@ class Context:
     history_turns: int = field(default=5, metadata={"description": "Turns of history loaded."})
     top_k: int = field(default=5, metadata={"description": "Sources given to synthesis."})
     score_threshold: float = field(
-        default=0.0, metadata={"description": "Minimum fused score of a vector hit."}
+        default=0.0,
+        metadata={
+            "description": "Minimum relevance of a vector hit: its cosine similarity to the "
+            "standalone query (comparable across queries). 0 keeps every hit."
+        },
+    )
+    relevance_floor: float = field(
+        default=DEFAULT_RELEVANCE_FLOOR,
+        metadata={
+            "description": "Answer 'not found' when no retrieved chunk's cosine similarity "
+            "to the query reaches this (and no item or web page was found). 0 never abstains."
+        },
     )
     context_budget_chars: int = field(
         default=4000, metadata={"description": "Maximum characters of source text."}
@@ -91,6 +105,9 @@ class Context:
                 problems.append(f"{name} must be >= 1")
         if self.max_regenerations < 0:
             problems.append("max_regenerations must be >= 0")
+        for name in ("score_threshold", "relevance_floor"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"{name} must be within [0, 1]")
         if not 0.0 <= self.repetition_threshold <= 1.0:
             problems.append("repetition_threshold must be within [0, 1]")
         for name in (

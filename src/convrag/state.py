@@ -168,6 +168,8 @@ class State(InputState, total=False):
     """Fused, deduplicated, budgeted sources; ``[n]`` in the answer is ``sources[n-1]``."""
     retrieval_confidence: Annotated[float, TURN_FLOAT]
     """Best dense similarity of the retrieved chunks (0 when none)."""
+    abstain: Annotated[bool, TURN_BOOL]
+    """No source is relevant enough: answer "not found" unless the web finds something."""
     web_search_reason: Annotated[str | None, TURN_NONE]
     """Why web search ran (policy trigger), or None."""
     web_results: Annotated[list[Source], TURN_LIST]
@@ -240,6 +242,7 @@ class MergeUpdate(TypedDict, total=False):
 
     sources: list[Source]
     retrieval_confidence: float
+    abstain: bool
     web_search_reason: str | None
 
 

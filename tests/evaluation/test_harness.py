@@ -60,7 +60,14 @@ async def test_mtrag_report_has_every_strategy_split_by_turn_type(
 ) -> None:
     report = await evaluate_mtrag(services, _mtrag_dir(tmp_path), "mini")
     assert report["n_turns"] == 2 and report["n_followup"] == 1
-    assert set(report["strategies"]) == {*BASELINES, "convrag", "convrag_no_anchor"}
+    assert set(report["strategies"]) == {
+        *BASELINES,
+        "convrag",
+        "convrag_no_anchor",
+        "convrag_lastturn",
+        "convrag_rewrite_llm",
+    }
+    assert report["embedder"] and report["reranker"] == "none"
     for scores in report["strategies"].values():
         assert set(scores) == {"all", "followup", "standalone"}
         assert 0.0 <= scores["all"]["R@5"] <= 1.0 and "nDCG@10" in scores["all"]

@@ -19,7 +19,10 @@ class RagOptions(BaseModel):
     enabled: bool = True
     top_k: int = Field(default=5, ge=1, le=50)
     threshold: float = Field(
-        default=0.0, ge=0.0, le=2.0, description="Minimum fused score of a vector hit."
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Minimum relevance of a passage: its cosine similarity to the query.",
     )
     web_search: Literal["auto", "off", "on"] = "auto"
 
@@ -93,6 +96,8 @@ class AnswerOut(BaseModel):
     sources: list[SourceOut]
     citations: list[CitationOut]
     repetition_detected: bool
+    no_answer: bool = False
+    """Nothing in the workspace was relevant enough: the answer says so and cites nothing."""
     flags: dict[str, Any]
     timings_ms: dict[str, float]
 

@@ -131,6 +131,7 @@ class TurnRunner:
                     "citations": [_citation(c) for c in state.get("citations", [])],
                     "timings_ms": state.get("timings", {}),
                     "repetition_detected": bool(state.get("regenerations")),
+                    "no_answer": bool(state.get("flags", {}).get("no_answer")),
                     "flags": state.get("flags", {}),
                 },
             )
@@ -189,6 +190,7 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         sources=result.sources,
         citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
         repetition_detected=bool(s.get("regenerations")),
+        no_answer=bool(s.get("flags", {}).get("no_answer")),
         flags=s.get("flags", {}),
         timings_ms=s.get("timings", {}),
     )

@@ -40,6 +40,7 @@ BASELINES = (
     "dense_lastturn",
     "hybrid_lastturn",
     "bm25_rewrite_llm",
+    "dense_rewrite_llm",
     "hybrid_rewrite_llm",
     "hybrid_all_questions",
 )
@@ -160,8 +161,17 @@ class MtragEvaluation:
         )
         return self._passages([h.document_id for h in hits])
 
-    async def pipeline(self, turn: MtragTurn, *, anchored: bool, llm: str | None) -> list[str]:
-        history = history_turns(turn, self.workspace)
+    async def run_graph(
+        self,
+        turn: MtragTurn,
+        *,
+        anchored: bool,
+        llm: str | None,
+        message: str | None = None,
+        with_history: bool = True,
+    ) -> dict[str, Any]:
+        """The graph's state for ``turn`` after retrieval (it stops before synthesis)."""
+        history = history_turns(turn, self.workspace) if with_history else []
         if not anchored and history:
             history[-1]["cited_document_ids"] = []
         ctx = Context(
@@ -174,12 +184,26 @@ class MtragEvaluation:
         )
         thread_id = str(uuid.uuid4())
         payload = InputState(
-            message=turn.question,
+            message=message or turn.question,
             conversation_id=thread_id,
             history_override=history,
         )
-        state = await self.graph.ainvoke(
+        state: dict[str, Any] = await self.graph.ainvoke(
             payload, {"configurable": {"thread_id": thread_id}}, context=ctx
+        )
+        return state
+
+    async def pipeline(
+        self,
+        turn: MtragTurn,
+        *,
+        anchored: bool,
+        llm: str | None,
+        message: str | None = None,
+        with_history: bool = True,
+    ) -> list[str]:
+        state = await self.run_graph(
+            turn, anchored=anchored, llm=llm, message=message, with_history=with_history
         )
         return self._passages([s["document_id"] or "" for s in state.get("sources", [])])
 
@@ -190,6 +214,8 @@ class MtragEvaluation:
                 return await self.search(turn.question, "bm25")
             case "dense_lastturn":
                 return await self.search(turn.question, "dense")
+            case "dense_rewrite_llm":
+                return await self.search(rewrite, "dense")
             case "hybrid_lastturn":
                 return await self.search(turn.question, "hybrid")
             case "bm25_rewrite_llm":
@@ -202,6 +228,12 @@ class MtragEvaluation:
                 return await self.pipeline(turn, anchored=True, llm="none")
             case "convrag_no_anchor":
                 return await self.pipeline(turn, anchored=False, llm="none")
+            case "convrag_lastturn":
+                return await self.pipeline(turn, anchored=False, llm="none", with_history=False)
+            case "convrag_rewrite_llm":
+                return await self.pipeline(
+                    turn, anchored=False, llm="none", message=rewrite, with_history=False
+                )
             case "convrag_llm":
                 return await self.pipeline(turn, anchored=True, llm=llm_model)
         raise ValueError(f"unknown strategy {strategy!r}")
@@ -228,7 +260,10 @@ async def evaluate_mtrag(
     if limit:
         turns = turns[:limit]
     llm = services.settings.effective_llm_model
-    names = list(strategies or [*BASELINES, "convrag", "convrag_no_anchor"])
+    names = list(
+        strategies
+        or [*BASELINES, "convrag", "convrag_no_anchor", "convrag_lastturn", "convrag_rewrite_llm"]
+    )
     if strategies is None and llm:
         names.append("convrag_llm")
     workspace = f"mtrag-{path.name}"
@@ -258,6 +293,9 @@ async def evaluate_mtrag(
         "n_standalone": sum(not t.followup for t in turns),
         "corpus_passages": len(corpus),
         "ingest_seconds": round(ingest_s, 1),
+        "embedder": services.settings.embedding_model,
+        "reranker": "none",
+        "rrf_bm25_weight": services.settings.rrf_bm25_weight,
         "ms_per_turn": timing,
         "strategies": {
             n: {split: mean_scores(rows) for split, rows in per[n].items()} for n in names

@@ -24,6 +24,18 @@ def needs_fresh_information(text: str) -> bool:
     return bool(_FRESH.search(text))
 
 
+def relevant(hit: Source, threshold: float) -> bool:
+    """Whether a vector hit's cosine similarity to the query reaches ``threshold``.
+
+    A hit found by keywords alone has no similarity; it passes only when nothing is
+    filtered (``threshold`` 0).
+    """
+    if threshold <= 0.0:
+        return True
+    similarity = hit.get("dense_score")
+    return similarity is not None and similarity >= threshold
+
+
 def budget(sources: list[Source], *, top_k: int, max_chars: int) -> list[Source]:
     """Keep sources in order until ``top_k`` or ``max_chars`` of text; trim the last one."""
     kept: list[Source] = []
@@ -61,7 +73,7 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     services = ctx.deps
     seen: set[str] = set()
     merged: list[Source] = []
-    vector = [h for h in state.get("vector_hits", []) if h["score"] >= ctx.score_threshold]
+    vector = [h for h in state.get("vector_hits", []) if relevant(h, ctx.score_threshold)]
     for src in [*state.get("document_hits", []), *vector]:
         if src["id"] not in seen:
             seen.add(src["id"])
@@ -77,10 +89,15 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
+    abstain = confidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
         ctx,
         web_available=services.web is not None,
     )
+    if abstain and reason is None and services.web is not None and ctx.web_search != "off":
+        reason = "not_found"
     emit(runtime, SourcesEvent(event="sources", sources=sources_out(kept)))
-    return MergeUpdate(sources=kept, retrieval_confidence=confidence, web_search_reason=reason)
+    return MergeUpdate(
+        sources=kept, retrieval_confidence=confidence, abstain=abstain, web_search_reason=reason
+    )

@@ -18,6 +18,10 @@ from convrag.state import DraftUpdate, State
 async def synthesize(state: State, runtime: Runtime[Context]) -> DraftUpdate:
     """The turn's first draft (or a pending web search the LLM asked for)."""
     ctx = runtime.context
+    if state.get("abstain") and not state.get("web_results"):
+        text = ctx.deps.settings.no_answer_text
+        stream_text(runtime, text, "synthesize")
+        return {**drafted(state, text, extractive=True), "flags": {"no_answer": True}}
     excluded = state.get("excluded_entities") or []
     model_name = resolve_model(ctx.llm_model, ctx.deps.settings)
     fallback = DraftUpdate()

@@ -32,6 +32,8 @@ from convrag.ids import check_id
 
 KIND_CHUNK = "chunk"
 KIND_MEMORY = "memory"
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One result of one search list."""

@@ -67,6 +67,7 @@ async def chat_completions(
                 ],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
                 "citations": [c.model_dump() for c in answer.citations],
+                "no_answer": answer.no_answer,
                 "sources": answer.sources,
                 "conversation_id": conversation_id,
             }
@@ -89,7 +90,7 @@ async def chat_completions(
             if name == "token":
                 yield chunk({"content": data["text"]})
             elif name == "done":
-                yield chunk({}, "stop", citations=data["citations"])
+                yield chunk({}, "stop", citations=data["citations"], no_answer=data["no_answer"])
             elif name == "error":
                 yield f"data: {json.dumps({'error': data})}\n\n"
         yield "data: [DONE]\n\n"
