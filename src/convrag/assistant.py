@@ -13,17 +13,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from convrag.checkpointer import DEFAULT_DURABILITY, Durability, saver_for
 from convrag.config import Settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.services import Services, open_services
 from convrag.state import InputState, State
+
+Durability = Literal["exit", "async", "sync"]
+DEFAULT_DURABILITY: Durability = "exit"
+"""Turns run with ``durability="exit"``: LangGraph writes one checkpoint when the run
+ends, including when a node raises, so a run that crashed inside ``synthesize`` resumes
+from there (``ainvoke(None, config)``) and ``persist``, keyed by the turn id fixed in
+``load_history``, never writes the turn twice. ``"async"`` writes one checkpoint per
+superstep and only adds protection against a killed process, which a client retry
+covers."""
 
 
 @dataclass
@@ -100,5 +108,4 @@ async def open_assistant(
     async with AsyncExitStack() as stack:
         if services is None:
             services = await stack.enter_async_context(open_services(settings))
-        saver = await saver_for(services.db)
-        yield Assistant(services, compile_graph(saver, services=services))
+        yield Assistant(services, compile_graph(services.db.checkpoints, services=services))

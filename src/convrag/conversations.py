@@ -12,17 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Checkpointer
-
 if TYPE_CHECKING:
     from convrag.assistant import Assistant
-
-
-async def delete_thread(saver: Checkpointer, thread_id: str) -> None:
-    """Delete a thread's checkpoints; nothing to do for a graph compiled without a saver."""
-    if isinstance(saver, BaseCheckpointSaver):
-        await saver.adelete_thread(thread_id)
 
 
 async def delete_conversation(
@@ -37,6 +28,6 @@ async def delete_conversation(
     services = assistant.services
     if not await services.db.delete_conversation(workspace_id, conversation_id):
         return False
-    await delete_thread(assistant.graph.checkpointer, conversation_id)
+    await services.db.delete_thread(conversation_id)
     await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
     return True

@@ -20,7 +20,6 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
-from convrag.checkpointer import saver_for
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.services import install_sigterm_handler, open_services
@@ -32,7 +31,7 @@ async def checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
     """The dev server's checkpointer, on the services kept open for its lifetime."""
     install_sigterm_handler()
     async with open_services() as services:
-        yield await saver_for(services.db)
+        yield services.db.checkpoints
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
@@ -197,6 +198,8 @@ class Database:
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]]) -> None:
         self.pool = pool
+        self.checkpoints = AsyncPostgresSaver(pool)
+        """The graph's checkpointer: LangGraph's Postgres saver, on this pool."""
 
     @classmethod
     @asynccontextmanager
@@ -216,7 +219,17 @@ class Database:
             await pool.close()
 
     async def setup(self) -> int:
-        """Apply the migrations not yet applied; returns how many ran. Safe to call often."""
+        """Apply the migrations not yet applied, and the checkpointer's own; returns how
+        many of ours ran. Safe to call often."""
+        ran = await self._migrate()
+        await self.checkpoints.setup()
+        return ran
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Delete a conversation's checkpoints."""
+        await self.checkpoints.adelete_thread(thread_id)
+
+    async def _migrate(self) -> int:
         async with self.pool.connection() as conn, conn.transaction():
             # Several processes may start at once: serialise them.
             await conn.execute("SELECT pg_advisory_xact_lock(7214001)")
