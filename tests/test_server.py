@@ -442,3 +442,28 @@ async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regenerat
     # Every meal sentence names Acme Travel Desk, so the answer repeats the first one's
     # entities; no other sentence answers the question, so the repetition stays flagged.
     assert done["repetition_detected"] and done["flags"]["repetition_unresolved"] is True
+
+
+async def test_odd_id_spellings_are_404_and_an_upper_case_id_is_the_same_conversation(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        for spelling in (
+            f"urn:uuid:{conv}",
+            f"{conv}}}",
+            f"-{conv}",
+            f"{{{conv}}}",
+            conv.replace("-", ""),
+        ):
+            for path in (
+                f"/v1/conversations/{spelling}",
+                f"/v1/messages/{spelling}/sources",
+                f"/v1/documents/{spelling}",
+            ):
+                resp = await client.get(f"{base_url}{path}", headers=_auth(tenant))
+                assert resp.status_code == 404, (path, resp.status_code, resp.text)
+        upper = await client.get(
+            f"{base_url}/v1/conversations/{conv.upper()}", headers=_auth(tenant)
+        )
+        assert upper.status_code == 200 and upper.json()["conversation_id"] == conv

@@ -26,13 +26,22 @@ def check_id(value: str, what: str = "workspace") -> str:
     return value
 
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def canonical_uuid(value: str) -> str | None:
+    """``value`` as the one spelling ids are stored and locked under (36 characters,
+    lower case), or None when it is not that UUID form.
+
+    ``uuid.UUID`` also accepts ``urn:uuid:…``, braces and missing hyphens; taking those
+    would give one conversation several spellings (and lock keys).
+    """
+    return value.lower() if _UUID.fullmatch(value) else None
+
+
 def is_uuid(value: str) -> bool:
-    """Whether ``value`` parses as a UUID."""
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
+    """Whether ``value`` is a UUID in its canonical form (any case)."""
+    return canonical_uuid(str(value)) is not None
 
 
 def conversation_uuid(value: str) -> str:

@@ -19,6 +19,7 @@ from convrag.api.errors import not_found
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant
 from convrag.config import Settings
+from convrag.ids import canonical_uuid
 from convrag.services import Services
 
 _bearer = HTTPBearer(auto_error=False, description="A workspace API key (`convrag keys create`).")
@@ -125,13 +126,32 @@ async def get_workspace(
 WorkspaceDep = Annotated[str, Depends(get_workspace)]
 
 
+def canonical_path_id(value: str, what: str) -> str:
+    """A path id in its one stored spelling, or 404 for anything else."""
+    canonical = canonical_uuid(value)
+    if canonical is None:
+        raise not_found(what, value)
+    return canonical
+
+
 async def owned_conversation(
     conversation_id: str, workspace: WorkspaceDep, services: ServicesDep
 ) -> str:
-    """The path's conversation id, or 404 when it is not this workspace's."""
-    if not await services.db.conversation_exists(workspace, conversation_id):
+    """The path's conversation id (canonical), or 404 when it is not this workspace's."""
+    canonical = canonical_path_id(conversation_id, "conversation")
+    if not await services.db.conversation_exists(workspace, canonical):
         raise not_found("conversation", conversation_id)
-    return conversation_id
+    return canonical
+
+
+def document_path_id(document_id: str) -> str:
+    return canonical_path_id(document_id, "document")
+
+
+def message_path_id(message_id: str) -> str:
+    return canonical_path_id(message_id, "message")
 
 
 OwnedConversation = Annotated[str, Depends(owned_conversation)]
+DocumentId = Annotated[str, Depends(document_path_id)]
+MessageId = Annotated[str, Depends(message_path_id)]

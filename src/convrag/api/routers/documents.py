@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, HTTPException, Response, UploadFile, status
 
-from convrag.api.deps import ServicesDep, SettingsDep, WorkspaceDep
+from convrag.api.deps import DocumentId, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.schemas import DocumentOut
 from convrag.ingest import SUPPORTED, IngestError, accept_upload, delete_document
@@ -58,7 +58,7 @@ async def list_documents(workspace: WorkspaceDep, services: ServicesDep) -> list
 
 @router.get("/v1/documents/{document_id}", response_model=DocumentOut)
 async def get_document(
-    document_id: str, workspace: WorkspaceDep, services: ServicesDep
+    document_id: DocumentId, workspace: WorkspaceDep, services: ServicesDep
 ) -> DocumentOut:
     row = await services.db.get_document(workspace, document_id)
     if row is None:
@@ -68,7 +68,7 @@ async def get_document(
 
 @router.delete("/v1/documents/{document_id}", status_code=204)
 async def remove_document(
-    document_id: str, workspace: WorkspaceDep, services: ServicesDep
+    document_id: DocumentId, workspace: WorkspaceDep, services: ServicesDep
 ) -> Response:
     """Delete a document and every chunk of it, in Postgres and Milvus."""
     if not await delete_document(services, workspace, document_id):

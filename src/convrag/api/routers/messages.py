@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from convrag.api.deps import OwnedConversation, RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.deps import MessageId, OwnedConversation, RunnerDep, ServicesDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.schemas import CitationOut, MessageIn
@@ -82,7 +82,7 @@ async def post_message(
 
 @router.get("/v1/messages/{message_id}/sources", response_model=list[CitationOut])
 async def message_sources(
-    message_id: str, workspace: WorkspaceDep, services: ServicesDep
+    message_id: MessageId, workspace: WorkspaceDep, services: ServicesDep
 ) -> list[CitationOut]:
     """The stored citations of an answer (a turn id from the `done` event)."""
     rows = await services.db.citations(workspace, message_id)
