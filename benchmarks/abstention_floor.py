@@ -11,8 +11,13 @@ probes: their answers are certainly absent.
 For each candidate floor, abstaining below it gives: precision, recall and F1 with
 UNANSWERABLE turns as the positive class against ANSWERABLE ones (PARTIAL and
 CONVERSATIONAL are left out), the false-abstention rate on ANSWERABLE turns, and the
-abstention rate on off-topic probes. The floor is fitted on one domain (best F1 with false
-abstention <= 10 %, ties to the lower floor) and scored on each other domain, both ways.
+abstention rate on off-topic probes. Two fits on one domain, each scored on the others:
+
+- ``f1``: the best F1 with false abstention <= 10 % (the issue's criterion);
+- ``safe``: the highest floor with false abstention <= 2 %, the default's rule. MTRAG's
+  unanswerable questions are on-topic and score like answerable ones, so F1 cannot
+  separate them; what a floor can do is refuse off-topic questions without refusing
+  answerable ones.
 
 The data directory is reused (``--data-dir``, default ``bench-out/data``): the pooled
 corpora are ingested once, idempotently, into workspaces ``mtrag-<domain>``.
@@ -34,6 +39,7 @@ from convrag.services import open_services
 
 GRID = [round(0.20 + 0.01 * i, 2) for i in range(56)]  # 0.20 .. 0.75
 MAX_FALSE_ABSTENTION = 0.10
+SAFE_FALSE_ABSTENTION = 0.02
 
 
 def load_turns(path: Path) -> list[tuple[MtragTurn, str]]:
@@ -79,6 +85,16 @@ def scores(rows: list[dict[str, Any]], floor: float) -> dict[str, float]:
     }
 
 
+def fit_safe(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The highest floor whose false abstention stays within the safe limit."""
+    allowed = [
+        s
+        for s in (scores(rows, f) for f in GRID)
+        if s["false_abstention_rate"] <= SAFE_FALSE_ABSTENTION
+    ]
+    return max(allowed, key=lambda s: s["floor"])
+
+
 def fit(rows: list[dict[str, Any]]) -> dict[str, float]:
     """The floor with the best F1 whose false abstention stays within the limit."""
     allowed = [
@@ -90,7 +106,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 async def collect(
-    settings: Settings, data: Path, domains: list[str]
+    settings: Settings, data: Path, domains: list[str], probes: list[str]
 ) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     async with open_services(settings) as services:
@@ -109,7 +125,7 @@ async def collect(
                         "confidence": float(state.get("retrieval_confidence", 0.0)),
                     }
                 )
-            for other in domains:
+            for other in probes:
                 if other == domain:
                     continue
                 firsts = [t for t, _ in load_turns(data / other) if not t.history]
@@ -135,14 +151,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-out/abstention_floor.json"))
     args = parser.parse_args()
     domains = args.domains.split(",")
-    rows = asyncio.run(collect(Settings(data_dir=args.data_dir.resolve()), args.data, domains))
+    probes = sorted(p.name for p in args.data.iterdir() if (p / "turns.jsonl").exists())
+    rows = asyncio.run(
+        collect(Settings(data_dir=args.data_dir.resolve()), args.data, domains, probes)
+    )
     report: dict[str, Any] = {"grid": [GRID[0], GRID[-1]], "fits": {}}
     for train in domains:
-        chosen = fit(rows[train])
-        report["fits"][train] = {
-            "fitted": chosen,
-            "tested": {d: scores(rows[d], chosen["floor"]) for d in domains if d != train},
-        }
+        for rule, fitter in (("f1", fit), ("safe", fit_safe)):
+            chosen = fitter(rows[train])
+            report["fits"][f"{rule}:{train}"] = {
+                "fitted": chosen,
+                "tested": {d: scores(rows[d], chosen["floor"]) for d in domains if d != train},
+            }
     report["rows"] = rows
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))

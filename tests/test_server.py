@@ -467,3 +467,36 @@ async def test_odd_id_spellings_are_404_and_an_upper_case_id_is_the_same_convers
             f"{base_url}/v1/conversations/{conv.upper()}", headers=_auth(tenant)
         )
         assert upper.status_code == 200 and upper.json()["conversation_id"] == conv
+
+
+async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    for name, text in (("travel.md", TRAVEL), ("employee_data.txt", EMPLOYEES)):
+        path = tmp_path / name
+        path.write_text(text)
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    ask = {"Accept": "application/json", **_auth(tenant)}
+    async with httpx.AsyncClient(timeout=30) as client:
+
+        async def answer(question: str) -> dict[str, Any]:
+            conv = await _conversation(client, base_url, tenant)
+            url = f"{base_url}/v1/conversations/{conv}/messages"
+            resp = await client.post(url, json={"content": question}, headers=ask)
+            assert resp.status_code == 200, resp.text
+            return dict(resp.json())
+
+        for question in ("What is the capital of France?", "Who won the 2018 World Cup?"):
+            reply = await answer(question)
+            assert reply["no_answer"] is True and reply["citations"] == []
+            assert reply["answer"] == services.settings.no_answer_text
+        found = await answer("What is the daily meal allowance in Asia?")
+        assert found["no_answer"] is False and "50 dollars" in found["answer"]
+        docs = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()
+        travel = next(d["id"] for d in docs if d["source"].endswith("travel.md"))
+        deleted = await client.delete(f"{base_url}/v1/documents/{travel}", headers=_auth(tenant))
+        assert deleted.status_code == 204
+        gone = await answer("What is the daily meal allowance in Asia?")
+        assert gone["no_answer"] is True and "50 dollars" not in gone["answer"]

@@ -18,7 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from convrag.services import Services
 
-DEFAULT_RELEVANCE_FLOOR = 0.0
+DEFAULT_RELEVANCE_FLOOR = 0.40
 """Chosen by measurement: ``benchmarks/abstention_floor.py`` (see BENCHMARKS.md)."""
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
