@@ -53,3 +53,23 @@ def test_unresolved_markers_are_removed_and_counted() -> None:
     assert text == "A [1] and B."
     assert [c["marker"] for c in citations] == ["[1]"] and citations[0]["position"] == 2
     assert unresolved == 1
+
+
+def test_a_sentence_cut_at_a_chunk_boundary_is_never_quoted() -> None:
+    chunk = _src(
+        "rapidly increased after the war. The population of the city grew to two million "
+        "by 1950. But Patel wrote in a letter to his daughter that he and his"
+    )
+    for question in (
+        "What rapidly increased after the war?",
+        "What did Patel write to his daughter?",
+    ):
+        answer = extractive_answer(question, [chunk])
+        assert "rapidly increased" not in answer and "he and his" not in answer
+        assert answer == "The population of the city grew to two million by 1950. [1]"
+
+
+def test_a_heading_is_not_quoted_as_an_answer() -> None:
+    chunk = _src("Meal allowances. The daily meal allowance in Asia is 50 dollars.")
+    answer = extractive_answer("What is the meal allowance in Asia?", [chunk])
+    assert answer == "The daily meal allowance in Asia is 50 dollars. [1]"

@@ -155,6 +155,23 @@ def sentences(text: str) -> list[str]:
     return units
 
 
+def quotable(unit: str, *, first: bool, last: bool) -> bool:
+    """Whether an answer may quote ``unit`` as a whole statement.
+
+    A chunk is cut from a longer text, so its first unit may start mid-sentence (a lower
+    case start) and its last may stop mid-sentence (no closing punctuation). A unit of
+    three words or fewer is a heading or a label, not an answer. Field records ("Name;
+    Position: Engineer") are whole by construction.
+    """
+    if "; " in unit:
+        return True
+    if len(unit.split()) <= 3:
+        return False
+    if first and unit[:1].islower():
+        return False
+    return not (last and not unit.rstrip().endswith((".", "!", "?", '"', "'", ")", ":")))
+
+
 def extractive_answer(
     query: str,
     sources: Sequence[Source],
@@ -175,8 +192,10 @@ def extractive_answer(
     excluded = [e.lower() for e in excluded_entities if e]
     candidates: list[tuple[int, int, str, list[str]]] = []
     for n, src in enumerate(sources, start=1):
-        for pos, sent in enumerate(sentences(src["text"])):
-            candidates.append((n, pos, sent, _terms(sent)))
+        units = sentences(src["text"])
+        for pos, sent in enumerate(units):
+            if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
+                candidates.append((n, pos, sent, _terms(sent)))
     df: Counter[str] = Counter()
     for *_, terms in candidates:
         df.update(set(terms))
@@ -211,8 +230,14 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if not picked:
+        units = sentences(sources[0]["text"])
         first = next(
-            (s for s in sentences(sources[0]["text"]) if not any(e in s.lower() for e in excluded)),
+            (
+                u
+                for pos, u in enumerate(units)
+                if quotable(u, first=pos == 0, last=pos == len(units) - 1)
+                and not any(e in u.lower() for e in excluded)
+            ),
             None,
         )
         if first is None:
