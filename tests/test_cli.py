@@ -80,3 +80,10 @@ def test_keys_create_prints_the_key_alone(cli_data: Path) -> None:
     out = _run(["keys", "create", "-w", "cli"], cli_data)
     assert out.returncode == 0 and out.stdout.strip().startswith("crk_")
     assert len(out.stdout.strip().splitlines()) == 1
+
+
+def test_version_prints_the_package_version(cli_data: Path) -> None:
+    from convrag import __version__
+
+    out = _run(["--version"], cli_data)
+    assert out.returncode == 0 and out.stdout.strip() == f"convrag {__version__}"

@@ -500,3 +500,14 @@ async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
         assert deleted.status_code == 204
         gone = await answer("What is the daily meal allowance in Asia?")
         assert gone["no_answer"] is True and "50 dollars" not in gone["answer"]
+
+
+async def test_models_lists_convrag_for_openai_compatible_clients(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        listed = await client.get(f"{base_url}/v1/models", headers=_auth(tenant))
+        anonymous = await client.get(f"{base_url}/v1/models")
+    assert listed.status_code == 200
+    assert [m["id"] for m in listed.json()["data"]] == ["convrag"]
+    assert anonymous.status_code == 401

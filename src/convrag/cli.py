@@ -27,6 +27,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from convrag import __version__
+
+        print(f"convrag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus)."""
+
+
 documents_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Workspace API keys.", no_args_is_help=True)
 eval_app = typer.Typer(help="Quality evaluation on external benchmarks.", no_args_is_help=True)

@@ -26,6 +26,18 @@ from convrag.text.entities import extract_entities
 
 router = APIRouter(tags=["openai"])
 
+MODEL_ID = "convrag"
+"""The one model this endpoint serves: the workspace's conversational RAG."""
+
+
+@router.get("/v1/models")
+async def list_models(workspace: WorkspaceDep) -> dict[str, Any]:
+    """The models list OpenAI-compatible chat clients ask for first."""
+    return {
+        "object": "list",
+        "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "convrag"}],
+    }
+
 
 @router.post("/v1/chat/completions")
 async def chat_completions(
