@@ -511,3 +511,19 @@ async def test_models_lists_convrag_for_openai_compatible_clients(
     assert listed.status_code == 200
     assert [m["id"] for m in listed.json()["data"]] == ["convrag"]
     assert anonymous.status_code == 401
+
+
+async def test_malformed_json_is_named_as_such_not_as_a_field(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            content=b'{"content": "hi",,}',
+            headers={"content-type": "application/json", **_auth(tenant)},
+        )
+    assert resp.status_code == 422
+    detail = resp.json()["detail"]
+    assert detail.startswith("body: the body is not valid JSON at character 17: Expecting")
+    assert resp.json()["errors"][0]["field"] == ""

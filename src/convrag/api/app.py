@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -72,16 +73,28 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     return app
 
 
+def _problem(error: Any) -> dict[str, str]:
+    """One validation problem. A body that is not JSON has no field: its location is a
+    character offset, which is named as such with the parser's reason."""
+    if error["type"] == "json_invalid":
+        offset = next((p for p in error["loc"] if isinstance(p, int)), None)
+        reason = (error.get("ctx") or {}).get("error", "")
+        where = f" at character {offset}" if offset is not None else ""
+        return {
+            "field": "",
+            "message": f"the body is not valid JSON{where}: {reason}".rstrip(": "),
+            "type": "json_invalid",
+        }
+    return {
+        "field": ".".join(str(p) for p in error["loc"] if p != "body"),
+        "message": error["msg"],
+        "type": error["type"],
+    }
+
+
 async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
     """422 with one readable ``detail`` line and the problems field by field."""
     HTTP_ERRORS.labels("422").inc()
-    problems = [
-        {
-            "field": ".".join(str(p) for p in e["loc"] if p != "body"),
-            "message": e["msg"],
-            "type": e["type"],
-        }
-        for e in exc.errors()
-    ]
+    problems = [_problem(e) for e in exc.errors()]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
     return JSONResponse({"detail": summary, "errors": problems}, status_code=422)
