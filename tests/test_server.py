@@ -233,6 +233,7 @@ async def test_bad_input_gets_clear_4xx_errors_and_never_500(
             headers={**_auth(tenant), "Content-Type": "application/json"},
         )
         assert huge.status_code == 413 and "limit" in huge.json()["detail"]
+        assert "MAX_BODY_BYTES" in huge.json()["detail"]
         for path in (
             "/v1/conversations/not-a-uuid",
             f"/v1/conversations/{uuid.uuid4()}",

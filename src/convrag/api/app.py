@@ -64,7 +64,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.add_middleware(
         BodySizeLimit,
         limit_for=lambda path: (
-            file_limit + _MULTIPART_OVERHEAD if path == "/v1/documents" else body_limit
+            (file_limit + _MULTIPART_OVERHEAD, "MAX_FILE_BYTES")
+            if path == "/v1/documents"
+            else (body_limit, "MAX_BODY_BYTES")
         ),
     )
     app.exception_handler(RequestValidationError)(_validation_error)

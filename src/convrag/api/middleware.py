@@ -18,7 +18,7 @@ from convrag.api.metrics import HTTP_ERRORS
 class BodySizeLimit:
     """413 for bodies over the limit, whether declared by Content-Length or streamed."""
 
-    def __init__(self, app: ASGIApp, limit_for: Callable[[str], int]) -> None:
+    def __init__(self, app: ASGIApp, limit_for: Callable[[str], tuple[int, str]]) -> None:
         self.app = app
         self.limit_for = limit_for
 
@@ -26,10 +26,10 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limit_for(scope["path"])
+        limit, setting = self.limit_for(scope["path"])
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(limit, send)
+            await _too_large(limit, setting, send)
             return
         seen = 0
 
@@ -45,15 +45,16 @@ class BodySizeLimit:
         try:
             await self.app(scope, counted, send)
         except _BodyTooLarge:
-            await _too_large(limit, send)
+            await _too_large(limit, setting, send)
 
 
 class _BodyTooLarge(Exception):
     pass
 
 
-async def _too_large(limit: int, send: Send) -> None:
-    body = json.dumps({"detail": f"request body is over the {limit} byte limit"}).encode()
+async def _too_large(limit: int, setting: str, send: Send) -> None:
+    detail = f"request body is over the {limit} byte limit; the server's {setting} setting sets it"
+    body = json.dumps({"detail": detail}).encode()
     HTTP_ERRORS.labels("413").inc()
     await send(
         {

@@ -40,7 +40,7 @@ async def upload_document(
     if len(data) > settings.max_file_bytes:
         raise HTTPException(
             status.HTTP_413_CONTENT_TOO_LARGE,
-            f"file: over the {settings.max_file_bytes} byte limit",
+            f"file: over the {settings.max_file_bytes} byte limit (the server's MAX_FILE_BYTES)",
         )
     try:
         document_id = await accept_upload(services, workspace, name, data)
