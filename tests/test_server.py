@@ -528,3 +528,16 @@ async def test_malformed_json_is_named_as_such_not_as_a_field(
     detail = resp.json()["detail"]
     assert detail.startswith("body: the body is not valid JSON at character 17: Expecting")
     assert resp.json()["errors"][0]["field"] == ""
+
+
+async def test_web_search_on_without_a_serper_key_is_refused_with_the_fix(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "Any news?", "rag": {"web_search": "on"}},
+            headers=_auth(tenant),
+        )
+    assert resp.status_code == 422 and "SERPER_API_KEY" in resp.json()["detail"]

@@ -304,7 +304,7 @@ def eval_rewrite(
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port (never 2024 here).")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
 ) -> None:
     """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
 

@@ -162,8 +162,15 @@ async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
         yield item
 
 
-def turn_context(workspace: str, rag: RagOptions) -> Context:
-    """The run's context from a request's ``rag`` options."""
+def turn_context(workspace: str, rag: RagOptions, *, web_available: bool) -> Context:
+    """The run's context from a request's ``rag`` options; 422 for web search asked of a
+    server that has no Serper key (it would silently not search)."""
+    if rag.web_search == "on" and not web_available:
+        raise HTTPException(
+            422,
+            "rag.web_search: 'on' needs web search, which this server does not have; "
+            "set SERPER_API_KEY on the server, or use 'auto' or 'off'",
+        )
     return Context(
         workspace_id=workspace,
         rag_enabled=rag.enabled,

@@ -59,7 +59,13 @@ async def post_message(
         raise HTTPException(422, "content: must not be blank")
     payload = InputState(message=content, conversation_id=conversation_id)
     try:
-        queue, task = runner.start(conversation_id, payload, turn_context(workspace, body.rag))
+        queue, task = runner.start(
+            conversation_id,
+            payload,
+            turn_context(
+                workspace, body.rag, web_available=runner.assistant.services.web is not None
+            ),
+        )
     except ConversationBusy:
         HTTP_ERRORS.labels("409").inc()
         raise HTTPException(

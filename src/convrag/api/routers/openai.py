@@ -57,7 +57,11 @@ async def chat_completions(
     conversation_id = await services.db.create_conversation(workspace)
     payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
     rag = body.workspace_rag or RagOptions()
-    queue, task = runner.start(conversation_id, payload, turn_context(workspace, rag))
+    queue, task = runner.start(
+        conversation_id,
+        payload,
+        turn_context(workspace, rag, web_available=runner.assistant.services.web is not None),
+    )
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
