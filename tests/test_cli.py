@@ -87,3 +87,14 @@ def test_version_prints_the_package_version(cli_data: Path) -> None:
 
     out = _run(["--version"], cli_data)
     assert out.returncode == 0 and out.stdout.strip() == f"convrag {__version__}"
+
+
+def test_ingesting_a_directory_names_every_file_it_skipped(cli_data: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("The office opens at eight every weekday morning.")
+    (tmp_path / "deck.pptx").write_bytes(b"PK")
+    (tmp_path / ".DS_Store").write_bytes(b"\0")
+    out = _run(["ingest", str(tmp_path), "-w", "cli-skip", "-q"], cli_data)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["added"] == 1
+    assert "skipped" in out.stderr and "deck.pptx" in out.stderr and ".pptx" in out.stderr
+    assert ".DS_Store" not in out.stderr

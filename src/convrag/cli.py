@@ -112,15 +112,24 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
-    from convrag.ingest import IngestError, expand_paths, ingest_documents, load_path
+    from convrag.ingest import SUPPORTED, IngestError, expand_paths, ingest_documents, load_path
     from convrag.services import open_services
 
     settings = get_settings()
+    skipped: list[Path] = []
     try:
-        files = expand_paths(paths)
+        files = expand_paths(paths, skipped)
         loaded = [(f, load_path(f, max_bytes=settings.max_file_bytes)) for f in files]
     except IngestError as exc:
         raise fail(exc) from exc
+    for f in skipped:
+        err.print(
+            escape(
+                f"skipped {f}: unsupported format '{f.suffix or f.name}' "
+                f"(supported: {', '.join(SUPPORTED)})"
+            ),
+            style="yellow",
+        )
     docs = [d for _, ds in loaded for d in ds]
 
     async def go() -> Any:

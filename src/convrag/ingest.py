@@ -168,12 +168,21 @@ def load_path(path: Path, *, max_bytes: int) -> list[SourceDocument]:
     return [SourceDocument(source, title, text, {"path": source, "format": suffix})]
 
 
-def expand_paths(paths: Iterable[Path]) -> list[Path]:
-    """Files named directly, plus supported files found under named directories."""
+def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> list[Path]:
+    """Files named directly, plus supported files found under named directories.
+
+    Unsupported files found under a directory are appended to ``skipped`` (hidden files
+    such as ``.DS_Store`` are not worth a mention and are left out of it).
+    """
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and _suffix(f) in SUPPORTED)
+            files = sorted(f for f in p.rglob("*") if f.is_file())
+            found = [f for f in files if _suffix(f) in SUPPORTED]
+            if skipped is not None:
+                skipped.extend(
+                    f for f in files if _suffix(f) not in SUPPORTED and not f.name.startswith(".")
+                )
             if not found:
                 raise IngestError(
                     f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"
