@@ -88,3 +88,12 @@ def test_without_history_a_follow_up_shaped_message_is_standalone() -> None:
 
 def test_expletive_it_is_not_treated_as_a_reference() -> None:
     assert classify("Is it possible to pay salaries weekly in India?", SALARY) == "standalone"
+
+
+@pytest.mark.parametrize(
+    "message", ["hello, who are you?", "Who are you?", "What can you do?", "Are you a bot?"]
+)
+def test_questions_about_the_assistant_itself_need_no_retrieval(message: str) -> None:
+    history = [Turn("What is the meal allowance in Europe?", "It is 60 euros a day [1].")]
+    assert classify(message, history) == "no_retrieval"
+    assert classify(message, []) == "no_retrieval"

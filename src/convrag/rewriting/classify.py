@@ -45,6 +45,10 @@ _GREETING_WORDS = (
     r"|helpful|interesting|much\s+appreciated|(?:i\s+)?appreciate\s+it|good\s+job|well\s+done"
     r"|how\s+are\s+you(?:\s+doing)?|what'?s\s+up|nice\s+to\s+meet\s+you|no\s+problem"
     r"|you'?re\s+welcome|welcome|please|hm|ah|oh|uh|um"
+    # Questions about the assistant itself: nothing in the documents answers them.
+    r"|who\s+are\s+you|what\s+are\s+you|what\s+(?:can|do)\s+you\s+do"
+    r"|what(?:'?s|\s+is)\s+your\s+name|are\s+you\s+(?:an?\s+)?(?:bot|robot|human|person|ai|real)"
+    r"|how\s+can\s+you\s+help(?:\s+me)?"
 )
 _CHITCHAT_PART = rf"(?:{_GREETING_WORDS})(?:\s+(?:there|everyone|all|bot|assistant|buddy|friend))?"
 _CHITCHAT_RE = re.compile(rf"^(?:{_CHITCHAT_PART}[\s,.!?;:)(-]*)+$", re.IGNORECASE)
