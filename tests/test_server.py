@@ -322,7 +322,7 @@ async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
 
 
 async def test_documents_upload_in_the_background_and_delete_everywhere(
-    base_url: str, tenant: dict[str, str]
+    base_url: str, tenant: dict[str, str], services: Services
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         files = {
@@ -343,6 +343,8 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
                 break
             await asyncio.sleep(0.1)
         assert doc["status"] == "ready" and doc["n_chunks"] == 1
+        uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
+        assert [p.name for p in uploads.rglob("*.md")] == ["policy.md"]
         bad = await client.post(
             f"{base_url}/v1/documents",
             headers=_auth(tenant),
@@ -359,6 +361,7 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 404
+        assert list(uploads.rglob("*.md")) == []
 
 
 async def test_delete_conversation_removes_turns_and_checkpoints(

@@ -10,6 +10,7 @@ in the background.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import hashlib
 import json
@@ -353,9 +354,27 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
     """Delete a document from Milvus, then from Postgres (chunks cascade).
 
     Milvus goes first: Postgres's delete moves the workspace's ``index_version``, which
-    makes in-process engines reload from Milvus, and they must not see the old rows.
+    makes in-process engines reload from Milvus, and they must not see the old rows. An
+    uploaded file goes with its document.
     """
-    if await services.db.get_document(workspace_id, document_id) is None:
+    row = await services.db.get_document(workspace_id, document_id)
+    if row is None:
         return False
     await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
-    return await services.db.delete_document(workspace_id, document_id)
+    deleted = await services.db.delete_document(workspace_id, document_id)
+    if deleted:
+        uploaded = (row.get("metadata") or {}).get("path")
+        if uploaded:
+            await asyncio.to_thread(_remove_upload, services.settings.data_dir, Path(uploaded))
+    return deleted
+
+
+def _remove_upload(data_dir: Path, path: Path) -> None:
+    """Remove an uploaded file and its per-upload directory, only under ``data_dir/uploads``."""
+    uploads = (data_dir / "uploads").resolve()
+    path = path.resolve()
+    if uploads not in path.parents:
+        return
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # not empty: another document's file is there
+        path.parent.rmdir()
