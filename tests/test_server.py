@@ -422,15 +422,20 @@ Hotels. Book hotels through the travel desk; the nightly cap is USD 200.
 """
 
 
-async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regeneration(
-    base_url: str, services: Services, tmp_path: Path
-) -> None:
+async def _travel_tenant(services: Services, tmp_path: Path) -> dict[str, str]:
+    """A workspace with the travel policy and the employee records, and its key."""
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
     for name, text in (("travel.md", TRAVEL), ("employee_data.txt", EMPLOYEES)):
         path = tmp_path / name
         path.write_text(text)
         await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    return {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+
+
+async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regeneration(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    tenant = await _travel_tenant(services, tmp_path)
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
@@ -476,12 +481,7 @@ async def test_odd_id_spellings_are_404_and_an_upper_case_id_is_the_same_convers
 async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
     base_url: str, services: Services, tmp_path: Path
 ) -> None:
-    workspace = f"ws-{uuid.uuid4().hex[:10]}"
-    for name, text in (("travel.md", TRAVEL), ("employee_data.txt", EMPLOYEES)):
-        path = tmp_path / name
-        path.write_text(text)
-        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    tenant = await _travel_tenant(services, tmp_path)
     ask = {"Accept": "application/json", **_auth(tenant)}
     async with httpx.AsyncClient(timeout=30) as client:
 

@@ -193,18 +193,9 @@ class MtragEvaluation:
         )
         return state
 
-    async def pipeline(
-        self,
-        turn: MtragTurn,
-        *,
-        anchored: bool,
-        llm: str | None,
-        message: str | None = None,
-        with_history: bool = True,
-    ) -> list[str]:
-        state = await self.run_graph(
-            turn, anchored=anchored, llm=llm, message=message, with_history=with_history
-        )
+    async def pipeline(self, turn: MtragTurn, **how: Any) -> list[str]:
+        """The passages behind the graph's sources; ``how`` as for :meth:`run_graph`."""
+        state = await self.run_graph(turn, **how)
         return self._passages([s["document_id"] or "" for s in state.get("sources", [])])
 
     async def rank(self, strategy: str, turn: MtragTurn, llm_model: str | None) -> list[str]:
