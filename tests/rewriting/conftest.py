@@ -24,8 +24,3 @@ NETFLIX_REVENUE = [Turn("What was Netflix's revenue in 2018?", "It was $15.8 bil
 DALI = [Turn("Where did Salvador Dali grow up?", "Dali grew up in Figueres, where he studied.")]
 CAPITAL_OF_FRANCE = [Turn("What is the capital of France?", "Paris.")]
 BURLESQUE = [Turn("What is burlesque?", "A literary parody.")]
-# Long enough to hit the turn cap of the salience model, with long answers.
-LONG_HISTORY = [
-    Turn(f"What did Prasad Chaudhari do in {1990 + i}?", "He worked at IBM in New York. " * 20)
-    for i in range(15)
-]
