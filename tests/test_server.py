@@ -87,16 +87,24 @@ async def _conversation(client: httpx.AsyncClient, base: str, tenant: dict[str, 
     return str(resp.json()["conversation_id"])
 
 
+async def _two_turns(
+    base: str, tenant: dict[str, str], question: str, follow_up: str
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
+    """The SSE events of a question and its follow-up in a new conversation."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base, tenant)
+        url = f"{base}/v1/conversations/{conv}/messages"
+        first = await _sse(client, url, {"content": question}, _auth(tenant))
+        second = await _sse(client, url, {"content": follow_up}, _auth(tenant))
+    return first, second
+
+
 async def test_sse_events_of_a_two_turn_follow_up_come_in_order(
     base_url: str, tenant: dict[str, str]
 ) -> None:
-    async with httpx.AsyncClient(timeout=30) as client:
-        conv = await _conversation(client, base_url, tenant)
-        url = f"{base_url}/v1/conversations/{conv}/messages"
-        first = await _sse(
-            client, url, {"content": "What is Prasad Chaudhari's salary?"}, _auth(tenant)
-        )
-        second = await _sse(client, url, {"content": "What about her basic salary?"}, _auth(tenant))
+    first, second = await _two_turns(
+        base_url, tenant, "What is Prasad Chaudhari's salary?", "What about her basic salary?"
+    )
     for events in (first, second):
         names = [n for n, _ in events]
         assert names[0] == "rewrite" and names[1] == "sources" and names[-1] == "done"
@@ -436,13 +444,9 @@ async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regenerat
     base_url: str, services: Services, tmp_path: Path
 ) -> None:
     tenant = await _travel_tenant(services, tmp_path)
-    async with httpx.AsyncClient(timeout=30) as client:
-        conv = await _conversation(client, base_url, tenant)
-        url = f"{base_url}/v1/conversations/{conv}/messages"
-        first = await _sse(
-            client, url, {"content": "What is the meal allowance in Europe?"}, _auth(tenant)
-        )
-        second = await _sse(client, url, {"content": "And in North America?"}, _auth(tenant))
+    first, second = await _two_turns(
+        base_url, tenant, "What is the meal allowance in Europe?", "And in North America?"
+    )
     assert "60 euros" in first[-1][1]["answer"]
     rewrite, done = second[0][1], second[-1][1]
     assert "North America" in rewrite["query"] and "meal allowance" in rewrite["query"]

@@ -60,7 +60,6 @@ class ResetEvent(TypedDict):
 
 
 GraphEvent = RewriteEvent | SourcesEvent | TokenEvent | RepetitionEvent | ResetEvent
-GRAPH_EVENTS = ("rewrite", "sources", "token", "repetition", "reset")
 
 
 def emit(runtime: Runtime[Any], event: GraphEvent) -> None:

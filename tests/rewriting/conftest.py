@@ -24,3 +24,9 @@ NETFLIX_REVENUE = [Turn("What was Netflix's revenue in 2018?", "It was $15.8 bil
 DALI = [Turn("Where did Salvador Dali grow up?", "Dali grew up in Figueres, where he studied.")]
 CAPITAL_OF_FRANCE = [Turn("What is the capital of France?", "Paris.")]
 BURLESQUE = [Turn("What is burlesque?", "A literary parody.")]
+# Pronouns whose antecedent is inside the message itself: nothing to resolve.
+SELF_BOUND_PRONOUNS = [
+    "Did burlesque stay true to its roots?",  # "its" is bound by the question's subject
+    "I updated my credit card, but it keeps failing",  # "it" is the card
+    "Going back to primary sources, can they be used in literature?",
+]

@@ -14,6 +14,7 @@ from tests.rewriting.conftest import (
     RAG,
     SALARIES,
     SALARY,
+    SELF_BOUND_PRONOUNS,
 )
 
 
@@ -37,11 +38,7 @@ def test_messages_that_need_the_conversation_are_follow_ups(
 
 @pytest.mark.parametrize(
     "message",
-    [
-        "Did burlesque stay true to its roots?",  # "its" is bound by the question's subject
-        "I updated my credit card, but it keeps failing",  # "it" is the card
-        "Going back to primary sources, can they be used in literature?",
-    ],
+    SELF_BOUND_PRONOUNS,
 )
 def test_pronouns_with_an_antecedent_inside_the_message_are_standalone(message: str) -> None:
     assert classify(message, BURLESQUE) == "standalone"

@@ -14,6 +14,7 @@ from tests.rewriting.conftest import (
     RAG,
     SALARIES,
     SALARY,
+    SELF_BOUND_PRONOUNS,
 )
 
 
@@ -109,11 +110,7 @@ def test_leading_thanks_is_kept_before_the_rewritten_follow_up() -> None:
 
 @pytest.mark.parametrize(
     "message",
-    [
-        "Did burlesque stay true to its roots?",  # "its" is bound by the question's subject
-        "I updated my credit card, but it keeps failing",  # "it" is the card
-        "Going back to primary sources, can they be used in literature?",
-    ],
+    SELF_BOUND_PRONOUNS,
 )
 def test_pronouns_with_an_antecedent_inside_the_message_are_left_unchanged(message: str) -> None:
     assert contextualize(message, BURLESQUE) == message

@@ -20,7 +20,7 @@ from convrag.answering import (
     query_coverage,
     reformat_previous,
 )
-from convrag.citations import strip_markers
+from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
@@ -138,13 +138,17 @@ def drafted(state: State, text: str, *, extractive: bool) -> DraftUpdate:
     )
 
 
-def less_relevant(state: State, text: str) -> bool:
-    """Whether ``text`` answers the question less well than the turn's first draft."""
-    drafts = state.get("drafts") or []
-    if not drafts:
+def may_replace_first(draft: Draft, first: Draft) -> bool:
+    """Whether ``draft`` may stand in for the turn's ``first`` draft.
+
+    It must cite something. An extractive draft must also be at least as relevant to the
+    question (cover as many of its terms): quoting other sentences to avoid repeating can
+    answer something else. An LLM draft was asked to answer without the repeated
+    entities, and its wording need not share the question's terms, so it is trusted.
+    """
+    if not has_marker(draft["answer"]):
         return False
-    query = state.get("rewritten_query") or state["message"]
-    return query_coverage(query, strip_markers(text)) < drafts[0].get("relevance", 0.0)
+    return not draft["extractive"] or draft.get("relevance", 0.0) >= first.get("relevance", 0.0)
 
 
 def fell_back(node: str, failure: str | None) -> DraftUpdate:

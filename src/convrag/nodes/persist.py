@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from convrag.citations import has_marker, resolve_citations
+from convrag.citations import resolve_citations
 from convrag.context import Context
+from convrag.nodes._drafting import may_replace_first
 from convrag.state import PersistUpdate, State
 from convrag.stores.database import NewTurn
 from convrag.stores.memory import MemoryItem
@@ -20,12 +21,8 @@ from convrag.stores.memory import MemoryItem
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
     """The answer to keep and whether repetition stayed unresolved.
 
-    A regeneration may only replace the first draft with one that cites something. An
-    extractive one must also be at least as relevant to the question (cover as many of
-    its terms): quoting other sentences to avoid repeating can answer something else. An
-    LLM draft was asked to answer without the repeated entities, and its wording need
-    not share the question's terms, so it is trusted. Among those, the one with the
-    lowest overlap wins.
+    Only drafts that :func:`may_replace_first` count; among them, the current draft
+    when it is not repetitive, else the one with the lowest overlap.
     """
     current = state.get("draft", "")
     repetition = state.get("repetition")
@@ -33,12 +30,7 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
     drafts = state.get("drafts") or []
     if not drafts:
         return current, repetitive
-    floor = drafts[0].get("relevance", 0.0)
-    eligible = [
-        d
-        for d in drafts
-        if has_marker(d["answer"]) and (not d["extractive"] or d.get("relevance", 0.0) >= floor)
-    ]
+    eligible = [d for d in drafts if may_replace_first(d, drafts[0])]
     if not eligible:
         return current, repetitive
     if not repetitive and any(d["answer"] == current for d in eligible):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from convrag.citations import has_marker
 from convrag.context import Context
 from convrag.events import RepetitionEvent, emit
 from convrag.llm import resolve_model
@@ -17,8 +16,8 @@ from convrag.nodes._drafting import (
     drafted,
     extractive_draft,
     fell_back,
-    less_relevant,
     llm_draft,
+    may_replace_first,
     stream_text,
 )
 from convrag.state import DraftUpdate, State
@@ -51,11 +50,13 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
             return {**drafted(regen_state, result.text, extractive=False), **bookkeeping}
         fallback = fell_back("regenerate", result.failure)
     text = extractive_draft(regen_state, excluded)
+    update = drafted(regen_state, text, extractive=True)
+    new = update["drafts"][-1]
     # Nothing new to cite, or only something less relevant: stream nothing; persist keeps
     # the earlier draft and flags the repetition as unresolved.
-    nothing_better = state.get("sources") and (not has_marker(text) or less_relevant(state, text))
-    if not nothing_better:
+    first = (state.get("drafts") or [new])[0]
+    if not state.get("sources") or may_replace_first(new, first):
         if model_name is None:
             emit(runtime, announce)
         stream_text(runtime, text, "regenerate")
-    return {**drafted(regen_state, text, extractive=True), **fallback, **bookkeeping}
+    return {**update, **fallback, **bookkeeping}
