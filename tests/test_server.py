@@ -482,6 +482,22 @@ async def test_odd_id_spellings_are_404_and_an_upper_case_id_is_the_same_convers
         assert upper.status_code == 200 and upper.json()["conversation_id"] == conv
 
 
+async def test_a_message_to_an_unknown_conversation_is_404_and_creates_nothing(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    unknown = str(uuid.uuid4())
+    url = f"{base_url}/v1/conversations/{unknown}/messages"
+    async with httpx.AsyncClient(timeout=30) as client:
+        for accept in ("text/event-stream", "application/json"):
+            resp = await client.post(
+                url, json={"content": "hi"}, headers={**_auth(tenant), "Accept": accept}
+            )
+            assert resp.status_code == 404, (accept, resp.text)
+            assert f"conversation {unknown} not found" in resp.json()["detail"]
+        read = await client.get(f"{base_url}/v1/conversations/{unknown}", headers=_auth(tenant))
+        assert read.status_code == 404
+
+
 async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
     base_url: str, services: Services, tmp_path: Path
 ) -> None:

@@ -43,6 +43,14 @@ class Context:
     )
     rag_enabled: bool = True
     history_turns: int = field(default=5, metadata={"description": "Turns of history loaded."})
+    create_conversation: bool = field(
+        default=True,
+        metadata={
+            "description": "Start an unknown conversation id as a new conversation. When "
+            "false, an unknown id fails the turn (the HTTP service creates conversations "
+            "through its own route)."
+        },
+    )
     top_k: int = field(default=5, metadata={"description": "Sources given to synthesis."})
     score_threshold: float = field(
         default=0.0,

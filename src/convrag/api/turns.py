@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from fastapi import HTTPException
 
+from convrag.api.errors import not_found
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import Assistant
@@ -61,14 +62,17 @@ class TurnRunner:
     def start(
         self, conversation_id: str, payload: InputState, context: Context
     ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
-        if conversation_id in self.active:
+        # Keyed by workspace too: another workspace's message to this id is not told
+        # that the conversation is busy (it gets the same 404 as for any unknown id).
+        key = f"{context.workspace_id}/{conversation_id}"
+        if key in self.active:
             raise ConversationBusy(conversation_id)
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         task = asyncio.get_running_loop().create_task(
             self._run(conversation_id, payload, context, queue)
         )
-        self.active[conversation_id] = task
-        task.add_done_callback(lambda _: self.active.pop(conversation_id, None))
+        self.active[key] = task
+        task.add_done_callback(lambda _: self.active.pop(key, None))
         return queue, task
 
     async def _run(
@@ -146,7 +150,7 @@ class TurnRunner:
 
 def _code(exc: Exception) -> str:
     if isinstance(exc, PermissionError):
-        return "forbidden"
+        return "not_found"
     if isinstance(exc, ValueError):
         return "invalid_request"
     return "turn_failed"
@@ -162,7 +166,9 @@ async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
         yield item
 
 
-def turn_context(workspace: str, rag: RagOptions, *, web_available: bool) -> Context:
+def turn_context(
+    workspace: str, rag: RagOptions, *, web_available: bool, create_conversation: bool = True
+) -> Context:
     """The run's context from a request's ``rag`` options; 422 for web search asked of a
     server that has no Serper key (it would silently not search)."""
     if rag.web_search == "on" and not web_available:
@@ -177,6 +183,7 @@ def turn_context(workspace: str, rag: RagOptions, *, web_available: bool) -> Con
         top_k=rag.top_k,
         score_threshold=rag.threshold,
         web_search=rag.web_search,
+        create_conversation=create_conversation,
     )
 
 
@@ -185,6 +192,8 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
     if result.error:
         # Bad input was refused before the turn started; a failed turn means a store or
         # provider is down: 503, retryable.
+        if result.error["code"] == "not_found":
+            raise not_found("conversation", conversation_id)
         code = 503 if result.error["code"] == "turn_failed" else 422
         raise HTTPException(code, result.error["message"])
     s = result.state

@@ -29,7 +29,9 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     conversation_id = conversation_uuid(str(raw_conv))
     services = ctx.deps
     services.searcher.prefetch(message)  # overlaps the history round trip and the rewrite
-    turns = await services.db.open_conversation(workspace_id, conversation_id, ctx.history_turns)
+    turns = await services.db.open_conversation(
+        workspace_id, conversation_id, ctx.history_turns, create=ctx.create_conversation
+    )
     if turns is None:
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
     override = state.get("history_override")

@@ -519,11 +519,34 @@ class Database:
             return cur.rowcount > 0
 
     async def open_conversation(
-        self, workspace_id: str, conversation_id: str, limit: int
+        self, workspace_id: str, conversation_id: str, limit: int, *, create: bool = True
     ) -> list[TurnRecord] | None:
-        """Create the conversation if new and return its last ``limit`` turns, oldest first,
-        in one round trip; None when the id belongs to another workspace."""
+        """The conversation's last ``limit`` turns, oldest first; None when the id belongs
+        to another workspace, or is unknown and ``create`` is false.
+
+        An existing conversation costs one round trip. An unknown one is created when
+        ``create`` is true (a second round trip)."""
         async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    f"""SELECT c.workspace_id AS owner, t.* FROM conversations c
+                        LEFT JOIN LATERAL ({_TURN_COLUMNS}
+                            WHERE workspace_id = c.workspace_id AND conversation_id = c.id
+                            ORDER BY turn_number DESC LIMIT %(n)s) t ON TRUE
+                        WHERE c.id = %(c)s""",
+                    {"c": conversation_id, "n": limit},
+                )
+            ).fetchall()
+            if rows:
+                if rows[0]["owner"] != workspace_id:
+                    return None
+                return [
+                    TurnRecord(**{k: v for k, v in r.items() if k != "owner"})
+                    for r in reversed(rows)
+                    if r["id"] is not None
+                ]
+            if not create:
+                return None
             row = await (
                 await conn.execute(
                     """WITH ws AS (INSERT INTO workspaces (id) VALUES (%(ws)s)

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from convrag.api.deps import MessageId, OwnedConversation, RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.deps import ConversationId, MessageId, RunnerDep, ServicesDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.schemas import CitationOut, MessageIn
@@ -43,11 +43,12 @@ def _wants_json(request: Request) -> bool:
             "description": "SSE events (default) or, with `Accept: application/json`, "
             "the whole answer.",
         },
+        404: {"description": "No such conversation in this workspace."},
         409: {"description": "The conversation is still answering a message."},
     },
 )
 async def post_message(
-    conversation_id: OwnedConversation,
+    conversation_id: ConversationId,
     body: MessageIn,
     request: Request,
     workspace: WorkspaceDep,
@@ -63,7 +64,10 @@ async def post_message(
             conversation_id,
             payload,
             turn_context(
-                workspace, body.rag, web_available=runner.assistant.services.web is not None
+                workspace,
+                body.rag,
+                web_available=runner.assistant.services.web is not None,
+                create_conversation=False,
             ),
         )
     except ConversationBusy:
@@ -78,8 +82,17 @@ async def post_message(
             pass
         answer = answer_out(conversation_id, await task)
         return JSONResponse(answer.model_dump(mode="json"))
+    # The turn's first event tells whether the conversation is the caller's; an unknown
+    # or foreign id is a 404 before any stream starts.
+    first = await queue.get()
+    if first is not None and first[0] == "error" and first[1].get("code") == "not_found":
+        await task
+        raise not_found("conversation", conversation_id)
 
     async def events() -> AsyncIterator[str]:
+        if first is None:
+            return
+        yield _sse(*first)
         async for name, data in drain(queue):
             yield _sse(name, data)
 
