@@ -288,6 +288,74 @@ def eval_mtrag(
         out.print(retrieval_table(report, split) + "\n")
 
 
+@eval_app.command("answers")
+def eval_answers(
+    data: Annotated[
+        Path,
+        typer.Option(
+            help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
+        ),
+    ],
+    domain: Annotated[
+        str, typer.Option(help="clapnq, cloud, or another domain folder.")
+    ] = "clapnq",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSON report here.")
+    ] = None,
+    llm: Annotated[
+        bool,
+        typer.Option(
+            "--llm",
+            help="Answer with the configured LLM (OPENAI_BASE_URL); by default no LLM is used.",
+        ),
+    ] = False,
+    offtopic_domain: Annotated[
+        str | None,
+        typer.Option(
+            help="Domain whose first-turn questions are asked as off-topic questions "
+            "(default: the next domain folder found in --data)."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Score only the first N turns (and N off-topic ones).")
+    ] = None,
+) -> None:
+    """Answer quality on MTRAG: abstention, ROUGE-L and citations, with two baselines."""
+    from convrag.evaluation.answers import evaluate_answers
+    from convrag.evaluation.report import answers_table, write_json
+    from convrag.services import open_services
+
+    async def go() -> dict[str, Any]:
+        async with open_services() as services:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+            ) as bar:
+                tasks: dict[str, Any] = {}
+
+                def step(name: str, done: int, total: int) -> None:
+                    if name not in tasks:
+                        tasks[name] = bar.add_task(name, total=total)
+                    bar.update(tasks[name], completed=done)
+
+                return await evaluate_answers(
+                    services,
+                    data,
+                    domain,
+                    llm=llm,
+                    offtopic_domain=offtopic_domain,
+                    limit=limit,
+                    progress=step,
+                )
+
+    report = _run(go)
+    write_json(report, out_file)
+    out.print(answers_table(report))
+
+
 @eval_app.command("rewrite")
 def eval_rewrite(
     data: Annotated[

@@ -22,6 +22,7 @@ PASSAGES = {
 
 
 def _mtrag_dir(root: Path) -> Path:
+    """A domain "mini" of two judged turns (answerable, with reference answers)."""
     d = root / "mini"
     d.mkdir()
     with gzip.open(d / "corpus.jsonl.gz", "wt") as fh:
@@ -33,6 +34,8 @@ def _mtrag_dir(root: Path) -> Path:
             "turn": 1,
             "question": "Where do the Arizona Cardinals play?",
             "rewrite_llm": None,
+            "reference_answer": "The Cardinals play at State Farm Stadium in Glendale.",
+            "answerability": ["ANSWERABLE"],
             "multi_turn": ["N/A"],
             "history": [],
             "prev_turn_relevant_passage_ids": [],
@@ -42,6 +45,8 @@ def _mtrag_dir(root: Path) -> Path:
             "turn": 2,
             "question": "Did they ever play in London?",
             "rewrite_llm": "Did the Arizona Cardinals ever play in London?",
+            "reference_answer": "Yes, they played a regular season game in London in 2017.",
+            "answerability": ["ANSWERABLE"],
             "multi_turn": ["Follow-up"],
             "history": [
                 {"speaker": "user", "text": "Where do the Arizona Cardinals play?"},

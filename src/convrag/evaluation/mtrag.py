@@ -55,19 +55,26 @@ class MtragTurn:
     history: list[dict[str, str]]
     prev_passages: list[str]
     all_questions: str
+    turn: int = 1
+    reference_answer: str | None = None
+    answerability: str = "ANSWERABLE"
+    """ANSWERABLE, UNANSWERABLE, PARTIAL or CONVERSATIONAL (the dataset's label)."""
 
 
-def load_domain(path: Path) -> tuple[list[MtragTurn], dict[str, dict[str, int]]]:
-    """Turns that have qrels, and the qrels themselves."""
+def load_domain(
+    path: Path, *, judged_only: bool = True
+) -> tuple[list[MtragTurn], dict[str, dict[str, int]]]:
+    """The turns (only those with qrels unless ``judged_only`` is false) and the qrels."""
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    with open(path / "qrels.tsv", newline="") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            qrels[row["query-id"]][row["corpus-id"]] = int(row["score"])
+    if judged_only or (path / "qrels.tsv").exists():
+        with open(path / "qrels.tsv", newline="") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                qrels[row["query-id"]][row["corpus-id"]] = int(row["score"])
     turns: list[MtragTurn] = []
     with open(path / "turns.jsonl") as fh:
         records = [json.loads(line) for line in fh if line.strip()]
     for r in records:
-        if r["task_id"] not in qrels:
+        if judged_only and r["task_id"] not in qrels:
             continue
         users = [h["text"] for h in r["history"] if h["speaker"] == "user"]
         turns.append(
@@ -81,6 +88,9 @@ def load_domain(path: Path) -> tuple[list[MtragTurn], dict[str, dict[str, int]]]
                 history=r["history"],
                 prev_passages=list(r.get("prev_turn_relevant_passage_ids") or []),
                 all_questions=" ".join([*users, r["question"]]),
+                turn=int(r.get("turn") or len(users) + 1),
+                reference_answer=r.get("reference_answer") or None,
+                answerability=(r.get("answerability") or ["ANSWERABLE"])[0],
             )
         )
     return turns, dict(qrels)
@@ -128,13 +138,19 @@ def history_turns(turn: MtragTurn, workspace: str) -> list[HistoryTurn]:
 class MtragEvaluation:
     """Runs every strategy over the turns of one domain."""
 
-    def __init__(self, services: Services, workspace: str, depth: int = 10) -> None:
+    def __init__(
+        self, services: Services, workspace: str, depth: int = 10, *, answers: bool = False
+    ) -> None:
+        """``answers``: run whole turns (synthesis included) with the service's own
+        defaults, instead of stopping after retrieval with a deep source list."""
         self.services = services
         self.workspace = workspace
         self.depth = depth
+        self.answers = answers
         self.passage_of: dict[str, str] = {}
         self.graph = build_graph(services).compile(
-            checkpointer=InMemorySaver(), interrupt_before=["web_search", "synthesize"]
+            checkpointer=InMemorySaver(),
+            interrupt_before=[] if answers else ["web_search", "synthesize"],
         )
 
     async def prepare(self, corpus: list[SourceDocument], progress: Callable[[int], None]) -> None:
@@ -142,7 +158,7 @@ class MtragEvaluation:
         for d in await self.services.db.list_documents(self.workspace):
             self.passage_of[str(d["id"])] = str(d["source"])
 
-    def _passages(self, document_ids: Sequence[str]) -> list[str]:
+    def passages(self, document_ids: Sequence[str]) -> list[str]:
         seen: list[str] = []
         for d in document_ids:
             p = self.passage_of.get(d)
@@ -159,7 +175,7 @@ class MtragEvaluation:
             top_k=4 * self.depth,
             mode=mode,  # type: ignore[arg-type]
         )
-        return self._passages([h.document_id for h in hits])
+        return self.passages([h.document_id for h in hits])
 
     async def run_graph(
         self,
@@ -170,18 +186,24 @@ class MtragEvaluation:
         message: str | None = None,
         with_history: bool = True,
     ) -> dict[str, Any]:
-        """The graph's state for ``turn`` after retrieval (it stops before synthesis)."""
+        """The graph's state for ``turn``: after retrieval, or after the whole turn when
+        the evaluation scores answers."""
         history = history_turns(turn, self.workspace) if with_history else []
         if not anchored and history:
             history[-1]["cited_document_ids"] = []
-        ctx = Context(
-            workspace_id=self.workspace,
-            llm_model=llm,
-            top_k=4 * self.depth,
-            context_budget_chars=10**7,
-            web_search="off",
-            services=self.services,
-        )
+        if self.answers:
+            ctx = Context(
+                workspace_id=self.workspace, llm_model=llm, web_search="off", services=self.services
+            )
+        else:
+            ctx = Context(
+                workspace_id=self.workspace,
+                llm_model=llm,
+                top_k=4 * self.depth,
+                context_budget_chars=10**7,
+                web_search="off",
+                services=self.services,
+            )
         thread_id = str(uuid.uuid4())
         payload = InputState(
             message=message or turn.question,
@@ -196,7 +218,7 @@ class MtragEvaluation:
     async def pipeline(self, turn: MtragTurn, **how: Any) -> list[str]:
         """The passages behind the graph's sources; ``how`` as for :meth:`run_graph`."""
         state = await self.run_graph(turn, **how)
-        return self._passages([s["document_id"] or "" for s in state.get("sources", [])])
+        return self.passages([s["document_id"] or "" for s in state.get("sources", [])])
 
     async def rank(self, strategy: str, turn: MtragTurn, llm_model: str | None) -> list[str]:
         rewrite = turn.rewrite_llm or turn.question

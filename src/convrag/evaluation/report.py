@@ -32,3 +32,21 @@ def rewrite_table(data: dict[str, Any]) -> str:
         for name, s in data["systems"].items()
     ]
     return "\n".join(["| system | BLEU | token F1 |", "|---|---|---|", *rows])
+
+
+def answers_table(data: dict[str, Any]) -> str:
+    """One row per system: abstention, off-topic abstention, answer and citation quality."""
+    head = (
+        "| system | abst. P | abst. R | abst. F1 | false abst. | off-topic abst. | "
+        "ROUGE-L recall | token F1 | cites gold | citation precision | R@5 |"
+    )
+    rows = []
+    for name, s in data["systems"].items():
+        a, q = s["abstention"], s["answerable"]
+        rows.append(
+            f"| {name} | {a['precision']:.3f} | {a['recall']:.3f} | {a['f1']:.3f} | "
+            f"{a['false_abstention_rate']:.3f} | {s['offtopic_abstention']:.3f} | "
+            f"{q['rougeL_recall']:.3f} | {q['token_f1']:.3f} | {q['cites_gold']:.3f} | "
+            f"{q['citation_precision']:.3f} | {q['retrieval_R@5']:.3f} |"
+        )
+    return "\n".join([head, "|---" * 11 + "|", *rows])

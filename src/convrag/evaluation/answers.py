@@ -1,0 +1,289 @@
+"""MTRAG answer evaluation: does convrag answer, abstain and cite as a user needs?
+
+Every turn of a domain runs through the service's real graph, turn by turn, with the
+dataset's own earlier turns as history (as in the retrieval evaluation) and the service's
+default settings. Scored side by side with two extractive baselines from the same run:
+
+* ``top1_sentence``: the sentence of the top dense last-turn hit closest to the question
+  (by the embedder), citing that hit; it never abstains.
+* ``oracle_sentence``: the gold passage sentence with the best ROUGE-L recall against the
+  reference answer, the ceiling for one-sentence extractive answers; it abstains exactly
+  when a turn has no gold passage.
+
+Abstention treats UNANSWERABLE turns as the positive class against ANSWERABLE ones;
+PARTIAL and CONVERSATIONAL turns are reported apart. Answer quality is scored on the
+ANSWERABLE turns that have a reference answer, citations against the turn's gold passages.
+Off-topic questions (another domain's first turns, asked against this domain's pool) have
+answers that are certainly absent: the share that abstains is reported too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rouge_score import rouge_scorer
+
+from convrag.answering import sentences
+from convrag.citations import strip_markers
+from convrag.context import DEFAULT_RELEVANCE_FLOOR
+from convrag.evaluation.metrics import recall_at, token_f1
+from convrag.evaluation.mtrag import MtragEvaluation, MtragTurn, load_corpus, load_domain
+from convrag.services import Services
+
+SYSTEMS = ("convrag", "top1_sentence", "oracle_sentence")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One system's answer to one turn, reduced to what is scored."""
+
+    text: str
+    abstained: bool
+    cited: list[str] = field(default_factory=list)
+    """Passage ids the answer cites, in order."""
+    retrieved: list[str] = field(default_factory=list)
+    """Passage ids the system had as sources, in rank order."""
+
+
+_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def rouge_l_recall(answer: str, reference: str) -> float:
+    """ROUGE-L recall of ``answer`` against ``reference`` (Google's rouge-score)."""
+    return float(_ROUGE.score(reference, answer)["rougeL"].recall)
+
+
+def _mean(values: Iterable[float]) -> float:
+    vals = list(values)
+    return round(sum(vals) / len(vals), 4) if vals else 0.0
+
+
+def abstention_scores(pairs: Sequence[tuple[str, bool]]) -> dict[str, float]:
+    """Precision, recall and F1 of abstaining on UNANSWERABLE turns against ANSWERABLE
+    ones, and the false abstention rate on ANSWERABLE turns. ``pairs`` hold each turn's
+    label and whether the system abstained; other labels are ignored here."""
+    tp = sum(1 for label, a in pairs if label == "UNANSWERABLE" and a)
+    fn = sum(1 for label, a in pairs if label == "UNANSWERABLE" and not a)
+    fp = sum(1 for label, a in pairs if label == "ANSWERABLE" and a)
+    answerable = sum(1 for label, _ in pairs if label == "ANSWERABLE")
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f1": round(f1, 4),
+        "false_abstention_rate": round(fp / answerable, 4) if answerable else 0.0,
+        "abstained": tp + fp,
+    }
+
+
+def answer_scores(
+    rows: Sequence[tuple[MtragTurn, Reply, set[str], dict[str, int]]],
+) -> dict[str, float]:
+    """Answer and citation quality over ANSWERABLE turns with a reference answer."""
+    scored = [r for r in rows if r[0].answerability == "ANSWERABLE" and r[0].reference_answer]
+    rouge, f1, cites_gold, precision, r5 = [], [], [], [], []
+    for turn, reply, gold, qrels in scored:
+        text = strip_markers(reply.text)
+        ref = turn.reference_answer or ""
+        rouge.append(rouge_l_recall(text, ref))
+        f1.append(token_f1(text, ref))
+        cites_gold.append(1.0 if gold.intersection(reply.cited) else 0.0)
+        if reply.cited:
+            precision.append(sum(1 for p in reply.cited if p in gold) / len(reply.cited))
+        if qrels:
+            r5.append(recall_at(reply.retrieved, qrels, 5))
+    return {
+        "n": len(scored),
+        "rougeL_recall": _mean(rouge),
+        "token_f1": _mean(f1),
+        "cites_gold": _mean(cites_gold),
+        "citation_precision": _mean(precision),
+        "retrieval_R@5": _mean(r5),
+    }
+
+
+class AnswerEvaluation:
+    """The three systems over one domain's pool."""
+
+    def __init__(self, services: Services, workspace: str, llm: str | None) -> None:
+        self.services = services
+        self.llm = llm
+        self.ev = MtragEvaluation(services, workspace, answers=True)
+        self.text_of: dict[str, str] = {}
+
+    async def prepare(self, path: Path, progress: Callable[[int, int], None]) -> int:
+        corpus = load_corpus(path)
+        self.text_of = {d.source: d.text for d in corpus}
+        await self.ev.prepare(corpus, lambda n: progress(n, len(corpus)))
+        return len(corpus)
+
+    async def convrag(self, turn: MtragTurn, *, with_history: bool = True) -> Reply:
+        state = await self.ev.run_graph(
+            turn, anchored=True, llm=self.llm or "none", with_history=with_history
+        )
+        cited_docs = [c["document_id"] or "" for c in state.get("citations", [])]
+        return Reply(
+            text=str(state.get("answer", "")),
+            abstained=bool(state.get("flags", {}).get("no_answer")),
+            cited=self.ev.passages(cited_docs),
+            retrieved=self.ev.passages([s["document_id"] or "" for s in state.get("sources", [])]),
+        )
+
+    async def top1_sentence(self, turn: MtragTurn) -> Reply:
+        ranked = await self.ev.search(turn.question, "dense")
+        if not ranked:
+            return Reply(text="", abstained=False)
+        units = sentences(self.text_of.get(ranked[0], "")) or [self.text_of.get(ranked[0], "")]
+        vectors = np.asarray(self.services.embedder.embed([turn.question, *units]))
+        best = int(np.argmax(vectors[1:] @ vectors[0]))
+        return Reply(text=units[best], abstained=False, cited=[ranked[0]], retrieved=ranked)
+
+    def oracle_sentence(self, turn: MtragTurn, gold: Sequence[str]) -> Reply:
+        best: tuple[float, str, str] | None = None
+        for pid in gold:
+            for unit in sentences(self.text_of.get(pid, "")):
+                score = rouge_l_recall(unit, turn.reference_answer or "")
+                if best is None or score > best[0]:
+                    best = (score, unit, pid)
+        if best is None:
+            return Reply(text="", abstained=True)
+        return Reply(text=best[1], abstained=False, cited=[best[2]], retrieved=list(gold))
+
+
+def _other_domain(data: Path, domain: str) -> str | None:
+    for child in sorted(p for p in data.iterdir() if p.is_dir()):
+        if child.name != domain and (child / "turns.jsonl").exists():
+            return child.name
+    return None
+
+
+def _first_questions(path: Path) -> list[MtragTurn]:
+    turns, _ = load_domain(path, judged_only=False)
+    return [
+        MtragTurn(
+            task_id=f"offtopic::{t.task_id}",
+            question=t.question,
+            rewrite_llm=None,
+            followup=False,
+            history=[],
+            prev_passages=[],
+            all_questions=t.question,
+        )
+        for t in turns
+        if t.turn == 1
+    ]
+
+
+async def evaluate_answers(
+    services: Services,
+    data: Path,
+    domain: str,
+    *,
+    llm: bool = False,
+    offtopic_domain: str | None = None,
+    limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Score convrag's answers and the two baselines; returns the documented JSON shape."""
+    path = data / domain if (data / domain).is_dir() else data
+    for name in ("turns.jsonl", "qrels.tsv", "corpus.jsonl.gz"):
+        if not (path / name).exists():
+            raise ValueError(
+                f"{path / name} not found: --data must hold <domain>/{name} "
+                "(the MTRAG layout of ../shared/bench/mtrag)"
+            )
+    model = services.settings.effective_llm_model if llm else None
+    if llm and model is None:
+        raise ValueError(
+            "--llm needs an LLM: set OPENAI_BASE_URL (and OPENAI_API_KEY, LLM_MODEL) to an "
+            "OpenAI-compatible server"
+        )
+    offtopic_name = offtopic_domain or (_other_domain(path.parent, path.name))
+    offtopic: list[MtragTurn] = []
+    if offtopic_name:
+        off_path = path.parent / offtopic_name
+        if not (off_path / "turns.jsonl").exists():
+            raise ValueError(f"--offtopic-domain: {off_path / 'turns.jsonl'} not found")
+        offtopic = _first_questions(off_path)
+    turns, qrels = load_domain(path, judged_only=False)
+    if limit:
+        turns, offtopic = turns[:limit], offtopic[:limit]
+    workspace = f"mtrag-{path.name}"
+    evaluation = AnswerEvaluation(services, workspace, model)
+    started = time.perf_counter()
+    n_passages = await evaluation.prepare(
+        path, lambda n, total: progress("ingest", n, total) if progress else None
+    )
+    ingest_s = time.perf_counter() - started
+
+    replies: dict[str, list[Reply]] = defaultdict(list)
+    ms: dict[str, float] = defaultdict(float)
+    for i, turn in enumerate(turns, 1):
+        gold = [p for p, g in qrels.get(turn.task_id, {}).items() if g > 0]
+        for name in SYSTEMS:
+            t0 = time.perf_counter()
+            if name == "convrag":
+                reply = await evaluation.convrag(turn)
+            elif name == "top1_sentence":
+                reply = await evaluation.top1_sentence(turn)
+            else:
+                reply = evaluation.oracle_sentence(turn, gold)
+            ms[name] += time.perf_counter() - t0
+            replies[name].append(reply)
+        if progress:
+            progress("turns", i, len(turns))
+    off_abstained: dict[str, list[bool]] = defaultdict(list)
+    for i, turn in enumerate(offtopic, 1):
+        reply = await evaluation.convrag(turn, with_history=False)
+        off_abstained["convrag"].append(reply.abstained)
+        off_abstained["top1_sentence"].append(False)
+        off_abstained["oracle_sentence"].append(True)
+        if progress:
+            progress(f"off-topic ({offtopic_name})", i, len(offtopic))
+
+    systems: dict[str, Any] = {}
+    for name in SYSTEMS:
+        pairs = [(t.answerability, r.abstained) for t, r in zip(turns, replies[name], strict=True)]
+        rows = [
+            (
+                t,
+                r,
+                {p for p, g in qrels.get(t.task_id, {}).items() if g > 0},
+                qrels.get(t.task_id, {}),
+            )
+            for t, r in zip(turns, replies[name], strict=True)
+        ]
+        apart = {
+            label.lower(): _mean(1.0 if a else 0.0 for lab, a in pairs if lab == label)
+            for label in ("PARTIAL", "CONVERSATIONAL")
+        }
+        systems[name] = {
+            "abstention": abstention_scores(pairs),
+            "abstention_rate_apart": apart,
+            "answerable": answer_scores(rows),
+            "offtopic_abstention": _mean(1.0 if a else 0.0 for a in off_abstained[name]),
+            "ms_per_turn": round(1000 * ms[name] / max(1, len(turns)), 2),
+        }
+    labels: dict[str, int] = defaultdict(int)
+    for t in turns:
+        labels[t.answerability] += 1
+    return {
+        "dataset": f"MTRAG (pooled) {path.name}",
+        "n_turns": len(turns),
+        "labels": dict(labels),
+        "offtopic_domain": offtopic_name,
+        "n_offtopic": len(offtopic),
+        "llm": model,
+        "corpus_passages": n_passages,
+        "ingest_seconds": round(ingest_s, 1),
+        "relevance_floor": DEFAULT_RELEVANCE_FLOOR,
+        "systems": systems,
+    }

@@ -1,0 +1,107 @@
+"""The answer evaluation on small files of MTRAG's format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from convrag.evaluation.answers import abstention_scores, evaluate_answers, rouge_l_recall
+from convrag.services import Services
+from tests.evaluation.test_harness import _mtrag_dir
+
+
+def _with_unanswerable_and_offtopic(root: Path) -> Path:
+    d = _mtrag_dir(root)
+    with open(d / "turns.jsonl", "a") as fh:
+        fh.write(
+            json.dumps(
+                {
+                    "task_id": "c2<::>1",
+                    "turn": 1,
+                    "question": "What is the boiling point of liquid nitrogen in kelvin?",
+                    "rewrite_llm": None,
+                    "reference_answer": None,
+                    "answerability": ["UNANSWERABLE"],
+                    "multi_turn": ["N/A"],
+                    "history": [],
+                    "prev_turn_relevant_passage_ids": [],
+                }
+            )
+            + "\n"
+        )
+    other = root / "other"
+    other.mkdir()
+    first = "How do I reset my router?"
+    (other / "turns.jsonl").write_text(
+        json.dumps({"task_id": "o<::>1", "turn": 1, "question": first, "history": []})
+        + "\n"
+        + json.dumps(
+            {
+                "task_id": "o<::>2",
+                "turn": 2,
+                "question": "And the firmware?",
+                "history": [{"speaker": "user", "text": first}],
+            }
+        )
+        + "\n"
+    )
+    return root
+
+
+def test_abstention_counts_unanswerable_as_positive_and_answerable_as_negative() -> None:
+    pairs = [
+        ("UNANSWERABLE", True),
+        ("UNANSWERABLE", False),
+        ("ANSWERABLE", True),
+        ("ANSWERABLE", False),
+        ("ANSWERABLE", False),
+        ("ANSWERABLE", False),
+        ("PARTIAL", True),
+    ]
+    scores = abstention_scores(pairs)
+    assert scores["precision"] == 0.5 and scores["recall"] == 0.5 and scores["f1"] == 0.5
+    assert scores["false_abstention_rate"] == 0.25 and scores["abstained"] == 2
+
+
+def test_rouge_l_recall_is_the_share_of_the_reference_in_common_order() -> None:
+    assert rouge_l_recall("The NFL has 32 teams.", "The NFL has 32 teams.") == 1.0
+    assert rouge_l_recall("teams", "The NFL has 32 teams.") == pytest.approx(0.2)
+
+
+async def test_answer_report_scores_three_systems_and_off_topic_questions(
+    services: Services, tmp_path: Path
+) -> None:
+    root = _with_unanswerable_and_offtopic(tmp_path)
+    report = await evaluate_answers(services, root, "mini")
+    assert report["n_turns"] == 3 and report["labels"] == {"ANSWERABLE": 2, "UNANSWERABLE": 1}
+    assert report["offtopic_domain"] == "other" and report["n_offtopic"] == 1
+    assert set(report["systems"]) == {"convrag", "top1_sentence", "oracle_sentence"}
+    convrag = report["systems"]["convrag"]
+    assert set(convrag["abstention"]) >= {"precision", "recall", "f1", "false_abstention_rate"}
+    assert set(convrag["answerable"]) >= {
+        "rougeL_recall",
+        "token_f1",
+        "cites_gold",
+        "citation_precision",
+    }
+    # The Cardinals questions are answered from their passages, citing the gold one.
+    assert convrag["answerable"]["cites_gold"] == 1.0
+    assert convrag["abstention"]["false_abstention_rate"] == 0.0
+    # A question about something the pool never mentions, and another domain's question,
+    # get "not found".
+    assert convrag["abstention"]["recall"] == 1.0
+    assert convrag["offtopic_abstention"] == 1.0
+    assert report["systems"]["top1_sentence"]["offtopic_abstention"] == 0.0
+    oracle = report["systems"]["oracle_sentence"]["answerable"]
+    assert oracle["rougeL_recall"] >= convrag["answerable"]["rougeL_recall"] * 0.5
+
+
+async def test_answer_evaluation_with_llm_needs_a_configured_llm(
+    services: Services, tmp_path: Path
+) -> None:
+    if services.settings.effective_llm_model is not None:
+        pytest.skip("an LLM is configured in this environment")
+    with pytest.raises(ValueError, match="OPENAI_BASE_URL"):
+        await evaluate_answers(services, _mtrag_dir(tmp_path).parent, "mini", llm=True)
