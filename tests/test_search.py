@@ -143,3 +143,23 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
     hits = await searcher.search(workspace, "how many days of annual leave", top_k=1, mode="dense")
     assert "25 days" in hits[0].text
     assert calls == [["how many days of annual leave"]]
+
+
+async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "leave.md").write_text("Every employee gets 25 days of paid annual leave per year.")
+    (docs / "meals.md").write_text("The meal allowance in Europe is 60 euros per day.")
+    (docs / "travel.md").write_text("Employees book travel through the travel desk.")
+    for path in sorted(docs.iterdir()):
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    await services.searcher.warm(workspace)
+    leave = ["Every employee gets 25 days of paid annual leave per year."]
+    searcher = services.searcher
+    assert searcher.rarest_missing_term(workspace, "Annual leave days per employee?", leave) == 0
+    # "sabbatical" is in no document: the rarest possible; "meal" is in one other document.
+    sabbatical = searcher.rarest_missing_term(workspace, "How long is a sabbatical leave?", leave)
+    meal = searcher.rarest_missing_term(workspace, "Is there a meal allowance for leave?", leave)
+    assert sabbatical > meal > 0

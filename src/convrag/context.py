@@ -20,6 +20,9 @@ from convrag.services import Services
 
 DEFAULT_RELEVANCE_FLOOR = 0.40
 """Chosen by measurement: ``benchmarks/abstention_floor.py`` (see BENCHMARKS.md)."""
+DEFAULT_RARE_TERM_PENALTY = 0.015
+"""Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
+on the other; see BENCHMARKS.md)."""
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
 #: context's JSON schema.
@@ -62,8 +65,17 @@ class Context:
     relevance_floor: float = field(
         default=DEFAULT_RELEVANCE_FLOOR,
         metadata={
-            "description": "Answer 'not found' when no retrieved chunk's cosine similarity "
-            "to the query reaches this (and no item or web page was found). 0 never abstains."
+            "description": "Answer 'not found' when the evidence (the best chunk's cosine "
+            "similarity to the query, less the rare-term penalty) is under this, and no "
+            "item or web page was found. 0 never abstains."
+        },
+    )
+    rare_term_penalty: float = field(
+        default=DEFAULT_RARE_TERM_PENALTY,
+        metadata={
+            "description": "Evidence subtracted per unit of IDF of the rarest query term "
+            "that no source contains (a question about something the workspace lacks). "
+            "0 uses the cosine alone."
         },
     )
     context_budget_chars: int = field(
@@ -113,6 +125,8 @@ class Context:
                 problems.append(f"{name} must be >= 1")
         if self.max_regenerations < 0:
             problems.append("max_regenerations must be >= 0")
+        if not 0.0 <= self.rare_term_penalty <= 0.1:
+            problems.append("rare_term_penalty must be within [0, 0.1]")
         for name in ("score_threshold", "relevance_floor"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 problems.append(f"{name} must be within [0, 1]")

@@ -155,6 +155,9 @@ class MtragEvaluation:
 
     async def prepare(self, corpus: list[SourceDocument], progress: Callable[[int], None]) -> None:
         await ingest_documents(self.services, self.workspace, corpus, progress=progress)
+        # Load the in-process engines before the first turn: a cold load of a large pool
+        # takes longer than a turn's retrieval time limit.
+        await self.services.searcher.warm(self.workspace)
         for d in await self.services.db.list_documents(self.workspace):
             self.passage_of[str(d["id"])] = str(d["source"])
 

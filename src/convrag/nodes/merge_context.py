@@ -89,7 +89,15 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
-    abstain = confidence < ctx.relevance_floor
+        evidence = confidence
+    else:
+        rarest = services.searcher.rarest_missing_term(
+            state["workspace_id"],
+            state.get("rewritten_query") or state["message"],
+            [f"{s['title'] or ''}\n{s['text']}" for s in kept],
+        )
+        evidence = confidence - ctx.rare_term_penalty * rarest
+    abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
         ctx,

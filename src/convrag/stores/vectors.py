@@ -18,6 +18,7 @@ has two too (see ``BENCHMARKS.md``):
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -349,6 +350,48 @@ class Bm25sKeywordIndex:
             retriever.index(tokens, show_progress=False)
         with self._lock:
             self._cache[workspace_id] = (version, retriever, rows)
+
+    def rarest_missing(self, workspace_id: str, query: str, texts: Sequence[str]) -> float:
+        """The IDF, in this workspace, of the rarest query term that none of ``texts``
+        contains; 0 when every term is there or the workspace is not loaded.
+
+        A question whose most specific word appears in none of its sources is likely about
+        something the workspace does not hold, however close the sources' topic is.
+        """
+        import bm25s
+
+        entry = self._cache.get(workspace_id)
+        if entry is None or entry[1] is None:
+            return 0.0
+        retriever = entry[1]
+        stemmer = self._stemmer()
+        asked = bm25s.tokenize(
+            [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+        )[0]
+        if not asked:
+            return 0.0
+        present: set[str] = set()
+        for tokens in bm25s.tokenize(
+            list(texts) or [""],
+            stopwords="en",
+            stemmer=stemmer,
+            return_ids=False,
+            show_progress=False,
+        ):
+            present.update(tokens)
+        missing = set(asked) - present
+        if not missing:
+            return 0.0
+        n_docs = float(retriever.scores["num_docs"])
+        indptr = retriever.scores["indptr"]
+        vocab: dict[str, int] = retriever.vocab_dict
+
+        def idf(term: str) -> float:
+            tid = vocab.get(term)
+            df = 0.0 if tid is None else float(indptr[tid + 1] - indptr[tid])
+            return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+        return max(idf(t) for t in missing)
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         import bm25s
