@@ -22,6 +22,7 @@ from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
 from tests.graph.conftest import EMPLOYEES
+from tests.test_ingest import docx_bytes, pdf_bytes
 
 
 def _free_port() -> int:
@@ -370,6 +371,65 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 404
         assert list(uploads.rglob("*.md")) == []
+
+
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+async def test_a_docx_upload_is_ingested_in_the_background(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        files = {"file": ("onboarding.docx", docx_bytes(), DOCX_TYPE)}
+        resp = await client.post(f"{base_url}/v1/documents", files=files, headers=_auth(tenant))
+        assert resp.status_code == 202, resp.text
+        doc_id = resp.json()["id"]
+        for _ in range(100):
+            doc = (
+                await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
+            ).json()
+            if doc["status"] != "processing":
+                break
+            await asyncio.sleep(0.1)
+    assert doc["status"] == "ready", doc
+    assert doc["title"] == "Onboarding guide" and doc["n_chunks"] == 1
+
+
+async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_citations(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    path = tmp_path / "travel.pdf"
+    path.write_bytes(
+        pdf_bytes(
+            [
+                ["Trains", "Book every train ticket through the travel desk."],
+                ["Hotels", "The nightly hotel cap is 200 dollars in every city."],
+            ]
+        )
+    )
+    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        events = await _sse(
+            client,
+            f"{base_url}/v1/conversations/{conv}/messages",
+            {"content": "What is the nightly hotel cap?"},
+            _auth(tenant),
+        )
+        sources = next(data for name, data in events if name == "sources")["sources"]
+        pages = {s["snippet"].split("\n")[0]: s["page"] for s in sources}
+        assert pages["Hotels"] == 2 and pages.get("Trains", 1) == 1
+        hotel = next(s for s in sources if s["page"] == 2)
+        done = events[-1][1]
+        assert "200 dollars" in done["answer"]
+        assert [c["page"] for c in done["citations"] if c["source_id"] == hotel["id"]] == [2]
+        stored = await client.get(
+            f"{base_url}/v1/messages/{done['turn_id']}/sources", headers=_auth(tenant)
+        )
+    assert stored.status_code == 200
+    assert [c["page"] for c in stored.json() if c["source_id"] == hotel["id"]] == [2]
 
 
 async def test_delete_conversation_removes_turns_and_checkpoints(

@@ -37,6 +37,8 @@ class Source(TypedDict):
     dense_score: NotRequired[float | None]
     bm25_score: NotRequired[float | None]
     anchored: NotRequired[bool]
+    page: NotRequired[int | None]
+    """The 1-based PDF page of the chunk; absent or None when the source has no pages."""
 
 
 class Citation(TypedDict):
@@ -51,6 +53,8 @@ class Citation(TypedDict):
     url: str | None
     score: float
     snippet: str
+    page: NotRequired[int | None]
+    """The 1-based PDF page of the cited chunk; absent or None when it has no pages."""
 
 
 class HistoryTurn(TypedDict):
@@ -75,6 +79,8 @@ class SourceOut(TypedDict):
     url: str | None
     score: float
     snippet: str
+    page: NotRequired[int | None]
+    """The 1-based PDF page of the passage; None when the source has no pages."""
 
 
 def source_out(n: int, src: Source) -> SourceOut:
@@ -88,6 +94,7 @@ def source_out(n: int, src: Source) -> SourceOut:
         url=src["url"],
         score=round(float(src["score"]), 6),
         snippet=src["text"][:SNIPPET_CHARS],
+        page=src.get("page"),
     )
 
 

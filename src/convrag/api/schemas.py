@@ -83,6 +83,8 @@ class CitationOut(BaseModel):
     url: str | None
     relevance_score: float | None = Field(validation_alias="score")
     content_snippet: str = Field(validation_alias="snippet")
+    page: int | None = None
+    """The 1-based PDF page of the cited passage; null when its document has no pages."""
 
 
 class AnswerOut(BaseModel):

@@ -79,13 +79,20 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
             seen.add(src["id"])
             merged.append(src)
     kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
-    titles = {
-        c.id: c.title
+    # One lookup brings what the hits lack: a chunk's title, and its PDF page.
+    stored = {
+        c.id: c
         for c in await services.db.get_chunks(
-            state["workspace_id"], [s["id"] for s in kept if s["title"] is None]
+            state["workspace_id"],
+            [s["id"] for s in kept if s["source_type"] in ("chunk", "document")],
         )
     }
-    kept = [{**s, "title": s["title"] or titles.get(s["id"])} for s in kept]
+    kept = [
+        {**s, "title": s["title"] or stored[s["id"]].title, "page": stored[s["id"]].page}
+        if s["id"] in stored
+        else s
+        for s in kept
+    ]
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)

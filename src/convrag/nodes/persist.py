@@ -45,6 +45,8 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
     answer, citations, unresolved = resolve_citations(draft, sources)
+    for c in citations:  # the page travels with the citation into the reply and Postgres
+        c["page"] = sources[c["source_index"] - 1].get("page")
     cited = {c["source_index"] for c in citations}
     flags = dict(state.get("flags") or {})
     flags.update({"unresolved_markers": unresolved, "repetition_unresolved": unresolved_repetition})
@@ -57,6 +59,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
             "title": s["title"],
             "url": s["url"],
             "score": float(s["score"]),
+            "page": s.get("page"),
             "cited": n in cited,
         }
         for n, s in enumerate(sources, start=1)

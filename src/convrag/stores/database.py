@@ -112,6 +112,9 @@ MIGRATIONS: list[str] = [
     # float32 bytes of the chunk's vector, for in-process dense search on Milvus Lite:
     # reloading 100k vectors from here takes about a second, from Lite about a minute.
     """ALTER TABLE chunks ADD COLUMN embedding BYTEA""",
+    # The PDF page a citation points at (chunks keep theirs in metadata->'page'): stored
+    # with the citation, it stays right after the document is re-ingested or deleted.
+    """ALTER TABLE message_citations ADD COLUMN page INTEGER""",
 ]
 
 
@@ -136,11 +139,17 @@ class ChunkRow:
     text: str
     title: str | None = None
     source: str | None = None
+    page: int | None = None
+    """The 1-based PDF page the chunk is on; None for other formats."""
 
 
 @dataclass(frozen=True, slots=True)
 class DocumentWrite:
-    """A document and its chunks ``(chunk_id, position, text)``, ready to store."""
+    """A document and its chunks ``(chunk_id, position, text)``, ready to store.
+
+    ``chunk_metadata``, when given, holds one dict per chunk for ``chunks.metadata``
+    (``{"page": 3}`` for a PDF chunk).
+    """
 
     document_id: str
     source: str
@@ -149,6 +158,7 @@ class DocumentWrite:
     metadata: dict[str, Any]
     chunks: Sequence[tuple[str, int, str]]
     embeddings: Sequence[bytes] | None = None
+    chunk_metadata: Sequence[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -405,8 +415,9 @@ class Database:
                 (workspace_id, [d.document_id for d in docs]),
             )
             await cur.executemany(
-                """INSERT INTO chunks (id, workspace_id, document_id, position, text, embedding)
-                   VALUES (%s, %s, %s, %s, %s, %s)""",
+                """INSERT INTO chunks (id, workspace_id, document_id, position, text, embedding,
+                                       metadata)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s)""",
                 [
                     (
                         cid,
@@ -415,6 +426,7 @@ class Database:
                         pos,
                         text,
                         d.embeddings[i] if d.embeddings else None,
+                        Jsonb(d.chunk_metadata[i] if d.chunk_metadata else {}),
                     )
                     for d in docs
                     for i, (cid, pos, text) in enumerate(d.chunks)
@@ -457,6 +469,8 @@ class Database:
         return [(c, d, t) for c, d, t, _ in await self.chunk_rows(workspace_id)]
 
     async def get_chunks(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[ChunkRow]:
+        """The chunks of ``chunk_ids`` in the workspace (any order), with their document's
+        title and source and their PDF page."""
         ids = [c for c in chunk_ids if is_uuid(c)]
         if not ids:
             return []
@@ -464,7 +478,7 @@ class Database:
             rows = await (
                 await conn.execute(
                     """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s AND c.id = ANY(%s::uuid[])""",
                     (workspace_id, ids),
@@ -632,8 +646,8 @@ class Database:
                         """INSERT INTO message_citations
                              (workspace_id, message_id, citation_marker, position_in_response,
                               source_type, source_id, relevance_score, content_snippet,
-                              source_url, document_id)
-                           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+                              source_url, document_id, page)
+                           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
                         [
                             (
                                 turn.workspace_id,
@@ -646,6 +660,7 @@ class Database:
                                 c["snippet"],
                                 c["url"],
                                 c["document_id"],
+                                c.get("page"),
                             )
                             for c in turn.citations
                         ],
@@ -668,7 +683,7 @@ class Database:
                               source_id::text AS source_id, source_type,
                               document_id::text AS document_id, source_url AS url,
                               relevance_score AS score,
-                              coalesce(content_snippet, '') AS snippet
+                              coalesce(content_snippet, '') AS snippet, page
                        FROM message_citations WHERE workspace_id = %s AND message_id = %s
                        ORDER BY position_in_response""",
                     (workspace_id, message_id),

@@ -24,9 +24,14 @@ async def upload_document(
     workspace: WorkspaceDep,
     services: ServicesDep,
     settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="A .txt, .md, .html, .pdf or .jsonl file")],
+    file: Annotated[UploadFile, File(description="A .txt, .md, .html, .pdf, .docx or .jsonl file")],
 ) -> DocumentOut:
-    """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`)."""
+    """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`).
+
+    The format is the file name's: its content type is not checked (clients send Word
+    documents as ``application/vnd.openxmlformats-officedocument.wordprocessingml.document``
+    or as ``application/octet-stream`` alike).
+    """
     name = Path(file.filename or "").name
     if not name:
         raise HTTPException(422, "file: a filename is required")
