@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from convrag.answering import NO_SOURCES_ANSWER, extractive_answer, sentences
 from convrag.citations import resolve_citations
 from convrag.records import Source
@@ -73,3 +75,30 @@ def test_a_heading_is_not_quoted_as_an_answer() -> None:
     chunk = _src("Meal allowances. The daily meal allowance in Asia is 50 dollars.")
     answer = extractive_answer("What is the meal allowance in Asia?", [chunk])
     assert answer == "The daily meal allowance in Asia is 50 dollars. [1]"
+
+
+def test_an_faq_answer_quotes_the_answer_not_the_question() -> None:
+    faq = _src(
+        "Which VPN do we use? We use WireGuard through the corp-vpn gateway for every "
+        "laptop.\n\nWhich printer do we use? The second floor printer is the default."
+    )
+    answer = extractive_answer("Which VPN do we use?", [faq])
+    assert "WireGuard" in answer and "Which VPN do we use?" not in answer
+
+
+def test_with_the_embedder_the_sentence_that_answers_beats_one_that_repeats_the_words() -> None:
+    source = _src(
+        "The meal allowance policy covers meal allowance questions for all regions. "
+        "Travellers in Europe receive 60 euros per day for food."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if "60 euros" in t else 0.2 for t in texts]
+
+    words_only = extractive_answer("What is the meal allowance in Europe?", [source])
+    by_meaning = extractive_answer(
+        "What is the meal allowance in Europe?", [source], similarity=similarity
+    )
+    assert by_meaning.startswith("Travellers in Europe receive 60 euros")
+    assert "policy covers" not in by_meaning
+    assert words_only != by_meaning

@@ -172,6 +172,14 @@ def quotable(unit: str, *, first: bool, last: bool) -> bool:
     return not (last and not unit.rstrip().endswith((".", "!", "?", '"', "'", ")", ":")))
 
 
+Similarity = Callable[[str, Sequence[str]], Sequence[float]]
+"""The cosine similarity of each text to a query (the embedder's), for ranking sentences."""
+
+#: Candidate sentences whose meaning is compared with the query (the best by words first):
+#: each costs one embedding.
+SEMANTIC_CANDIDATES = 24
+
+
 def extractive_answer(
     query: str,
     sources: Sequence[Source],
@@ -179,11 +187,16 @@ def extractive_answer(
     history: Sequence[HistoryTurn] = (),
     excluded_entities: Sequence[str] = (),
     max_sentences: int = 3,
+    similarity: Similarity | None = None,
 ) -> str:
     """The best sentences of the sources for ``query``, each followed by its ``[n]``.
 
-    Sentences naming an excluded entity are skipped, so a regeneration really says
-    something new; sentences already said in earlier answers are ranked down.
+    Sentences are ranked by the query words they share (IDF-weighted) and, given
+    ``similarity``, by their meaning's closeness to the query, so the sentence that answers
+    beats one that only repeats the question's words. A sentence that is itself a question
+    (an FAQ's heading) is never quoted while a statement is available. Sentences naming an
+    excluded entity are skipped, so a regeneration really says something new; sentences
+    already said in earlier answers are ranked down.
     """
     if not sources:
         return NO_SOURCES_ANSWER
@@ -213,6 +226,10 @@ def extractive_answer(
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
     scored.sort(key=lambda x: -x[0])
+    if any(not x[3].rstrip().endswith("?") for x in scored):
+        scored = [x for x in scored if not x[3].rstrip().endswith("?")]
+    if similarity is not None and scored:
+        scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored:
         # Only the clearly relevant: a sentence scoring under 60 % of the best one answers
         # a different question (John Doe's record when Prasad's was asked for).
@@ -245,6 +262,24 @@ def extractive_answer(
         picked = [(1, 0, first)]
     picked.sort(key=lambda x: (x[0], x[1]))
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+def _by_meaning(
+    query: str, scored: list[tuple[float, int, int, str]], similarity: Similarity
+) -> list[tuple[float, int, int, str]]:
+    """Re-rank word-matched sentences by ``cosine + WORD_WEIGHT * word score / best``."""
+    best = scored[0][0]
+    cosines = similarity(query, [sent for *_, sent in scored])
+    rescored = [
+        (float(cos) + WORD_WEIGHT * score / best, n, pos, sent)
+        for (score, n, pos, sent), cos in zip(scored, cosines, strict=True)
+    ]
+    rescored.sort(key=lambda x: -x[0])
+    return rescored
+
+
+#: How much the word score counts beside the cosine when both rank sentences.
+WORD_WEIGHT = 0.5
 
 
 def reformat_previous(message: str, history: Sequence[HistoryTurn]) -> str:

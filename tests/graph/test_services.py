@@ -25,6 +25,9 @@ class RecordingSearcher:
         self.queries.append(query)
         return await self.inner.search(workspace_id, query, **kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
 
 async def test_two_assistants_in_one_process_each_use_their_own_services(
     services: Services, seeded: str

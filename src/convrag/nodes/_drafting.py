@@ -7,6 +7,7 @@ LLM or when it fails mid-turn, the extractive answer (flagged as a fallback).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -95,8 +96,9 @@ async def llm_draft(
     return LlmDraft(failure=failure)
 
 
-def extractive_draft(state: State, excluded: Sequence[str]) -> str:
-    """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences."""
+async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:
+    """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences
+    ranked with the embedder (in a thread: it is CPU work)."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
         lowered = state["message"].lower()
@@ -104,8 +106,19 @@ def extractive_draft(state: State, excluded: Sequence[str]) -> str:
             return reformat_previous(state["message"], history)
         return GREETING_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]
-    return extractive_answer(
-        rewritten, state.get("sources") or [], history=history, excluded_entities=excluded
+    embedder = ctx.deps.embedder
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        vectors = embedder.embed([query, *texts])
+        return [float(x) for x in vectors[1:] @ vectors[0]]
+
+    return await asyncio.to_thread(
+        extractive_answer,
+        rewritten,
+        state.get("sources") or [],
+        history=history,
+        excluded_entities=excluded,
+        similarity=similarity,
     )
 
 

@@ -49,7 +49,7 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         if result.text is not None:
             return {**drafted(regen_state, result.text, extractive=False), **bookkeeping}
         fallback = fell_back("regenerate", result.failure)
-    text = extractive_draft(regen_state, excluded)
+    text = await extractive_draft(regen_state, ctx, excluded)
     update = drafted(regen_state, text, extractive=True)
     new = update["drafts"][-1]
     # Nothing new to cite, or only something less relevant: stream nothing; persist keeps

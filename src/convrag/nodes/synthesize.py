@@ -32,6 +32,6 @@ async def synthesize(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         if result.text is not None:
             return drafted(state, result.text, extractive=False)
         fallback = fell_back("synthesize", result.failure)
-    text = extractive_draft(state, excluded)
+    text = await extractive_draft(state, ctx, excluded)
     stream_text(runtime, text, "synthesize")
     return {**drafted(state, text, extractive=True), **fallback}
