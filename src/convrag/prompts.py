@@ -1,5 +1,6 @@
-"""Prompts: the follow-up rewrite, and the conversation-aware answer that cites ``[n]``
-and does not repeat what earlier answers already said.
+"""Prompts: the rewrite gate (classify the message and make it standalone, as JSON), and
+the conversation-aware answer that cites ``[n]`` and does not repeat what earlier answers
+already said.
 """
 
 from __future__ import annotations
@@ -8,19 +9,30 @@ from collections.abc import Sequence
 
 from convrag.records import HistoryTurn, Source
 
-REWRITE_PROMPT = """Given the following conversation history, rewrite the latest user question \
-to be fully self-contained and standalone.
+# One call classifies and rewrites. It asks for a JSON object in the prompt rather than
+# through tools or response_format, which not every OpenAI-compatible server supports; the
+# rewrite node parses and checks the reply itself.
+REWRITE_PROMPT = """You prepare the latest message of a conversation for a document search.
 
 Conversation history:
 {history}
 
 Latest user question: {question}
 
-Rewrite this as a standalone question that includes necessary context; resolve pronouns \
-(her, his, it, they) and references ("that", "the other one").
-Output ONLY the rewritten question, nothing else.
+1. Classify the latest message:
+- "follow_up": it cannot be understood without the conversation (pronouns such as he, she, \
+it, they; references such as "that" or "the other one"; fragments such as "and in 2019?", \
+"why?" or "any others?").
+- "standalone": it can be understood on its own, including a switch to a new subject.
+- "no_retrieval": chit-chat, thanks, a question about you, or a request to reshape your \
+previous answer (shorter, as a table, translated): nothing new to look up.
 
-Rewritten standalone question:"""
+2. Write "query": the latest message as one self-contained question in the user's words, \
+with pronouns and references replaced by what they point to in the conversation. Do NOT \
+answer it. For "standalone" and "no_retrieval", repeat the message as it is.
+
+Reply with ONLY this JSON object, nothing else:
+{{"classification": "follow_up" or "standalone" or "no_retrieval", "query": "..."}}"""
 
 SYNTHESIS_SYSTEM = """You are convrag, an assistant that answers questions about the user's \
 workspace documents.

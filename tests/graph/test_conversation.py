@@ -117,12 +117,18 @@ async def test_vague_follow_up_stays_on_topic_a_and_an_explicit_shift_moves_to_t
     assert _sections(third) and _sections(third) <= {4, 5, 6}
 
 
-async def test_llm_rewrite_uses_the_seed_prompt_at_low_temperature(
+async def test_a_second_turn_is_classified_and_rewritten_by_one_structured_llm_call(
     assistant: Assistant, llm: OpenAIStub, seeded: str
 ) -> None:
+    """The first turn has nothing to resolve and makes no rewrite call; the second makes
+    one, at the rewrite temperature, and its JSON query is what retrieval and the answer
+    prompt use."""
     llm.add_rule(
         "Latest user question: What about her basic salary?",
-        Reply(content="What is Prasad Chaudhari's basic salary?"),
+        Reply(
+            content='{"classification": "follow_up", '
+            '"query": "What is Prasad Chaudhari\'s basic salary?"}'
+        ),
     )
     llm.add_rule("CURRENT QUESTION", Reply(content="Her basic salary is $80,000 [1]."))
     conv = await assistant.new_conversation(seeded)
@@ -133,13 +139,19 @@ async def test_llm_rewrite_uses_the_seed_prompt_at_low_temperature(
     state = await assistant.ask(
         "What about her basic salary?", conv, workspace_id=seeded, context=ctx
     )
+    assert state["classification"] == "follow_up"
     assert state["rewrite_method"] == "llm"
     assert state["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
-    rewrite_req = next(
+    rewrites = [
         r for r in llm.requests if "Latest user question" in str(r["messages"][-1]["content"])
+    ]
+    assert len(rewrites) == 1
+    assert rewrites[0]["temperature"] == pytest.approx(ctx.rewrite_temperature)
+    assert "Prasad Chaudhari's salary" in str(rewrites[0]["messages"][-1]["content"])
+    assert "What is Prasad Chaudhari's basic salary?" in str(
+        llm.last_request["messages"][-1]["content"]
     )
-    assert rewrite_req["temperature"] <= 0.3
-    assert "Prasad Chaudhari's salary" in str(rewrite_req["messages"][-1]["content"])
+    assert "$80,000" in str(llm.last_request["messages"][-1]["content"])  # retrieved by it
     assert state["answer"] == "Her basic salary is $80,000 [1]."
 
 
@@ -149,8 +161,9 @@ async def test_llm_rewrite_uses_the_seed_prompt_at_low_temperature(
         (Reply(status=500), "error"),
         (Reply(delay_s=2.0), "timeout"),
         (Reply(empty=True), "empty"),
+        (Reply(content="What is Prasad Chaudhari's basic salary?"), "invalid: not JSON"),
     ],
-    ids=["http-500", "timeout", "empty"],
+    ids=["http-500", "timeout", "empty", "not-json"],
 )
 async def test_a_failed_rewrite_falls_back_to_the_original_question(
     assistant: Assistant, llm: OpenAIStub, seeded: str, reply: Reply, reason: str
@@ -166,6 +179,7 @@ async def test_a_failed_rewrite_falls_back_to_the_original_question(
     )
     assert state["rewritten_query"] == "What about her basic salary?"
     assert state["rewrite_method"] == "fallback"
+    assert state["classification"] == "follow_up"  # the rules' classification
     assert state["flags"]["rewrite_fallback"].startswith(reason)
     assert state["answer"]  # the turn still completes
 

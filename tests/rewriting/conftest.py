@@ -30,3 +30,25 @@ SELF_BOUND_PRONOUNS = [
     "I updated my credit card, but it keeps failing",  # "it" is the card
     "Going back to primary sources, can they be used in literature?",
 ]
+# Low-evidence referents from MTRAG conversations: an adjective, a capitalised first word of a
+# lowercase term, one common noun. The rules must leave the pronoun alone rather than guess.
+INDEPENDENCE = [
+    Turn(
+        "what was the indian independence movement?",
+        "Indian nationalists led by Gandhi and Sardar Patel campaigned against British rule.",
+    )
+]
+SICKLE_CELL = [
+    Turn(
+        "How is Sickle cell treated?",
+        "The treatment for sickle cell disease may include antibiotics, pain medication and "
+        "blood transfusions.",
+    )
+]
+BONE_MARROW = [
+    Turn(
+        "where is bone marrow found what does it do for the body",
+        "Bone marrow is found within the spongy portions of bones. Human marrow produces "
+        "approximately 500 billion blood cells per day.",
+    )
+]

@@ -6,15 +6,18 @@ import pytest
 
 from convrag.rewriting import Turn, contextualize
 from tests.rewriting.conftest import (
+    BONE_MARROW,
     BURLESQUE,
     CAPITAL_OF_FRANCE,
     DALI,
     ENGINEERS,
+    INDEPENDENCE,
     NETFLIX_REVENUE,
     RAG,
     SALARIES,
     SALARY,
     SELF_BOUND_PRONOUNS,
+    SICKLE_CELL,
 )
 
 
@@ -145,3 +148,68 @@ def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> 
     ]
     rewritten = contextualize("Who earns more?", history)
     assert "Prasad Chaudhari" in rewritten and "John Doe" in rewritten
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        INDEPENDENCE,
+        [
+            Turn(
+                "tell me about the Indian independence movement",
+                "Indian leaders such as Gandhi and Patel organised non-violent campaigns.",
+            )
+        ],
+    ],
+    ids=["indian-opens-the-answer", "the-indian-leaders"],
+)
+def test_a_demonym_is_never_the_person_he_points_to(history: list[Turn]) -> None:
+    """Seen as "What did Indian do?": "Indian" is an adjective, and Gandhi and Patel, named
+    together, are equally likely, so "he" stays."""
+    assert contextualize("what did he do?", history) == "What did he do?"
+
+
+def test_a_full_person_name_the_answer_is_about_is_what_he_points_to() -> None:
+    history = [
+        Turn("Who led the Indian independence movement?", "Mahatma Gandhi led the movement.")
+    ]
+    assert contextualize("what did he do?", history) == "What did Mahatma Gandhi do?"
+
+
+def test_the_capitalised_first_word_of_a_lowercase_term_is_not_what_it_points_to() -> None:
+    """Seen as "Will Sickle kill me?": the answer writes "sickle cell disease"."""
+    assert contextualize("Will it kill me?", SICKLE_CELL) == "Will it kill me?"
+
+
+def test_a_word_capitalised_because_it_opens_the_answer_is_not_the_person_he_points_to() -> None:
+    """Seen as "What did Academic say?"."""
+    history = [Turn("who reads this?", "Academic historians read it closely.")]
+    assert contextualize("What did he say?", history) == "What did he say?"
+
+
+def test_one_common_noun_is_too_vague_to_be_what_it_points_to() -> None:
+    """Seen as "What happens if the body does not work well?"."""
+    message = "What happens if it does not work well?"
+    assert contextualize(message, BONE_MARROW) == message
+
+
+def test_a_demonym_keeps_its_noun_as_the_topic() -> None:
+    history = [Turn("What is American football?", "A team sport played with an oval ball.")]
+    assert contextualize("Is it similar to rugby?", history) == (
+        "Is American football similar to rugby?"
+    )
+
+
+def test_a_person_the_user_named_stays_he_when_the_answer_lists_another() -> None:
+    history = [
+        Turn("Foreigner (band)", "Lou Gramm's departure"),
+        Turn(
+            "When did Gramm leave?", "In the late 1980s, Jones and Gramm each put out solo efforts."
+        ),
+    ]
+    assert contextualize("Why did he leave?", history) == "Why did Gramm leave?"
+
+
+def test_he_after_two_people_named_together_is_left_alone() -> None:
+    """Either engineer could be "his"; picking the first would be a guess."""
+    assert contextualize("What is his salary?", ENGINEERS) == "What is his salary?"

@@ -1,60 +1,152 @@
-"""rewrite: classify the message and turn a follow-up into a standalone query.
+"""rewrite: classify the message and turn it into a standalone query for retrieval.
 
-With an LLM, the rewrite prompt at a low temperature and within the run's time limit; on
-any failure (error, timeout, empty output) the original question is kept and the reason
-recorded. Without an LLM, the deterministic contextualizer resolves pronouns and ellipsis
-from the previous turns.
+Chit-chat ("thanks!", "hello, who are you?") and requests to reshape the previous answer are
+recognised by rules and never cost an LLM call; nor does a first turn, which has nothing to
+resolve. With an LLM, every later turn is classified and rewritten by it in one call that
+answers a JSON object ``{"classification": ..., "query": ...}``, at a low temperature and
+within the run's time limit: the model reads pronouns and topic shifts better than rules do.
+A reply that fails (error, timeout, empty) or does not pass :func:`check_decision` keeps the
+original question and the rules' classification, and records why. Without an LLM, the
+deterministic contextualizer resolves pronouns and ellipsis from the previous turns.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 from langchain_core.messages import HumanMessage
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from convrag import prompts
 from convrag.context import Context
 from convrag.events import RewriteEvent, emit
 from convrag.llm import attempt, chat_model, resolve_model
 from convrag.records import HistoryTurn
-from convrag.rewriting import Turn, classify, contextualize
+from convrag.rewriting import Classification, Turn, classify, contextualize
+from convrag.rewriting.classify import is_no_retrieval
 from convrag.state import RewriteMethod, RewriteUpdate, State
+from convrag.text.lexicon import AUX, WH
+from convrag.text.tokens import clean, content_words, tokenize
 
-_PREFIXES = (
-    "rewritten standalone question:",
-    "rewritten question:",
-    "standalone question:",
-    "question:",
+MAX_QUERY_CHARS = 1000
+"""Upper bound of an LLM query, whatever the message's length."""
+
+# Requests phrased as commands ("Explain ...", "I need ...") are questions too.
+_REQUEST_RE = re.compile(
+    r"^(?:please\s+)?(?:tell|explain|describe|list|show|give|compare|summari[sz]e|define|"
+    r"find|name|provide|outline|help|recommend|suggest|identify|discuss|elaborate|clarify|"
+    r"let\s+me\s+know|i\s+(?:want|need|would\s+like|wonder))\b",
+    re.IGNORECASE,
 )
 
 
-def clean_rewrite(text: str) -> str:
-    """First non-empty line, without labels or wrapping quotes."""
-    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
-    lowered = line.lower()
-    for prefix in _PREFIXES:
-        if lowered.startswith(prefix):
-            line = line[len(prefix) :].strip()
-            break
-    return line.strip("\"'` ").strip()
+class RewriteDecision(BaseModel):
+    """The rewrite call's structured reply: how the message is classified, and its query.
+
+    The classification is read case- and separator-insensitively ("Follow-up" is
+    ``follow_up``); unknown keys are ignored.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    classification: Classification
+    query: str | None = None
+
+    @field_validator("classification", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return re.sub(r"[\s-]+", "_", value.strip().lower())
+        return value
 
 
 def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
     """The deterministic contextualizer; a follow-up it cannot resolve ("Can you elaborate
-    more on that?") carries the previous standalone question along, so retrieval still
-    sees the topic."""
+    more on that?", "Will it kill me?") carries the previous standalone question along, so
+    retrieval still sees the topic."""
     turns = [Turn(t["question"], t["answer"]) for t in history]
     query = contextualize(message, turns)
-    if query.strip() == message.strip() and history:
+    if _words(query) == _words(message) and history:
         previous = history[-1]["contextualized_query"] or history[-1]["question"]
         query = f"{message.strip()} ({previous.strip()})"
     return query
 
 
+def _words(text: str) -> list[str]:
+    """The words of ``text``, lowercased: "what did he do" and "What did he do?" match."""
+    return [t.low for t in tokenize(text) if t.kind != "punct"]
+
+
+def parse_decision(text: str) -> tuple[RewriteDecision, None] | tuple[None, str]:
+    """The JSON object of a reply, validated, or ``(None, why it is invalid)``.
+
+    The object may be wrapped in a code fence or a sentence; the outermost braces are
+    parsed strictly, so a reply cut short is invalid rather than half-read.
+    """
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None, "invalid: not JSON"
+    try:
+        data = json.loads(text[start : end + 1])
+    except json.JSONDecodeError:
+        return None, "invalid: not JSON"
+    if not isinstance(data, dict):
+        return None, "invalid: not JSON"
+    try:
+        return RewriteDecision.model_validate(data), None
+    except ValidationError as exc:
+        loc = exc.errors()[0]["loc"]
+        return None, f"invalid: {loc[0] if loc else 'reply'}"
+
+
+def check_decision(decision: RewriteDecision, message: str) -> str | None:
+    """Why the LLM's query cannot replace the message, or None when it can.
+
+    A ``no_retrieval`` verdict needs no query (nothing is looked up). Otherwise the query must
+    be non-empty, at most three times the message plus 200 characters and at most
+    :data:`MAX_QUERY_CHARS` (a longer one is an answer or a ramble), and not an answer
+    instead of a question (see :func:`answer_like`).
+    """
+    if decision.classification == "no_retrieval":
+        return None
+    query = clean(decision.query or "")
+    if not query:
+        return "invalid: empty query"
+    if len(query) > min(MAX_QUERY_CHARS, 3 * len(message) + 200):
+        return "invalid: too long"
+    if answer_like(query, message):
+        return "invalid: an answer, not a question"
+    return None
+
+
+def answer_like(query: str, message: str) -> bool:
+    """Whether ``query`` reads as a statement answering ``message`` rather than asking it.
+
+    Kept simple on purpose: a query is a question when it ends with "?" or opens with a
+    question word, an auxiliary ("can", "does") or a request ("explain", "I need"). Anything
+    else is accepted only as keywords that keep some of the message's content words, with
+    no auxiliary verb after the first word and no closing full stop: "Prasad Chaudhari basic
+    salary" is a query, "Prasad Chaudhari's basic salary is $80,000." an answer.
+    """
+    toks = tokenize(query)
+    if not toks:
+        return True
+    if query.endswith("?") or toks[0].low in WH or toks[0].low in AUX or _REQUEST_RE.match(query):
+        return False
+    if query.endswith((".", "!")) or any(t.low in AUX for t in toks[1:]):
+        return True
+    asked = {t.low for t in content_words(tokenize(message))}
+    return not asked & {t.low for t in content_words(toks)}
+
+
 async def llm_rewrite(
     message: str, history: list[HistoryTurn], model_name: str, ctx: Context
-) -> tuple[str, None] | tuple[None, str]:
-    """The LLM's standalone question, or ``(None, why it failed)``."""
+) -> tuple[RewriteDecision, None] | tuple[None, str]:
+    """The LLM's classification and standalone query, checked, or ``(None, why not)``."""
     prompt = prompts.REWRITE_PROMPT.format(
         history=prompts.format_history(history), question=message
     )
@@ -70,31 +162,41 @@ async def llm_rewrite(
     )
     if reply is None:
         return None, failure or "error"
-    text = clean_rewrite(reply.content if isinstance(reply.content, str) else "")
-    return (text, None) if text else (None, "empty")
+    text = reply.content if isinstance(reply.content, str) else ""
+    if not text.strip():
+        return None, "empty"
+    decision, invalid = parse_decision(text)
+    if decision is None:
+        return None, invalid or "invalid"
+    invalid = check_decision(decision, message)
+    return (decision, None) if invalid is None else (None, invalid)
 
 
 async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
-    """Classify the message; rewrite a follow-up with the LLM, else with the rules."""
+    """Classify the message and make it standalone: by the LLM on every turn after the
+    first when one is configured, else by the rules."""
     ctx = runtime.context
     message = state["message"]
     history = state.get("history") or []
-    classification = classify(message, [Turn(t["question"], t["answer"]) for t in history])
+    turns = [Turn(t["question"], t["answer"]) for t in history]
     query = message
     method: RewriteMethod = "unchanged"
     update = RewriteUpdate()
-    if classification == "follow_up":
-        model_name = resolve_model(ctx.rewrite_model or ctx.llm_model, ctx.deps.settings)
-        if model_name is None:
+    model_name = resolve_model(ctx.rewrite_model or ctx.llm_model, ctx.deps.settings)
+    if model_name is None or not history or is_no_retrieval(clean(message)):
+        classification = classify(message, turns)
+        if classification == "follow_up" and model_name is None:
             query, method = rules_rewrite(message, history), "rules"
+    else:
+        decision, failure = await llm_rewrite(message, history, model_name, ctx)
+        if decision is not None:
+            classification, method = decision.classification, "llm"
+            if classification != "no_retrieval":
+                query = clean(decision.query or "")
         else:
-            rewritten, failure = await llm_rewrite(message, history, model_name, ctx)
-            if rewritten is not None:
-                query, method = rewritten, "llm"
-            else:
-                method = "fallback"
-                update["flags"] = {"rewrite_fallback": failure}
-                update["errors"] = {"rewrite": failure or "error"}
+            classification, method = classify(message, turns), "fallback"
+            update["flags"] = {"rewrite_fallback": failure}
+            update["errors"] = {"rewrite": failure or "error"}
     emit(
         runtime,
         RewriteEvent(event="rewrite", classification=classification, query=query, method=method),

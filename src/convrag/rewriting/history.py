@@ -13,6 +13,11 @@ with each turn. A first turn that reads like a title ("Pinhead (Hellraiser)") na
 dialog's subject and is kept as a fallback. The weights are general defaults, not fitted to a
 data set. Each text's mentions are cached and the model is built once per distinct history, so
 a growing conversation re-reads only its newest turn.
+
+Salience is not evidence: a capitalised word can be an adjective ("Indian nationalists"), a
+word capitalised because it opens a sentence, or the first word of a longer term ("Sickle
+cell"). :meth:`ConversationContext.credible` tells those apart from names that the history
+really uses as names, so that a pronoun is only ever replaced by the latter.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from convrag.text.lexicon import (
     ADVERBS,
     AUX,
     CLAUSE_LINKS,
+    DETS,
     FEMALE,
     FRAME_WORDS,
     FUNCTION_WORDS,
@@ -65,6 +71,7 @@ __all__ = [
     "conversation_context",
     "display_name",
     "full_name",
+    "modifies_next",
 ]
 
 
@@ -84,6 +91,11 @@ _SLOW_DECAY = 0.85  # for who "he/she" is: the main character of a conversation 
 _MAX_TURNS = 12  # the first turn and the latest ones; older turns add little but cost
 ANSWER_CHARS = 400  # an answer's opening names its subject; the rest adds side entities
 PERSON_MIN = 0.5  # below this much evidence, leave "he/she" alone rather than guess
+_GROUP_BASE = 0.3  # any name might be what "they" means; plurals and groups more so
+_WEAK_PERSON = 0.2  # "Indian nationalists", "Sickle cell": a modifier, hardly a person
+# The shape of a nationality or language adjective ("Indian", "Korean", "Chinese", "British").
+_ADJECTIVE_RE = re.compile(r"(?:an|ese|ish)$")
+_BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "am"})
 
 # --------------------------------------------------------------------------------------------
 # Pronouns that point outside the message
@@ -291,6 +303,7 @@ class _Mention(NamedTuple):
     groupish: float  # how likely "they" could point to it
     female: bool  # followed by she/her in its sentence (as the sentence subject)
     male: bool
+    named: bool  # used as a name: not only a modifier, nor capitalised by its position
 
 
 @lru_cache(maxsize=4096)
@@ -345,6 +358,13 @@ def _mentions(text: str, places: bool, question: bool) -> tuple[tuple[_Mention, 
             personish *= 1.2
         if span.ntok == 1 and not subject and toks[span.first].sent_start and question:
             personish *= 0.2  # "Notable people she ...?": capitalised by position
+        modifier = modifies_next(toks, span)
+        if modifier:
+            personish *= _WEAK_PERSON
+        # "Dynamic secrets expire": one word that opens a sentence is capitalised anyway,
+        # unless it is the subject of a verb ("Dali grew up").
+        positional = span.ntok == 1 and toks[span.first].sent_start and not subject
+        named = not modifier and (not positional or possessive)
         female = male = False
         if subject:
             after = {toks[k].low for k in range(span.last + 1, sent[1])}
@@ -354,13 +374,53 @@ def _mentions(text: str, places: bool, question: bool) -> tuple[tuple[_Mention, 
             male = bool(after & MALE)
             if personish >= 1.0 and first_subject < 0:
                 first_subject = len(out)
-        groupish = 0.3 + (1.0 if span.plural else 0.0) + (0.5 if span.article else 0.0)
+        groupish = _GROUP_BASE + (1.0 if span.plural else 0.0) + (0.5 if span.article else 0.0)
         if lastw in GROUP_HEADS:
             groupish += 1.0
         out.append(
-            _Mention(span.text, span.key, span.article, subject, personish, groupish, female, male)
+            _Mention(
+                span.text,
+                span.key,
+                span.article,
+                subject,
+                personish,
+                groupish,
+                female,
+                male,
+                named,
+            )
         )
     return tuple(out), first_subject
+
+
+def modifies_next(toks: tuple[Token, ...], span: NameSpan) -> bool:
+    """A one-word name right before a lowercase noun: a modifier, not a referent.
+
+    "Indian nationalists", "the Indian independence movement", "How is Sickle cell
+    treated?": an adjective, or the first word of a longer term that the writer capitalised.
+    A name is also followed by a lowercase verb ("Did Gramm leave", "Dali paints"), so this
+    needs a demonym-shaped word ("Indian", "Chinese", "British") or a word before the name
+    that a subject does not have: a determiner, a preposition or a form of "be".
+    """
+    if span.ntok != 1 or span.acronym or span.last + 1 >= len(toks):
+        return False
+    if toks[span.last].text.endswith(("'s", "’s")):
+        return False
+    nxt = toks[span.last + 1]
+    if (
+        nxt.kind != "word"
+        or not nxt.text.islower()
+        or nxt.low in FUNCTION_WORDS
+        or nxt.low in ADVERBS
+        or is_verb_like(nxt)
+    ):
+        return False
+    before = span.first - (2 if span.article else 1)
+    return (
+        bool(_ADJECTIVE_RE.search(span.key))
+        or span.article
+        or (before >= 0 and toks[before].low in PREPS | DETS | _BE)
+    )
 
 
 @dataclass(slots=True)
@@ -379,6 +439,9 @@ class Entity:
     male: float = 0.0
     forms: dict[str, int] = field(default_factory=dict)
     turns: set[int] = field(default_factory=set)
+    evidenced: bool = False  # used as a name at least once, not only as a modifier
+    title: bool = False  # the dialog's title-like first turn ("Burlesque"): its subject
+    grouplike: bool = False  # plural, "the ...", or a group noun: something "they" can be
 
 
 class ConversationContext:
@@ -390,6 +453,11 @@ class ConversationContext:
         if len(turns) > _MAX_TURNS:
             turns = [turns[0], *turns[-(_MAX_TURNS - 1) :]]
         n = len(history)
+        # Words the answers write in lowercase mid-sentence ("sickle cell disease"): the same
+        # word capitalised elsewhere ("How is Sickle cell treated?") is not a name.
+        self.common_words: frozenset[str] = frozenset().union(
+            *(_lowercase_words(turn.answer[:ANSWER_CHARS]) for _, turn in turns)
+        )
         for idx, turn in turns:
             age = n - 1 - idx
             q = turn.question.strip()
@@ -432,10 +500,18 @@ class ConversationContext:
         core = re.sub(r"\s*\(.*?\)\s*", " ", text).strip() or text
         ent = self._entity(core, fold(core))
         ent.score += 2.0
-        ent.person += 3.0
+        # A name capitalises its content words; "Indian independence movement" is a topic.
+        named = all(
+            is_capitalised(t) or t.low in FUNCTION_WORDS or t.low in JOINERS
+            for t in tokenize(core)
+            if t.kind == "word"
+        )
+        ent.person += 3.0 if named else 0.3
         ent.thing += 2.0
         ent.group += 2.0
         ent.turns.add(0)
+        ent.title = True
+        ent.grouplike = True
 
     def _add_text(
         self, text: str, idx: int, age: int, role: float, *, places: bool, question: bool
@@ -457,6 +533,8 @@ class ConversationContext:
             ent.person += slow * m.personish
             ent.group += slow * m.groupish
             ent.thing += fast * (1.0 if m.personish < 0.5 else 0.3)
+            ent.evidenced = ent.evidenced or m.named
+            ent.grouplike = ent.grouplike or m.groupish > _GROUP_BASE
             if i == first_subject:
                 subject_entity = ent
         return subject_entity
@@ -465,7 +543,7 @@ class ConversationContext:
         """Count names typed in lowercase ("when was faith hill born?") as mentions."""
         by_last: dict[str, Entity] = {}
         for ent in self.entities.values():
-            if ent.person > 0.5:
+            if ent.person > 0.5 and self.credible(ent):
                 by_last.setdefault(ent.key.split()[-1], ent)
         if not by_last:
             return
@@ -524,6 +602,9 @@ class ConversationContext:
             host.female += ent.female
             host.male += ent.male
             host.turns |= ent.turns
+            host.evidenced = host.evidenced or ent.evidenced
+            host.title = host.title or ent.title
+            host.grouplike = host.grouplike or ent.grouplike
             for form, count in ent.forms.items():
                 host.forms[form] = host.forms.get(form, 0) + count
         for ent in merged:
@@ -531,6 +612,26 @@ class ConversationContext:
             ent.person *= bonus
             ent.group *= bonus
         return merged
+
+    def credible(self, ent: Entity) -> bool:
+        """Whether a pronoun may be replaced by ``ent``: the history uses it as a name.
+
+        A name of several words is one, and so is the dialog's title. A one-word name needs
+        a use that is not a modifier ("Indian nationalists", "Sickle cell") and must not be a
+        word the answers write in lowercase ("sickle cell disease"); otherwise it is a
+        capitalised common word, and a wrong referent hurts retrieval more than a pronoun left
+        alone.
+        """
+        if len(ent.tokens) > 1 or ent.title:
+            return True
+        return ent.evidenced and not (ent.tokens & self.common_words)
+
+
+def _lowercase_words(text: str) -> frozenset[str]:
+    """The lowercase words of ``text`` that do not open a sentence (common words)."""
+    return frozenset(
+        t.low for t in tokenize(text) if t.kind == "word" and t.text.islower() and not t.sent_start
+    )
 
 
 def _is_title_like(q: str) -> bool:

@@ -6,7 +6,10 @@ dense retrieval can use without the conversation. Personal pronouns become the m
 person (or the people the previous answer listed), "it/this/that" the previous turn's topic,
 and fragments ("and in 2019?", "why?", "what about X?", "any others?") are mapped onto the
 previous question. When no referent is credible, the pronoun is left as it is: a wrong name
-hurts retrieval more than a vague pronoun. Regex and word-list heuristics over the cached
+hurts retrieval more than a vague pronoun. Credible means well evidenced: a name the history
+uses as a name (not an adjective such as "Indian", a word capitalised by its position, or the
+first word of a term such as "Sickle cell"), or a noun phrase of more than one word ("the
+reverse order of text", not "the body"). Regex and word-list heuristics over the cached
 models of :mod:`convrag.rewriting.history`, so a call takes a fraction of a millisecond.
 """
 
@@ -36,6 +39,7 @@ from convrag.rewriting.history import (
     conversation_context,
     display_name,
     full_name,
+    modifies_next,
 )
 from convrag.text.entities import YEAR_RE, NameSpan, name_spans
 from convrag.text.lexicon import (
@@ -80,6 +84,7 @@ _DEFINE_RE = re.compile(
 )
 _PREDICATE_ADJ_RE = re.compile(r"(?:ful|ous|less)$")
 _DEMONYM_RE = re.compile(r"(?:an|ese|ish|ic|i)$")
+_VAGUE_RE = re.compile(r"the [a-z][\w-]*")
 
 
 def contextualize(message: str, history: Sequence[Turn]) -> str:
@@ -229,15 +234,24 @@ def _referents(history: Sequence[Turn]) -> _Referents:
     the salience model over the whole history.
     """
     ctx = conversation_context(history)
-    ranked = ctx.ranked
-    person = _person_for(ranked, "")
-    female = _person_for(ranked, "f")
-    male = _person_for(ranked, "m")
+    ranked = [e for e in ctx.ranked if ctx.credible(e)]
     last = history[-1]
     people = _people(history, ctx)
+    # "Gandhi and Patel led it." + "what did he do?": either could be "he", so neither is,
+    # unless the user named one before ("When did Gramm leave?" + "Jones and Gramm ...").
+    listed = {w for name in people for w in fold(name).split()} if len(people) >= 2 else set()
+    asked = {w for span in name_spans(tokenize(last.question)) for w in span.key.split()}
+    ambiguous = [
+        e
+        for e in ranked
+        if e.tokens & listed and not e.tokens & asked and min(e.turns) == len(history) - 1
+    ]
+    person = _person_for(ranked, "", ambiguous)
+    female = _person_for(ranked, "f", ambiguous)
+    male = _person_for(ranked, "m", ambiguous)
     group = _plural_phrase(last.question)
     if group is None:
-        group_ent = max(ranked, key=lambda e: e.group, default=None)
+        group_ent = max((e for e in ranked if e.grouplike), key=lambda e: e.group, default=None)
         if group_ent and group_ent.group > PERSON_MIN:
             group = display_name(group_ent)
     refs = _Referents(person, female, male, people, group, None, None)
@@ -247,15 +261,21 @@ def _referents(history: Sequence[Turn]) -> _Referents:
         topic = topic or _question_topic(turn.question, ctx, refs)
         if topic:
             break
-    refs.topic = topic
+    # "the body": one common noun says too little to stand in for "it"; an older turn's
+    # topic would be a worse guess still.
+    refs.topic = None if topic and _VAGUE_RE.fullmatch(topic) else topic
     refs.place = _place(last)
     best = max(ranked, key=lambda e: e.person + e.score, default=None)
     refs.main = person or (display_name(best) if best else None)
     return refs
 
 
-def _person_for(ranked: Sequence[Entity], gender: str) -> str | None:
-    """The most salient person, skipping those whose pronouns show the other gender."""
+def _person_for(ranked: Sequence[Entity], gender: str, ambiguous: Sequence[Entity]) -> str | None:
+    """The most salient person, skipping those whose pronouns show the other gender.
+
+    None when that person is one of ``ambiguous`` (several people just named together, none
+    of them named before) and nothing but salience says which one the pronoun means.
+    """
     for ent in sorted(ranked, key=lambda e: -e.person):
         if ent.person < PERSON_MIN:
             break
@@ -263,6 +283,8 @@ def _person_for(ranked: Sequence[Entity], gender: str) -> str | None:
             continue
         if gender == "m" and ent.female > ent.male:
             continue
+        if any(ent is other for other in ambiguous) and not (ent.male or ent.female):
+            return None
         return display_name(ent)
     return None
 
@@ -392,9 +414,14 @@ def _question_topic(
     names = [
         s
         for s in name_spans(toks)
-        if s.key not in NOT_NAME and not (s.ntok == 1 and toks[s.first].sent_start)
+        if s.key not in NOT_NAME
+        and not (
+            s.ntok == 1
+            # capitalised by position, or a word the answers write in lowercase
+            and (toks[s.first].sent_start or s.key in ctx.common_words)
+        )
     ]
-    things = [s for s in names if not _person_like(s, ctx)]
+    things = [s for s in names if not _person_like(s, ctx) and not _fragment(toks, s)]
     if things:
         s = max(things, key=lambda s: (s.ntok, -s.first))
         text = s.text
@@ -426,10 +453,22 @@ def _question_topic(
         if 1 <= len(otoks) <= 6 and not any(t.low in PRONOUNS or t.low in AUX for t in otoks):
             return obj
     for s in names:
+        if _fragment(toks, s):
+            continue
         ent = ctx.entities.get(s.key)
         if ent is None or not (ent.male or ent.female):  # no he/she: may be a product
             return f"the {s.text}" if s.article else s.text
     return None
+
+
+def _fragment(toks: tuple[Token, ...], span: NameSpan) -> bool:
+    """ "How is Sickle cell treated?": one capitalised word of a longer lowercase term.
+
+    Where the term ends is unknown, so the word alone is no referent. A demonym-shaped word
+    ("American football") is an adjective instead, and :func:`_question_topic` keeps the
+    noun after it.
+    """
+    return not _DEMONYM_RE.search(span.key) and modifies_next(toks, span)
 
 
 def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | None:

@@ -1,0 +1,302 @@
+"""The rewrite node: one structured LLM call per later turn, its checks, and the rules path.
+
+LLM tests run the real langchain-openai client against the local OpenAI-compatible stub.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from langgraph.runtime import Runtime
+from pydantic import SecretStr
+
+from convrag.config import Settings
+from convrag.context import Context
+from convrag.nodes.rewrite import answer_like, rewrite, rules_rewrite
+from convrag.records import HistoryTurn
+from convrag.services import Services
+from convrag.state import RewriteUpdate, State
+from convrag.testing.openai_stub import OpenAIStub, Reply
+
+SALARY_Q = "What is Prasad Chaudhari's salary?"
+SALARY_A = "Prasad Chaudhari's total salary is $120,000 [1]."
+FOLLOW_UP = "What about her basic salary?"
+STANDALONE = "What is the meal allowance in Europe?"
+
+
+def _turn(question: str, answer: str, n: int = 1) -> HistoryTurn:
+    return HistoryTurn(
+        turn_number=n,
+        question=question,
+        answer=answer,
+        contextualized_query=None,
+        entities=[],
+        cited_document_ids=[],
+    )
+
+
+SALARY = [_turn(SALARY_Q, SALARY_A)]
+
+
+def _json(classification: str, query: str) -> str:
+    return json.dumps({"classification": classification, "query": query})
+
+
+def _is_rewrite(body: dict[str, Any]) -> bool:
+    return "Latest user question" in str(body["messages"][-1]["content"])
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    async with OpenAIStub() as server:
+        yield server
+
+
+async def _run(
+    message: str,
+    history: list[HistoryTurn],
+    settings: Settings,
+    stub: OpenAIStub | None,
+    **ctx: Any,
+) -> tuple[RewriteUpdate, list[Any]]:
+    """Run the node alone; with ``stub``, the LLM is langchain-openai pointed at it."""
+    if stub is not None:
+        settings = settings.model_copy(
+            update={
+                "openai_base_url": stub.base_url,
+                "openai_api_key": SecretStr("test-key"),
+                "llm_model": "openai:stub-model",
+            }
+        )
+    else:
+        ctx.setdefault("llm_model", "none")
+    services = cast(Services, SimpleNamespace(settings=settings))
+    events: list[Any] = []
+    runtime = Runtime(context=Context(services=services, **ctx), stream_writer=events.append)
+    state = cast(State, {"message": message, "history": history})
+    return await rewrite(state, runtime), events
+
+
+# --------------------------------------------------------------------------------------------
+# With an LLM: one structured call per later turn
+# --------------------------------------------------------------------------------------------
+
+
+async def test_a_second_turn_is_classified_and_rewritten_in_one_structured_call(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    standalone = "What is Prasad Chaudhari's basic salary?"
+    stub.add_rule(f"Latest user question: {FOLLOW_UP}", _json("follow_up", standalone))
+    out, events = await _run(FOLLOW_UP, SALARY, settings, stub)
+    assert out["classification"] == "follow_up"
+    assert out["rewritten_query"] == standalone
+    assert out["rewrite_method"] == "llm"
+    assert "flags" not in out
+    [request] = stub.requests
+    assert _is_rewrite(request)
+    assert request["temperature"] == pytest.approx(0.2)
+    prompt = str(request["messages"][-1]["content"])
+    assert SALARY_Q in prompt and '"classification"' in prompt
+    assert events[-1]["query"] == standalone and events[-1]["method"] == "llm"
+
+
+async def test_a_standalone_second_turn_is_classified_standalone_by_the_llm(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    stub.add_rule("Latest user question", _json("standalone", STANDALONE))
+    out, _ = await _run(STANDALONE, SALARY, settings, stub)
+    assert out["classification"] == "standalone"
+    assert out["rewritten_query"] == STANDALONE
+    assert out["rewrite_method"] == "llm"
+    assert len(stub.requests) == 1
+
+
+async def test_a_turn_the_rules_call_standalone_still_goes_to_the_llm(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    """MTRAG: "opposition leader for the movement" has no pronoun, so the rules call it
+    standalone; the LLM sees that it needs the conversation."""
+    history = [
+        _turn(
+            "name the viceroy at the time of quit india movement",
+            "The Viceroy at the time of the Quit India Movement was Lord Linlithgow.",
+        )
+    ]
+    query = "Who was the opposition leader during the Quit India Movement?"
+    stub.add_rule("Latest user question", "```json\n" + _json("follow_up", query) + "\n```")
+    out, _ = await _run("opposition leader for the movement", history, settings, stub)
+    assert out["classification"] == "follow_up"
+    assert out["rewritten_query"] == query
+    assert out["rewrite_method"] == "llm"
+
+
+async def test_a_no_retrieval_verdict_keeps_the_message_as_the_query(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    stub.add_rule("Latest user question", _json("No-Retrieval", ""))
+    message = "That is very kind of you to explain"
+    out, _ = await _run(message, SALARY, settings, stub)
+    assert out["classification"] == "no_retrieval"
+    assert out["rewritten_query"] == message
+    assert out["rewrite_method"] == "llm"
+
+
+async def test_a_first_turn_makes_no_llm_call(settings: Settings, stub: OpenAIStub) -> None:
+    out, _ = await _run(SALARY_Q, [], settings, stub)
+    assert out["classification"] == "standalone"
+    assert out["rewritten_query"] == SALARY_Q
+    assert out["rewrite_method"] == "unchanged"
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize("message", ["hello, who are you?", "Thanks!", "make it shorter"])
+async def test_chit_chat_after_a_turn_needs_no_retrieval_and_no_llm_call(
+    settings: Settings, stub: OpenAIStub, message: str
+) -> None:
+    out, _ = await _run(message, SALARY, settings, stub)
+    assert out["classification"] == "no_retrieval"
+    assert out["rewritten_query"] == message
+    assert stub.requests == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(
+            Reply(content="What is Prasad Chaudhari's basic salary?"),
+            "invalid: not JSON",
+            id="plain-text-not-json",
+        ),
+        pytest.param(
+            Reply(content='{"classification": "follow_up", "query": "What is'),
+            "invalid: not JSON",
+            id="cut-short",
+        ),
+        pytest.param(
+            Reply(content=_json("follow_up", "   ")), "invalid: empty query", id="empty-query"
+        ),
+        pytest.param(
+            Reply(content=json.dumps({"classification": "follow_up"})),
+            "invalid: empty query",
+            id="no-query",
+        ),
+        pytest.param(
+            Reply(content=_json("clarification", "What is Prasad Chaudhari's basic salary?")),
+            "invalid: classification",
+            id="unknown-classification",
+        ),
+        pytest.param(
+            Reply(content=_json("follow_up", "Prasad Chaudhari's basic salary is $80,000.")),
+            "invalid: an answer, not a question",
+            id="answer-like-statement",
+        ),
+        pytest.param(
+            Reply(content=_json("follow_up", "What is Prasad Chaudhari's basic salary? " * 8)),
+            "invalid: too long",
+            id="too-long",
+        ),
+        pytest.param(Reply(empty=True), "empty", id="empty-reply"),
+        pytest.param(Reply(status=500), "error", id="http-500"),
+    ],
+)
+async def test_an_invalid_llm_reply_keeps_the_original_question_and_the_rules_classification(
+    settings: Settings, stub: OpenAIStub, reply: Reply, reason: str
+) -> None:
+    stub.add_rule("Latest user question", reply)
+    out, events = await _run(FOLLOW_UP, SALARY, settings, stub)
+    assert out["rewritten_query"] == FOLLOW_UP
+    assert out["rewrite_method"] == "fallback"
+    assert out["classification"] == "follow_up"  # the rules' verdict
+    assert out["flags"]["rewrite_fallback"].startswith(reason)
+    assert out["errors"]["rewrite"].startswith(reason)
+    assert events[-1]["method"] == "fallback"
+    assert len(stub.requests) == 1
+
+
+async def test_a_slow_llm_falls_back_within_the_rewrite_time_limit(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    stub.add_rule("Latest user question", Reply(delay_s=2.0))
+    out, _ = await _run(FOLLOW_UP, SALARY, settings, stub, rewrite_timeout_s=0.3)
+    assert out["rewritten_query"] == FOLLOW_UP
+    assert out["flags"]["rewrite_fallback"] == "timeout"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What is Prasad Chaudhari's basic salary?",
+        "Does Prasad Chaudhari earn more than John Doe",
+        "Explain the meal allowance policy in Europe",
+        "Prasad Chaudhari basic salary",
+    ],
+)
+def test_questions_requests_and_keywords_are_queries(query: str) -> None:
+    assert not answer_like(query, FOLLOW_UP)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Prasad Chaudhari's basic salary is $80,000.",
+        "Her basic salary is $80,000",
+        "Prasad Chaudhari earns $80,000 a year.",
+        "Eighty thousand dollars",  # keywords that keep none of the message's words
+    ],
+)
+def test_statements_that_answer_the_question_are_not_queries(query: str) -> None:
+    assert answer_like(query, FOLLOW_UP)
+
+
+# --------------------------------------------------------------------------------------------
+# Without an LLM: the rules
+# --------------------------------------------------------------------------------------------
+
+
+async def test_without_an_llm_the_rules_rewrite_a_follow_up(settings: Settings) -> None:
+    out, _ = await _run(FOLLOW_UP, SALARY, settings, None)
+    assert out["rewrite_method"] == "rules"
+    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
+
+
+async def test_without_an_llm_a_standalone_turn_is_unchanged(settings: Settings) -> None:
+    out, _ = await _run(STANDALONE, SALARY, settings, None)
+    assert out["classification"] == "standalone"
+    assert (out["rewritten_query"], out["rewrite_method"]) == (STANDALONE, "unchanged")
+
+
+@pytest.mark.parametrize(
+    ("message", "history"),
+    [
+        pytest.param(
+            "what did he do?",
+            [
+                _turn(
+                    "what was the indian independence movement?",
+                    "Indian nationalists led by Gandhi and Sardar Patel campaigned against "
+                    "British rule.",
+                )
+            ],
+            id="demonym-is-not-he",
+        ),
+        pytest.param(
+            "Will it kill me?",
+            [
+                _turn(
+                    "How is Sickle cell treated?",
+                    "The treatment for sickle cell disease may include antibiotics, pain "
+                    "medication and blood transfusions.",
+                )
+            ],
+            id="first-word-of-a-term-is-not-it",
+        ),
+    ],
+)
+def test_an_unresolved_pronoun_is_kept_and_carries_the_previous_question(
+    message: str, history: list[HistoryTurn]
+) -> None:
+    assert rules_rewrite(message, history) == f"{message} ({history[-1]['question']})"
