@@ -71,7 +71,13 @@ class Assistant:
             context=self.context(workspace_id, context),
             durability=self.durability,
         )
+        await self.settle(conversation_id)
         return cast(State, result)
+
+    async def settle(self, conversation_id: str) -> None:
+        """After a finished turn: keep only the thread's latest checkpoint, so checkpoints
+        do not grow with the conversation (one per thread at rest)."""
+        await self.services.db.prune_checkpoints(conversation_id)
 
     async def stream(
         self,
@@ -98,6 +104,7 @@ class Assistant:
             durability=self.durability,
         ):
             yield mode, chunk
+        await self.settle(conversation_id)
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from convrag.citations import markers
 from convrag.context import Context
 from convrag.records import Citation, SourceOut
 from convrag.state import InputState
+
+log = logging.getLogger(__name__)
 
 #: Streamed replies must reach the client token by token: no caching, no proxy buffering.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -58,6 +61,7 @@ class TurnRunner:
     def __init__(self, assistant: Assistant) -> None:
         self.assistant = assistant
         self.active: dict[str, asyncio.Task[TurnResult]] = {}
+        self._settling: set[asyncio.Task[None]] = set()
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
@@ -145,7 +149,18 @@ class TurnRunner:
             put("error", result.error)
         finally:
             queue.put_nowait(None)
+        if result.error is None:
+            # Off the turn's task: the conversation takes its next message at once.
+            settling = asyncio.get_running_loop().create_task(self._settle(conversation_id))
+            self._settling.add(settling)
+            settling.add_done_callback(self._settling.discard)
         return result
+
+    async def _settle(self, conversation_id: str) -> None:
+        try:
+            await self.assistant.settle(conversation_id)
+        except Exception:  # the turn is answered and stored; the next one prunes again
+            log.warning("pruning the checkpoints of %s failed", conversation_id, exc_info=True)
 
 
 def _code(exc: Exception) -> str:

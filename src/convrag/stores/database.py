@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -238,6 +238,16 @@ class Database:
     async def delete_thread(self, thread_id: str) -> None:
         """Delete a conversation's checkpoints."""
         await self.checkpoints.adelete_thread(thread_id)
+
+    async def prune_checkpoints(self, thread_id: str) -> bool:
+        """Keep only a conversation's latest checkpoint (its history lives in the turns
+        table; the latest checkpoint is all a resumed run needs). False when another
+        prune of the thread ran at the same time: the next turn prunes again."""
+        try:
+            await self.checkpoints.aprune([thread_id], strategy="keep_latest")
+        except (errors.SerializationFailure, errors.DeadlockDetected):
+            return False
+        return True
 
     async def _migrate(self) -> int:
         async with self.pool.connection() as conn, conn.transaction():
