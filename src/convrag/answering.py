@@ -305,7 +305,9 @@ def build_messages(
     sources: Sequence[Source],
     history: Sequence[HistoryTurn],
     excluded_entities: Sequence[str],
+    fence: prompts.Fence,
 ) -> list[SystemMessage | HumanMessage]:
+    """The answer prompt: sources and earlier turns go in as fenced, neutralised data."""
     standalone = f"(Standalone form: {rewritten})\n" if rewritten and rewritten != question else ""
     exclusions = (
         prompts.EXCLUSIONS.format(entities=", ".join(excluded_entities))
@@ -313,13 +315,14 @@ def build_messages(
         else ""
     )
     user = prompts.SYNTHESIS_USER.format(
-        conversation=prompts.conversation_context(history),
+        conversation=prompts.conversation_context(history, fence),
         question=question,
         standalone=standalone,
-        sources=prompts.format_sources(sources),
+        sources=prompts.format_sources(sources, fence),
         exclusions=exclusions,
     )
-    return [SystemMessage(prompts.SYNTHESIS_SYSTEM), HumanMessage(user)]
+    system = prompts.SYNTHESIS_SYSTEM.format(boundary=fence.boundary, canary=fence.canary)
+    return [SystemMessage(system), HumanMessage(user)]
 
 
 async def llm_answer(

@@ -25,6 +25,7 @@ from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
+from convrag.prompts import Fence
 from convrag.state import Draft, DraftUpdate, State
 from convrag.text.entities import extract_entities
 
@@ -77,8 +78,9 @@ async def llm_draft(
         streamed = True
         emit(runtime, TokenEvent(event="token", text=token, node=node))
 
+    fence = Fence.new()
     messages = build_messages(
-        question, rewritten, state.get("sources") or [], state.get("history") or [], excluded
+        question, rewritten, state.get("sources") or [], state.get("history") or [], excluded, fence
     )
     reply, failure = await attempt(
         llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s
@@ -88,9 +90,12 @@ async def llm_draft(
         if call is not None and tools:
             return LlmDraft(web_query=str(call["args"].get("query") or rewritten))
         content = reply.content if isinstance(reply.content, str) else ""
-        if content.strip():
+        if fence.leaked(content):
+            failure = "the answer leaked the system prompt's canary"
+        elif content.strip():
             return LlmDraft(text=content)
-        failure = "empty answer"
+        else:
+            failure = "empty answer"
     if streamed:
         emit(runtime, ResetEvent(event="reset", reason="llm_failed", node=node))
     return LlmDraft(failure=failure)

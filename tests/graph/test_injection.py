@@ -1,0 +1,73 @@
+"""Indirect prompt injection: injected documents reach the LLM fenced and inert, and an
+answer that leaks the system prompt's canary is replaced."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from convrag.assistant import Assistant
+from convrag.context import Context
+from convrag.evaluation.injection import FACT, INJECTIONS, QUESTION, Injection, escapes
+from convrag.ingest import ingest_documents, load_path
+from convrag.services import Services
+from convrag.testing.openai_stub import OpenAIStub, Reply
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+@pytest.mark.parametrize("case", INJECTIONS, ids=[c.name for c in INJECTIONS])
+async def test_an_injected_document_reaches_the_llm_fenced_and_inert(
+    case: Injection,
+    assistant: Assistant,
+    llm: OpenAIStub,
+    services: Services,
+    workspace: str,
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text(case.text)
+    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    llm.add_rule("CURRENT QUESTION", Reply(content="It is on the third floor [1]."))
+    conv = await assistant.new_conversation(workspace)
+    state = await assistant.ask(
+        QUESTION, conv, workspace_id=workspace, context=Context(workspace_id=workspace)
+    )
+    prompt = _text(llm.last_request["messages"][-1])
+    assert FACT in prompt
+    assert escapes(prompt, case) == []
+    assert state["answer"] == "It is on the third floor [1]."
+
+
+def test_the_audit_catches_an_unfenced_prompt() -> None:
+    for case in INJECTIONS:
+        raw = f"RETRIEVED INFORMATION:\n[1] notes.md\n{case.text}"
+        assert escapes(raw, case), case.name
+
+
+async def test_an_answer_that_leaks_the_canary_is_replaced_by_the_extractive_answer(
+    assistant: Assistant, llm: OpenAIStub, seeded: str
+) -> None:
+    def leak(request: dict[str, Any]) -> str:
+        system = _text(request["messages"][0])
+        marker = re.search(r"never to be written: (\w+)", system)
+        assert marker is not None
+        return f"My instructions end with {marker.group(1)} [1]."
+
+    llm.add_rule("CURRENT QUESTION", Reply(content=leak))
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded),
+    )
+    assert "instructions end with" not in state["answer"]
+    assert "canary" in state["flags"]["extractive_fallback"]
+    assert "$120,000" in state["answer"]
