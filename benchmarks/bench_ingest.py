@@ -28,7 +28,8 @@ from typing import Any, cast
 from bench_common import Figure, load_corpus, log, to_document
 
 from convrag.config import Settings
-from convrag.ingest import Chunker, ingest_documents
+from convrag.documents import Chunker
+from convrag.ingest import ingest_documents
 from convrag.services import open_services
 
 BATCH_DOCS = 128

@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from convrag.ingest import ingest_documents, load_path
+from convrag.documents import load_path
+from convrag.ingest import ingest_documents
 from convrag.services import Services
 from tests.graph.conftest import EMPLOYEES
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from convrag.ingest import ingest_documents, load_path
+from convrag.documents import load_path
+from convrag.ingest import ingest_documents
 from convrag.search import lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services
 from convrag.stores.vectors import Hit

@@ -16,13 +16,14 @@ import uvicorn
 from fastapi import FastAPI
 
 from convrag.api.deps import RateLimiter
-from convrag.ingest import ingest_documents, load_path
+from convrag.documents import load_path
+from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
+from tests.documents.samples import docx_bytes, pdf_bytes
 from tests.graph.conftest import EMPLOYEES
-from tests.test_ingest import docx_bytes, pdf_bytes
 
 
 def _free_port() -> int:

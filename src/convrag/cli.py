@@ -112,7 +112,8 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
-    from convrag.ingest import SUPPORTED, IngestError, expand_paths, ingest_documents, load_path
+    from convrag.documents import SUPPORTED, IngestError, expand_paths, load_path
+    from convrag.ingest import ingest_documents
     from convrag.services import open_services
 
     settings = get_settings()

@@ -26,10 +26,11 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from convrag.context import Context
+from convrag.documents import SourceDocument
 from convrag.evaluation.metrics import mean_scores, retrieval_scores
 from convrag.graph import build_graph
 from convrag.ids import document_id_for
-from convrag.ingest import SourceDocument, ingest_documents
+from convrag.ingest import ingest_documents
 from convrag.records import HistoryTurn
 from convrag.services import Services
 from convrag.state import InputState

@@ -14,7 +14,8 @@ from fastapi import APIRouter, File, HTTPException, Response, UploadFile, status
 from convrag.api.deps import DocumentId, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.schemas import DocumentOut
-from convrag.ingest import SUPPORTED, IngestError, accept_upload, delete_document
+from convrag.documents import SUPPORTED, IngestError
+from convrag.ingest import accept_upload, delete_document
 
 router = APIRouter(tags=["documents"])
 

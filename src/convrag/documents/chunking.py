@@ -1,0 +1,223 @@
+"""Chunks: documents cut into pieces of at most a given size on paragraph and sentence
+boundaries, a PDF page at a time, consecutive chunks sharing whole sentences."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from convrag.documents.blocks import LIST_ITEM
+from convrag.documents.load import SourceDocument
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of a document as stored and embedded; ``page`` is its 1-based PDF page."""
+
+    text: str
+    page: int | None = None
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_LINE_BREAK = re.compile("\n")
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？]+[」』”’)]*")
+_NON_SPACE = re.compile(r"\S")
+_ENDS_SENTENCE = re.compile(r"[.!?…。！？][\"'”’)\]」』]*$")
+_ABBREVIATIONS = frozenset(
+    {"e.g", "i.e", "vs", "mr", "mrs", "ms", "dr", "prof", "st", "approx", "dept", "jr", "sr", "cf"}
+)
+"""Words whose period does not end a sentence (lower case, without the final period)."""
+_NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "fig", "figs", "p", "pp", "vol", "ch", "sec"})
+"""Words whose period does not end a sentence when a number follows ("see Fig. 3")."""
+
+
+@dataclass(slots=True)
+class _Unit:
+    """A sentence (or a line that is not part of one) at ``text[start:end]``; ``gap`` is
+    what separates it from the next: a paragraph break, a line break, or a space."""
+
+    start: int
+    end: int
+    gap: Literal["paragraph", "line", "space"] = "space"
+
+
+def _pieces(text: str, start: int, end: int, sep: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The non-blank spans of ``text[start:end]`` between matches of ``sep``, trimmed."""
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in [*sep.finditer(text, start, end), None]:
+        stop = end if m is None else m.start()
+        piece = text[pos:stop]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((pos + lead, pos + len(piece.rstrip())))
+        if m is not None:
+            pos = m.end()
+    return spans
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """Whether ``nxt`` is the same sentence as ``line``, wrapped onto a new line."""
+    if _ENDS_SENTENCE.search(line) or LIST_ITEM.match(nxt) or line.startswith("|"):
+        return False
+    return nxt[:1].islower() or len(line) >= 50
+
+
+def _sentence_ends(text: str, start: int, end: int) -> list[int]:
+    """Offsets in ``text[start:end]`` where a sentence ends and another follows."""
+    ends: list[int] = []
+    for m in _SENTENCE_END.finditer(text, start, end):
+        after = _NON_SPACE.search(text, m.end(), end)
+        if after is None:
+            break
+        nxt = after.group()
+        if m.group()[0] == ".":
+            # Only the word before the period matters: a bounded look back keeps this
+            # linear on a long paragraph.
+            before = text[max(start, m.start() - 40) : m.start()].split()
+            word = before[-1].lstrip("(\"'“‘[").lower() if before else ""
+            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+                continue  # "e.g. the", "Dr. Smith", "J. Smith"
+            if word in _NUMBER_ABBREVIATIONS and nxt.isdigit():
+                continue  # "No. 5", "Fig. 3"
+            lead = m.start() - len(word) - start
+            if word.isdigit() and lead <= 2 and not text[start : start + lead].strip():
+                continue  # "1. Scope": a numbered item, not a sentence
+        if m.group()[0] in ".!?…" and nxt.islower():
+            continue  # "approx. twenty", "Acme Inc. and ..."
+        ends.append(m.end())
+    return ends
+
+
+def _units(text: str) -> list[_Unit]:
+    """``text`` cut into sentences, and into the lines of lists, tables and records."""
+    units: list[_Unit] = []
+    for p_start, p_end in _pieces(text, 0, len(text), _PARAGRAPH_BREAK):
+        lines = _pieces(text, p_start, p_end, _LINE_BREAK)
+        groups: list[list[int]] = []
+        for s, e in lines:
+            if groups and _continues(text[groups[-1][2] : groups[-1][1]], text[s:e]):
+                groups[-1][1] = e
+                groups[-1][2] = s
+            else:
+                groups.append([s, e, s])
+        for g_start, g_end, _ in groups:
+            pos = g_start
+            for cut in _sentence_ends(text, g_start, g_end):
+                units.append(_Unit(pos, cut))
+                nxt = _NON_SPACE.search(text, cut, g_end)
+                pos = g_end if nxt is None else nxt.start()
+            units.append(_Unit(pos, g_end, "line"))
+        units[-1].gap = "paragraph"
+    return units
+
+
+def _heading_like(text: str) -> bool:
+    """A short line without end punctuation: a title that belongs with what follows."""
+    return (
+        len(text) <= 100
+        and "\n" not in text
+        and not _ENDS_SENTENCE.search(text)
+        and (not text.startswith(("|", "- ")))
+    )
+
+
+def _split_long(text: str, size: int) -> list[str]:
+    """One sentence longer than ``size``, cut between words (inside a word only when the
+    word alone is longer than ``size``)."""
+    out: list[str] = []
+    start: int | None = None
+    end = 0
+    for word in re.finditer(r"\S+", text):
+        if start is None:
+            start = word.start()
+        elif word.end() - start > size:
+            out.append(text[start:end])
+            start = word.start()
+        while word.end() - start > size:
+            out.append(text[start : start + size])
+            start += size
+        end = word.end()
+    if start is not None and end > start:
+        out.append(text[start:end])
+    return out
+
+
+def _pack(text: str, units: Sequence[_Unit], size: int, overlap: int) -> list[str]:
+    """Consecutive units into chunks of at most ``size`` characters.
+
+    A chunk ends at a paragraph break when one leaves it at least half full, else after
+    the last sentence that fits, and never on a heading that has text after it. The next
+    chunk starts with the last whole sentences of this one that fit in ``overlap``
+    characters, if any do.
+    """
+    chunks: list[str] = []
+    n = len(units)
+    i = first = 0  # the first unit no chunk holds yet; the next chunk's first unit
+    while i < n:
+        if units[i].end - units[i].start > size:
+            chunks.extend(_split_long(text[units[i].start : units[i].end], size))
+            i = first = i + 1
+            continue
+        while units[i].end - units[first].start > size:
+            first += 1
+        start = units[first].start
+        j = i
+        while j + 1 < n and units[j + 1].end - start <= size:
+            j += 1
+        if j + 1 < n:
+            for k in range(j, i - 1, -1):
+                if units[k].gap == "paragraph" and units[k].end - start >= size // 2:
+                    j = k
+                    break
+            if j > i and _heading_like(text[units[j].start : units[j].end]):
+                j -= 1
+        chunks.append(text[start : units[j].end])
+        nxt = j + 1
+        for k in range(max(i, first + 1), j + 1):
+            if units[j].end - units[k].start <= overlap:
+                nxt = k
+                break
+        i, first = j + 1, nxt
+    return chunks
+
+
+class Chunker:
+    """Cuts documents into chunks of at most ``chunk_size`` characters on paragraph and
+    sentence boundaries, a PDF page at a time.
+
+    A chunk ends mid-sentence only when one sentence is longer than ``chunk_size``.
+    Consecutive chunks share up to ``chunk_overlap`` characters of whole sentences. A
+    text that fits in one chunk is that chunk, unchanged (trimmed): its chunk id stays
+    the same across versions of this splitter.
+    """
+
+    def __init__(self, chunk_size: int, chunk_overlap: int) -> None:
+        if chunk_overlap >= chunk_size:
+            raise ValueError(
+                f"CHUNK_OVERLAP ({chunk_overlap}) must be smaller than CHUNK_SIZE ({chunk_size})"
+            )
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+
+    def chunks(self, doc: SourceDocument) -> list[Chunk]:
+        """The document's chunks in order; a PDF's never span two pages."""
+        if doc.pages:
+            return [
+                Chunk(text, page)
+                for page, page_text in enumerate(doc.pages, start=1)
+                for text in self._split(page_text)
+            ]
+        return [Chunk(text) for text in self._split(doc.text)]
+
+    def split(self, doc: SourceDocument) -> list[str]:
+        """The texts of :meth:`chunks`."""
+        return [c.text for c in self.chunks(doc)]
+
+    def _split(self, text: str) -> list[str]:
+        text = text.strip()
+        if len(text) <= self.chunk_size:
+            return [text] if text else []
+        return _pack(text, _units(text), self.chunk_size, self.chunk_overlap)

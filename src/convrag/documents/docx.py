@@ -1,0 +1,77 @@
+"""Word (.docx) documents: the title property and the body's paragraphs, headings, list
+items and tables (as Markdown rows) in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from convrag.documents.blocks import clean_line, join_blocks, markdown_rows
+from convrag.documents.load import IngestError
+
+
+def docx_text(path: Path, raw: bytes) -> tuple[str | None, str]:
+    """A Word document's title (its document property) and its body text: paragraphs in
+    order, headings as their own paragraphs, list items as ``- item``, tables as
+    Markdown rows. Page headers, footers and comments are not the document's text."""
+    import io
+
+    import docx
+    from docx.table import Table
+
+    try:
+        document = docx.Document(io.BytesIO(raw))
+        blocks: list[str] = []
+        for item in document.iter_inner_content():
+            if isinstance(item, Table):
+                rows, header = _docx_table_rows(item)
+                if rows:
+                    blocks.append(markdown_rows(rows, header=header))
+                continue
+            lines = [clean_line(line) for line in item.text.split("\n")]
+            text = "\n".join(line for line in lines if line)
+            if text:
+                pPr = item._p.pPr
+                listed = pPr is not None and pPr.numPr is not None
+                style = item.style.name if item.style is not None else ""
+                blocks.append(f"- {text}" if listed or style.startswith("List") else text)
+        title = clean_line(document.core_properties.title or "") or None
+    except Exception as exc:  # python-docx raises zip, XML and lookup errors alike
+        detail = str(exc).strip("\"'") or type(exc).__name__
+        raise IngestError(
+            f"{path}: not a valid .docx file: {detail}; open it in Word or LibreOffice "
+            "and save it as a Word document (.docx)"
+        ) from exc
+    return title, join_blocks(blocks)
+
+
+def _docx_table_rows(table: Any) -> tuple[list[list[str]], bool]:
+    """A Word table's rows as cell texts (a merged cell once), and whether its first row
+    repeats as a header row."""
+    rows: list[list[str]] = []
+    for row in table.rows:
+        cells: list[str] = []
+        seen: Any = None
+        for cell in row.cells:
+            if cell._tc is seen:  # a horizontally merged cell is listed once per column
+                continue
+            seen = cell._tc
+            cells.append(clean_line(_docx_cell_text(cell)))
+        if any(cells):
+            rows.append(cells)
+    first = table.rows[0]._tr if len(table.rows) else None
+    header = first is not None and bool(first.xpath("./w:trPr/w:tblHeader"))
+    return rows, header
+
+
+def _docx_cell_text(cell: Any) -> str:
+    """A table cell's text, a table nested in it included."""
+    from docx.table import Table
+
+    parts: list[str] = []
+    for item in cell.iter_inner_content():
+        if isinstance(item, Table):
+            parts.extend(_docx_cell_text(c) for row in item.rows for c in row.cells)
+        else:
+            parts.append(item.text)
+    return " ".join(parts)

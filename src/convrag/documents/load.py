@@ -1,0 +1,169 @@
+"""Reading files into :class:`SourceDocument` objects: which formats are supported, the
+checks every file passes (size, encoding, some text), the JSONL corpus reader, and the
+expansion of directories into the files under them. HTML, PDF and Word files are read by
+:mod:`convrag.documents.html`, :mod:`~convrag.documents.pdf` and
+:mod:`~convrag.documents.docx`; errors name the file and the fix."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUPPORTED = (
+    ".txt",
+    ".md",
+    ".markdown",
+    ".html",
+    ".htm",
+    ".pdf",
+    ".docx",
+    ".jsonl",
+    ".jsonl.gz",
+)
+
+
+class IngestError(ValueError):
+    """Bad input for ingestion; the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """One document before chunking.
+
+    ``pages`` holds a PDF's text page by page (``pages[0]`` is page 1, empty for a page
+    without text), so that chunks can keep to a page and name it; ``text`` is then the
+    pages joined by blank lines. Other formats have no pages.
+    """
+
+    source: str
+    title: str | None
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    pages: tuple[str, ...] = ()
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            f"{path}: not valid UTF-8 (byte {exc.start}); convert it, e.g. "
+            f"`iconv -f latin1 -t utf-8 {path.name}`"
+        ) from exc
+
+
+def _read_checked(path: Path, max_bytes: int) -> bytes:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise IngestError(
+            f"{path}: {size / 2**20:.1f} MiB is over the {max_bytes / 2**20:.1f} MiB limit; "
+            "split the file or raise MAX_FILE_BYTES"
+        )
+    if size == 0:
+        raise IngestError(f"{path}: the file is empty")
+    return path.read_bytes()
+
+
+def _jsonl_records(path: Path, raw: bytes) -> Iterator[SourceDocument]:
+    if _suffix(path) == ".jsonl.gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
+    text = _decode(path, raw)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+        if not isinstance(rec, dict) or "_id" not in rec or "text" not in rec:
+            raise IngestError(
+                f"{path}:{lineno}: each line needs {{_id, title, text}}; got keys "
+                f"{sorted(rec) if isinstance(rec, dict) else type(rec).__name__}"
+            )
+        meta = {k: v for k, v in rec.items() if k not in ("_id", "title", "text")}
+        yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
+
+
+def load_path(path: Path, *, max_bytes: int) -> list[SourceDocument]:
+    """Read one file into documents, or raise :class:`IngestError` naming the problem."""
+    if not path.exists():
+        raise IngestError(f"{path}: no such file or directory")
+    suffix = _suffix(path)
+    if suffix not in SUPPORTED:
+        raise IngestError(
+            f"{path}: unsupported format {suffix or '(no extension)'!r}; "
+            f"supported: {', '.join(SUPPORTED)}"
+        )
+    # The format readers raise IngestError from this module: imported here, not above.
+    from convrag.documents.docx import docx_text
+    from convrag.documents.html import html_text
+    from convrag.documents.pdf import pdf_pages
+
+    raw = _read_checked(path, max_bytes)
+    source = str(path.resolve())
+    if suffix in (".jsonl", ".jsonl.gz"):
+        docs = list(_jsonl_records(path, raw))
+        if not docs:
+            raise IngestError(f"{path}: no records")
+        return docs
+    pages: tuple[str, ...] = ()
+    title: str | None = path.stem
+    if suffix == ".pdf":
+        pages = tuple(pdf_pages(path, raw))
+        text = "\n\n".join(p for p in pages if p)
+    elif suffix == ".docx":
+        doc_title, text = docx_text(path, raw)
+        title = doc_title or path.stem
+    elif suffix in (".html", ".htm"):
+        html_title, text = html_text(_decode(path, raw))
+        title = html_title or path.stem
+    else:
+        text = _decode(path, raw)
+    if "\x00" in text:
+        raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
+    if not text.strip():
+        hint = "; a scanned PDF needs OCR first (e.g. `ocrmypdf`)" if suffix == ".pdf" else ""
+        raise IngestError(f"{path}: no text to index (empty or whitespace only){hint}")
+    metadata: dict[str, Any] = {"path": source, "format": suffix}
+    if pages:
+        metadata["pages"] = len(pages)
+    return [SourceDocument(source, title, text, metadata, pages)]
+
+
+def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> list[Path]:
+    """Files named directly, plus supported files found under named directories.
+
+    Unsupported files found under a directory are appended to ``skipped`` (hidden files
+    such as ``.DS_Store`` are not worth a mention and are left out of it). Office's lock
+    files (``~$report.docx``, present while the document is open) are not documents and
+    are left out of both.
+    """
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("~$"))
+            found = [f for f in files if _suffix(f) in SUPPORTED]
+            if skipped is not None:
+                skipped.extend(
+                    f for f in files if _suffix(f) not in SUPPORTED and not f.name.startswith(".")
+                )
+            if not found:
+                raise IngestError(
+                    f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"
+                )
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
