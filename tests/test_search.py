@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,37 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     sabbatical = searcher.rarest_missing_term(workspace, "How long is a sabbatical leave?", leave)
     meal = searcher.rarest_missing_term(workspace, "Is there a meal allowance for leave?", leave)
     assert sabbatical > meal > 0
+
+
+async def test_the_previous_question_steers_dense_search_but_scores_stay_the_querys_cosine(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    docs = tmp_path / "offices"
+    docs.mkdir()
+    (docs / "paris.md").write_text("The Paris office opens at 8 am on weekdays.")
+    (docs / "berlin.md").write_text("The Berlin office opens at 9 am on weekdays.")
+    for path in sorted(docs.iterdir()):
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    searcher = services.searcher
+    query = "When does the office open?"
+    plain = await searcher.search(workspace, query, top_k=2, mode="dense")
+    steered = {
+        ctx: await searcher.search(
+            workspace,
+            query,
+            top_k=2,
+            mode="dense",
+            context_query=f"Tell me about the {ctx} office.",
+            context_weight=0.6,
+        )
+        for ctx in ("Paris", "Berlin")
+    }
+    assert ctx_top(steered["Paris"]) == "Paris" and ctx_top(steered["Berlin"]) == "Berlin"
+    cosine = {r.chunk_id: r.score for r in plain}
+    for results in steered.values():
+        for r in results:
+            assert r.score == pytest.approx(cosine[r.chunk_id], abs=1e-5)
+
+
+def ctx_top(results: list[Any]) -> str:
+    return "Paris" if "Paris" in results[0].text else "Berlin"

@@ -21,6 +21,8 @@ from convrag.services import Services
 DEFAULT_RELEVANCE_FLOOR = 0.40
 """Chosen by measurement: ``benchmarks/abstention_floor.py`` (see BENCHMARKS.md)."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
+DEFAULT_HISTORY_WEIGHT = 0.4
+"""Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
 
@@ -81,6 +83,13 @@ class Context:
     context_budget_chars: int = field(
         default=4000, metadata={"description": "Maximum characters of source text."}
     )
+    history_weight: float = field(
+        default=DEFAULT_HISTORY_WEIGHT,
+        metadata={
+            "description": "Weight of the previous question's vector beside the standalone "
+            "query's in dense search, on turns with history (0 searches the query alone)."
+        },
+    )
     anchor_boost: float = field(
         default=0.3,
         metadata={
@@ -125,6 +134,8 @@ class Context:
                 problems.append(f"{name} must be >= 1")
         if self.max_regenerations < 0:
             problems.append("max_regenerations must be >= 0")
+        if not 0.0 <= self.history_weight <= 1.0:
+            problems.append("history_weight must be within [0, 1]")
         if not 0.0 <= self.rare_term_penalty <= 0.1:
             problems.append("rare_term_penalty must be within [0, 0.1]")
         for name in ("score_threshold", "relevance_floor"):

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
@@ -66,6 +67,13 @@ class HistoryTurn(TypedDict):
     contextualized_query: str | None
     entities: list[str]
     cited_document_ids: list[str]
+
+
+def previous_question(history: Sequence[HistoryTurn]) -> str | None:
+    """The last turn's standalone question (as rewritten then), or None on a first turn."""
+    if not history:
+        return None
+    return history[-1]["contextualized_query"] or history[-1]["question"]
 
 
 class SourceOut(TypedDict):

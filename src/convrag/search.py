@@ -193,12 +193,27 @@ class HybridSearcher:
             return 0.0
         return self.keywords.rarest_missing(workspace_id, query, texts)
 
-    async def _dense(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+    async def _dense(
+        self,
+        workspace_id: str,
+        query: str,
+        limit: int,
+        context_query: str | None = None,
+        context_weight: float = 0.0,
+    ) -> list[Hit]:
         vector = await self.embed_query(query)
         if self.dense is None:
             return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
+        ranking: list[float] | None = None
+        if context_query and context_weight > 0.0:
+            mixed = np.asarray(vector) + context_weight * np.asarray(
+                await self.embed_query(context_query)
+            )
+            ranking = [float(x) for x in mixed / np.linalg.norm(mixed)]
         # In a thread: the matrix product releases the GIL, so it overlaps BM25.
-        return await asyncio.to_thread(self.dense.search, workspace_id, vector, limit)
+        return await asyncio.to_thread(
+            self.dense.search, workspace_id, ranking or vector, limit, score_with=vector
+        )
 
     async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         if self.keywords is None:
@@ -215,8 +230,16 @@ class HybridSearcher:
         anchor_document_ids: Collection[str] = (),
         anchor_boost: float = 0.0,
         candidates: int | None = None,
+        context_query: str | None = None,
+        context_weight: float = 0.0,
     ) -> list[SearchResult]:
-        """Top ``top_k`` chunks for ``query`` in ``workspace_id``."""
+        """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
+
+        With ``context_query`` (the conversation's previous question), the dense list is
+        ranked by the query's vector plus ``context_weight`` times the context's: a
+        follow-up stays near the conversation's topic. Its scores stay the cosine to
+        ``query`` alone, so thresholds mean the same with or without it.
+        """
         check_id(workspace_id)
         if not query.strip():
             raise ValueError("query is empty")
@@ -232,10 +255,11 @@ class HybridSearcher:
         keyword: list[Hit] = []
         if mode == "hybrid":
             dense, keyword = await asyncio.gather(
-                self._dense(workspace_id, query, pool), self._keyword(workspace_id, query, pool)
+                self._dense(workspace_id, query, pool, context_query, context_weight),
+                self._keyword(workspace_id, query, pool),
             )
         elif mode == "dense":
-            dense = await self._dense(workspace_id, query, pool)
+            dense = await self._dense(workspace_id, query, pool, context_query, context_weight)
         else:
             keyword = await self._keyword(workspace_id, query, pool)
         fused = rrf_fuse(

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid
-from convrag.records import HistoryTurn
+from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
 
 
@@ -52,6 +52,9 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
             for t in turns
         ]
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
+    previous = previous_question(history)
+    if previous is not None and ctx.history_weight > 0.0:
+        services.searcher.prefetch(previous)  # the dense query mixes it in
     return LoadHistoryUpdate(
         message=message,
         workspace_id=workspace_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.records import Source
+from convrag.records import Source, previous_question
 from convrag.state import State, VectorHitsUpdate
 
 
@@ -13,12 +13,15 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     """Fused dense and keyword hits for the standalone query."""
     ctx = runtime.context
     follow_up = state.get("classification") == "follow_up"
+    history = state.get("history") or []
     results = await ctx.deps.searcher.search(
         state["workspace_id"],
         state.get("rewritten_query") or state["message"],
         top_k=max(2 * ctx.top_k, 10),
         anchor_document_ids=state.get("anchor_document_ids", []) if follow_up else [],
         anchor_boost=ctx.anchor_boost,
+        context_query=previous_question(history),
+        context_weight=ctx.history_weight,
     )
     hits = [
         Source(

@@ -303,7 +303,16 @@ class NumpyDenseIndex:
     ) -> None:
         self._cache[workspace_id] = (version, rows, matrix)
 
-    def search(self, workspace_id: str, vector: Sequence[float], limit: int) -> list[Hit]:
+    def search(
+        self,
+        workspace_id: str,
+        vector: Sequence[float],
+        limit: int,
+        *,
+        score_with: Sequence[float] | None = None,
+    ) -> list[Hit]:
+        """The ``limit`` rows closest to ``vector``; each scored by its cosine to
+        ``score_with`` when given (rank by one vector, report another's similarity)."""
         entry = self._cache.get(workspace_id)
         if entry is None or not entry[1]:
             return []
@@ -312,6 +321,9 @@ class NumpyDenseIndex:
         k = min(limit, len(rows))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
+        if score_with is not None:
+            scores = np.zeros_like(scores)
+            scores[top] = matrix[top] @ np.asarray(score_with, dtype=np.float32)
         return [Hit(rows[i][0], rows[i][1], rows[i][2], float(scores[i])) for i in top]
 
 
