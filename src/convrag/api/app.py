@@ -1,4 +1,5 @@
-"""The FastAPI application: its lifespan, middleware, error handler and routers.
+"""The FastAPI application: its lifespan, middleware, error handler, routers and the
+chat page's static files.
 
 The lifespan opens the assistant (and, unless given services, the stores) once per
 process and keeps what the routes share on ``app.state``: the services, the assistant,
@@ -16,12 +17,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import BodySizeLimit
-from convrag.api.routers import conversations, documents, messages, openai, operations
+from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
@@ -70,8 +72,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         ),
     )
     app.exception_handler(RequestValidationError)(_validation_error)
-    for module in (operations, conversations, messages, openai, documents):
+    for module in (operations, conversations, messages, openai, documents, ui):
         app.include_router(module.router)
+    # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
+    app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     return app
 
 

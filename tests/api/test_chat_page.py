@@ -1,0 +1,251 @@
+"""The chat page at ``/``, driven in a real headless Chromium against a real server.
+
+The browser is Debian's (``apt-get install chromium chromium-driver``; ``scripts/test.sh``
+installs it), driven by Selenium through ``/usr/bin/chromedriver``: nothing is downloaded
+at test time. A missing browser fails the test with the fix, rather than skipping it;
+``CONVRAG_SKIP_BROWSER=1`` skips it on purpose.
+
+The server is the one ``tests/test_server.py`` starts (uvicorn on an ephemeral port, on
+the session's event loop), so Selenium, which blocks, runs in a worker thread while the
+loop serves the page. Every wait is on the page's DOM state, bounded by ``WAIT_S``; no
+assertion is on how long anything took. Name resolution in the browser is switched off
+for every host but 127.0.0.1, so the page is also shown to work offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import tests.test_server as server_tests
+from convrag.api.routers.ui import STATIC_DIR
+from convrag.services import Services
+
+# The real server on an ephemeral port, and a workspace holding the employee records
+# (``EMPLOYEES``) with an API key: the fixtures the HTTP tests use.
+app_server = server_tests.app_server
+base_url = server_tests.base_url
+tenant = server_tests.tenant
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+#: The longest wait for a DOM state (a first answer loads the embedder): a bound, not a
+#: measurement.
+WAIT_S = 120.0
+SKIP_BROWSER = os.environ.get("CONVRAG_SKIP_BROWSER") == "1"
+
+#: Records ``#send.disabled`` each time a streamed token reaches the page.
+_WATCH_SEND = """
+window.__sendWhileStreaming = [];
+new MutationObserver(() => {
+  window.__sendWhileStreaming.push(document.getElementById("send").disabled);
+}).observe(document.getElementById("log"),
+           {subtree: true, attributes: true, attributeFilter: ["data-tokens"]});
+"""
+
+
+def _require_browser() -> None:
+    """Fail, naming the fix, when Debian's Chromium, its driver or Selenium is missing."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package")
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} not found: run scripts/test.sh, which installs "
+            "Debian's chromium and chromium-driver (apt-get) and the dev dependencies; "
+            "or set CONVRAG_SKIP_BROWSER=1 to skip the browser test",
+            pytrace=False,
+        )
+
+
+@contextmanager
+def _chromium() -> Iterator[Any]:
+    """Headless Chromium in a fresh profile (also its HOME: ours may be empty), able to
+    resolve no host name, so only 127.0.0.1 can be reached."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory(prefix="convrag-chromium-") as profile:
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(CHROMIUM)
+        for arg in (
+            "--headless=new",
+            "--no-sandbox",  # we run as root
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--window-size=1280,1000",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        env = {
+            **os.environ,
+            "HOME": profile,
+            "XDG_CONFIG_HOME": f"{profile}/.config",
+            "XDG_CACHE_HOME": f"{profile}/.cache",
+        }
+        service = Service(str(CHROMEDRIVER), env=env)
+        driver = webdriver.Chrome(service=service, options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+@dataclass
+class Seen:
+    """What the browser showed, for the assertions that need the server's side too."""
+
+    conversation_id: str = ""
+    found_answer: str = ""
+    not_found_answer: str = ""
+    resources: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+def _drive(base: str, key: str) -> Seen:
+    """The whole scenario in the browser (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen = Seen()
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+
+        def by_id(ident: str) -> WebElement:
+            return driver.find_element(By.ID, ident)
+
+        def last_turn_finished(d: WebDriver) -> WebElement | None:
+            turns = d.find_elements(By.CSS_SELECTOR, "#log > li.turn")
+            if turns and turns[-1].get_attribute("data-state") in ("done", "error"):
+                return turns[-1]
+            return None
+
+        driver.get(f"{base}/")
+        assert driver.title == "convrag chat"
+        # Labels name the inputs (accessible basics).
+        for ident, label in (("api-key", "Workspace API key"), ("question", "Question")):
+            assert driver.find_element(By.CSS_SELECTOR, f"label[for={ident}]").text == label
+
+        by_id("api-key").send_keys(key)
+        by_id("new-conversation").click()
+        seen.conversation_id = str(
+            wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
+        )
+
+        # A question the employee records answer, sent with Enter.
+        driver.execute_script(_WATCH_SEND)
+        by_id("question").send_keys("What is Prasad Chaudhari's salary?", Keys.ENTER)
+        turn = wait.until(last_turn_finished)
+        assert turn.get_attribute("data-state") == "done", turn.text
+        assert turn.get_attribute("data-no-answer") == "false"
+        body = turn.find_element(By.CSS_SELECTOR, ".answer-text")
+        seen.found_answer = str(body.get_attribute("textContent"))
+        assert "$120,000" in seen.found_answer
+        # It streamed: several token events, each while the send button was disabled.
+        assert int(body.get_attribute("data-tokens") or 0) > 1
+        while_streaming = driver.execute_script("return window.__sendWhileStreaming")
+        assert while_streaming and all(while_streaming), while_streaming
+        assert by_id("send").is_enabled()
+        # Each [n] is a link to source n, listed under the answer with its snippet.
+        cites = body.find_elements(By.CSS_SELECTOR, "a.cite")
+        assert cites and cites[0].text == "[1]"
+        href = str(cites[0].get_attribute("href"))
+        target = href.rsplit("#", 1)[1]
+        source = turn.find_element(By.CSS_SELECTOR, f".sources > li#{target}")
+        assert source.find_element(By.CSS_SELECTOR, ".badge").text == "[1]"
+        assert source.find_element(By.CSS_SELECTOR, ".source-title").text
+        assert "Prasad Chaudhari" in source.find_element(By.CSS_SELECTOR, ".snippet").text
+        cites[0].click()
+        wait.until(lambda d: d.execute_script("return location.hash") == f"#{target}")
+
+        # An out-of-domain question, sent with the button: the not-found answer.
+        by_id("question").send_keys("What is the capital of France?")
+        by_id("send").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#log > li.turn")) == 2)
+        turn = wait.until(last_turn_finished)
+        assert turn.get_attribute("data-state") == "done", turn.text
+        assert turn.get_attribute("data-no-answer") == "true"
+        assert "Not found" in turn.find_element(By.CSS_SELECTOR, ".notice").text
+        seen.not_found_answer = str(
+            turn.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("textContent")
+        )
+        assert not turn.find_elements(By.CSS_SELECTOR, "a.cite")
+        assert not by_id("status").is_displayed()
+
+        seen.resources = list(
+            driver.execute_script(
+                "return performance.getEntriesByType('resource').map(e => e.name)"
+            )
+        )
+        seen.console_errors = [
+            e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
+        ]
+
+        # The key survives a reload (local storage); a refused key shows the 401.
+        driver.refresh()
+        assert by_id("api-key").get_attribute("value") == key
+        by_id("forget-key").click()
+        assert driver.execute_script("return localStorage.length") == 0
+        by_id("api-key").send_keys("not-a-workspace-key")
+        by_id("new-conversation").click()
+        wait.until(lambda d: d.find_element(By.ID, "status").is_displayed())
+        status = by_id("status").text
+        assert "(401)" in status and "invalid or revoked API key" in status, status
+        assert by_id("conversation").get_attribute("data-id") is None
+    return seen
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_the_chat_page_streams_a_cited_answer_a_not_found_answer_and_a_401(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    _require_browser()
+    seen = await asyncio.to_thread(_drive, base_url, tenant["key"])
+    # The page shows the stored answers, with the [n] markers as they are stored.
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.get(
+            f"{base_url}/v1/conversations/{seen.conversation_id}",
+            headers={"Authorization": f"Bearer {tenant['key']}"},
+        )
+    answers = [t["answer"] for t in resp.json()["turns"]]
+    assert answers == [seen.found_answer, seen.not_found_answer]
+    assert seen.not_found_answer == services.settings.no_answer_text
+    # Everything the page loaded came from this server.
+    assert seen.resources and all(r.startswith(f"{base_url}/") for r in seen.resources)
+    assert not seen.console_errors, seen.console_errors
+
+
+async def test_the_page_loads_without_a_key_and_names_no_other_host(base_url: str) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        page = await client.get(f"{base_url}/")
+        script = await client.get(f"{base_url}/static/app.js")
+        style = await client.get(f"{base_url}/static/app.css")
+        spec = (await client.get(f"{base_url}/openapi.json")).json()
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert style.status_code == 200 and style.headers["content-type"].startswith("text/css")
+    assert "/" not in spec["paths"]
+    # A URL with a scheme, a scheme-relative one (//host.tld), or a CSS @import.
+    external = re.compile(r"\bhttps?://|(?<![:\w])//\w[\w-]*\.\w|@import", re.IGNORECASE)
+    for path in sorted(STATIC_DIR.iterdir()):
+        assert not external.findall(path.read_text()), path.name
