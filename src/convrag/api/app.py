@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
+from psycopg_pool import PoolTimeout
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
@@ -54,7 +57,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             if pending:
                 await asyncio.wait(pending, timeout=30)
 
-    app = FastAPI(
+    # FastAPIOffline: /docs and /redoc from assets shipped in a wheel, not a CDN.
+    app = FastAPIOffline(
         title="convrag",
         version=__version__,
         description="Conversational RAG over a workspace's documents. Streams answers with "
@@ -72,6 +76,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         ),
     )
     app.exception_handler(RequestValidationError)(_validation_error)
+    for unavailable in STORE_UNAVAILABLE:
+        app.exception_handler(unavailable)(_store_unavailable)
     for module in (operations, conversations, messages, openai, documents, ui):
         app.include_router(module.router)
     # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
@@ -104,3 +110,24 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
     problems = [_problem(e) for e in exc.errors()]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
     return JSONResponse({"detail": summary, "errors": problems}, status_code=422)
+
+
+#: Errors that mean a store is down or overloaded, not that the request is wrong.
+STORE_UNAVAILABLE: tuple[type[Exception], ...] = (psycopg.OperationalError, PoolTimeout)
+
+#: Seconds a client is told to wait before retrying while a store is unavailable.
+RETRY_AFTER_S = 3
+
+
+async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
+    """503 with ``Retry-After`` and a JSON body: the database is down or restarting (the
+    pool reconnects by itself), so the same request can simply be retried."""
+    HTTP_ERRORS.labels("503").inc()
+    return JSONResponse(
+        {
+            "detail": "the database is unavailable or restarting; retry in a few seconds",
+            "error": type(exc).__name__,
+        },
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )

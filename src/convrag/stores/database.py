@@ -22,6 +22,7 @@ from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from convrag.ids import is_uuid
 from convrag.records import Citation
@@ -198,6 +199,29 @@ class NewTurn:
     citations: list[Citation] = field(default_factory=list)
 
 
+class _CappedBackoff(AttemptWithBackoff):
+    """psycopg_pool's reconnect back-off, capped: its doubling delay reaches 30 s and
+    more during a long outage, which kept requests failing that long after the server
+    was back; capped at 2 s, the pool is whole again within about 2 s."""
+
+    MAX_DELAY = 2.0
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, self.MAX_DELAY)
+
+
+class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
+    """The connection pool, reconnecting with :class:`_CappedBackoff`."""
+
+    async def _add_connection(
+        self, attempt: AttemptWithBackoff | None, growing: bool = False
+    ) -> None:
+        await super()._add_connection(
+            attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing
+        )
+
+
 class Database:
     """Async access to the convrag schema through one psycopg connection pool.
 
@@ -214,13 +238,19 @@ class Database:
     @classmethod
     @asynccontextmanager
     async def from_url(cls, url: str, *, max_size: int = 10) -> AsyncIterator[Database]:
-        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = _Pool(
             url,
             min_size=1,
             max_size=max_size,
             open=False,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
             connection_class=AsyncConnection[DictRow],
+            # A connection is checked before it is lent, so one broken by a restart is
+            # replaced instead of failing a request; waiting for one is bounded, and a
+            # lost server is retried every few seconds, not with a long back-off.
+            check=AsyncConnectionPool.check_connection,
+            timeout=10.0,
+            reconnect_timeout=3600.0,
         )
         await pool.open(wait=True)
         try:

@@ -1,0 +1,50 @@
+"""Store outages answer 503 with Retry-After and a JSON body, never a plain 500."""
+
+from __future__ import annotations
+
+import httpx
+import psycopg
+import pytest
+from psycopg_pool import PoolTimeout
+
+from convrag.services import Services
+from tests import test_server as server_tests
+
+app_server = server_tests.app_server
+base_url = server_tests.base_url
+tenant = server_tests.tenant
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [psycopg.OperationalError("server closed the connection unexpectedly"), PoolTimeout("x")],
+    ids=["connection-lost", "pool-timeout"],
+)
+async def test_a_database_outage_is_a_retryable_503_with_a_json_body(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+) -> None:
+    async def down(*_: object, **__: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(services.db, "list_documents", down)
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.get(
+            f"{base_url}/v1/documents", headers={"Authorization": f"Bearer {tenant['key']}"}
+        )
+    assert resp.status_code == 503
+    assert resp.headers["retry-after"].isdigit()
+    assert "database is unavailable" in resp.json()["detail"]
+
+
+async def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(base_url: str) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        page = await client.get(f"{base_url}/docs")
+        assert page.status_code == 200
+        assets = [a for a in page.text.split('"') if a.endswith((".js", ".css")) and "/" in a]
+        assert assets and all(a.startswith("/") for a in assets), assets
+        for asset in assets:
+            assert (await client.get(f"{base_url}{asset}")).status_code == 200
