@@ -74,7 +74,11 @@ class VectorIndex:
     def connect(
         cls, uri: str, collection: str, dim: int, *, token: str | None = None, is_lite: bool
     ) -> VectorIndex:
-        client = MilvusClient(uri=uri, token=token or "")
+        # Milvus Lite's gRPC server accepts a client ping at most every 5 minutes (gRPC's
+        # default); pymilvus pings every 10 s, so Lite answered GOAWAY "too_many_pings",
+        # logged at error level. A Milvus server allows the 10 s keepalive.
+        options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000}} if is_lite else {}
+        client = MilvusClient(uri=uri, token=token or "", **options)
         return cls(client, collection, dim, is_lite=is_lite)
 
     @classmethod
