@@ -98,3 +98,14 @@ def test_ingesting_a_directory_names_every_file_it_skipped(cli_data: Path, tmp_p
     assert json.loads(out.stdout)["added"] == 1
     assert "skipped" in out.stderr and "deck.pptx" in out.stderr and ".pptx" in out.stderr
     assert ".DS_Store" not in out.stderr
+
+
+def test_a_command_on_a_directory_without_a_store_says_it_creates_a_new_one(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    fresh = tmp_path / "elsewhere" / ".convrag"
+    first = _run(["documents", "list", "-w", "cli"], fresh)
+    assert first.returncode == 0, first.stderr
+    assert "no convrag store in" in first.stderr and "CONVRAG_DATA_DIR" in first.stderr
+    again = _run(["documents", "list", "-w", "cli"], fresh)
+    assert "no convrag store" not in again.stderr

@@ -77,9 +77,23 @@ WorkspaceOpt = Annotated[
 ]
 
 
+def warn_if_new_store(settings: Settings) -> None:
+    """Say so when the embedded store is about to be created: a command run from another
+    directory (the default data directory is ``./.convrag``) would otherwise answer from
+    a new, empty store as if the documents were gone."""
+    if settings.database_url is None and not (settings.data_dir / "pg").exists():
+        err.print(
+            f"[yellow]note:[/yellow] no convrag store in {escape(str(settings.data_dir))}; "
+            "creating a new, empty one. To use an existing store, run from the directory "
+            "that holds its .convrag or set CONVRAG_DATA_DIR (scripts/run.sh uses the "
+            "repository's .convrag)."
+        )
+
+
 def _run(make: Callable[[], Awaitable[T]]) -> T:
     from convrag.services import install_sigterm_handler
 
+    warn_if_new_store(get_settings())
     install_sigterm_handler()
     try:
         return asyncio.run(make())  # type: ignore[arg-type]
@@ -391,7 +405,9 @@ def serve(
     """
     from convrag.server import run
 
-    run(host, port, get_settings())
+    settings = get_settings()
+    warn_if_new_store(settings)
+    run(host, port, settings)
 
 
 @app.command()
