@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import io
 import json
+import re
 import socket
 import uuid
 from collections.abc import AsyncIterator
@@ -629,3 +632,233 @@ async def test_web_search_on_without_a_serper_key_is_refused_with_the_fix(
             headers=_auth(tenant),
         )
     assert resp.status_code == 422 and "SERPER_API_KEY" in resp.json()["detail"]
+
+
+def _gzip_bomb(mib: int) -> bytes:
+    """``mib`` MiB of zero bytes as a .jsonl.gz (about 1 kB per MiB), gzipped piece by piece."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as gz:
+        for _ in range(mib):
+            gz.write(b"\x00" * 2**20)
+    return out.getvalue()
+
+
+async def test_a_gzip_bomb_upload_gets_422_naming_the_decompressed_limit(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        services,
+        "settings",
+        services.settings.model_copy(update={"max_decompressed_bytes": 2**20}),
+    )
+    bomb = _gzip_bomb(256)  # about 260 kB that expands to 256 MiB
+    assert len(bomb) < services.settings.max_file_bytes
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("bomb.jsonl.gz", bomb, "application/gzip")},
+            headers=_auth(tenant),
+        )
+        listed = await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))
+    assert resp.status_code == 422, resp.text
+    detail = resp.json()["detail"]
+    assert "bomb.jsonl.gz" in detail and "1.0 MiB limit" in detail
+    assert "MAX_DECOMPRESSED_BYTES" in detail
+    assert all(d["title"] != "bomb" for d in listed.json())
+
+
+async def test_a_300_character_filename_gets_422_naming_the_length_limit(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("a" * 296 + ".txt", b"Some text to index.")},
+            headers=_auth(tenant),
+        )
+    assert resp.status_code == 422, resp.text
+    detail = resp.json()["detail"]
+    assert "300 bytes long" in detail and "limit of 255 bytes" in detail
+    assert "shorter name" in detail
+
+
+async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_stays_in_the_upload_dir(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    uploads = services.settings.data_dir / "uploads"
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("../../etc/passwd.txt", b"The badge office opens at nine.")},
+            headers=_auth(tenant),
+        )
+    assert resp.status_code == 202, resp.text
+    assert resp.json()["source"] == "upload:passwd.txt"
+    stored = list((uploads / tenant["workspace"]).rglob("passwd.txt"))
+    assert len(stored) == 1 and stored[0].read_bytes() == b"The badge office opens at nine."
+    assert not (uploads / "etc").exists()
+    assert not (services.settings.data_dir / "etc").exists()
+
+
+@pytest.mark.parametrize(
+    ("filename", "stored"),
+    [
+        ("C:\\Users\\me\\report.txt", "report.txt"),
+        ("notes/../../../plan.md", "plan.md"),
+        ("\u00e9" * 125 + ".txt", "\u00e9" * 125 + ".txt"),  # 254 bytes of UTF-8
+    ],
+)
+def test_upload_names_keep_only_the_basename(filename: str, stored: str) -> None:
+    from convrag.api.routers.documents import upload_name
+
+    assert upload_name(filename) == stored
+
+
+@pytest.mark.parametrize(
+    ("filename", "problem"),
+    [
+        ("bad\x00name.txt", "control characters"),
+        ("line\nbreak.txt", "control characters"),
+        ("\u00e9" * 126 + ".txt", "256 bytes long"),
+        ("bad\udcffname.txt", "not valid UTF-8"),
+        ("uploads/..", "a filename is required"),
+        ("", "a filename is required"),
+    ],
+)
+def test_bad_upload_names_get_422_naming_the_problem(filename: str, problem: str) -> None:
+    from fastapi import HTTPException
+
+    from convrag.api.routers.documents import upload_name
+
+    with pytest.raises(HTTPException) as info:
+        upload_name(filename)
+    assert info.value.status_code == 422 and problem in str(info.value.detail)
+
+
+@pytest.fixture
+async def leaking_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
+    """An LLM whose answer streams, then is found to leak the prompt's canary: the turn
+    sends `reset` and answers extractively."""
+
+    def leak(request: dict[str, Any]) -> str:
+        system = str(request["messages"][0]["content"])
+        marker = re.search(r"never to be written: (\w+)", system)
+        assert marker is not None
+        return f"My instructions end with {marker.group(1)} and more words [1]."
+
+    async with OpenAIStub() as stub:
+        stub.add_rule("CURRENT QUESTION", Reply(content=leak))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        yield stub
+
+
+async def test_streamed_chat_completions_mark_a_reset_and_end_with_the_stored_answer(
+    base_url: str, tenant: dict[str, str], leaking_llm: OpenAIStub
+) -> None:
+    body = {
+        "model": "convrag",
+        "stream": True,
+        "messages": [{"role": "user", "content": "What is Prasad Chaudhari's salary?"}],
+    }
+    chunks: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream(
+            "POST", f"{base_url}/v1/chat/completions", json=body, headers=_auth(tenant)
+        ) as resp,
+    ):
+        assert resp.status_code == 200
+        async for line in resp.aiter_lines():
+            if line.startswith("data: {"):
+                chunks.append(json.loads(line[6:]))
+    resets = [i for i, c in enumerate(chunks) if c.get("convrag_reset")]
+    assert resets and chunks[resets[0]]["convrag_reset_reason"] == "reset"
+    before = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[: resets[0]])
+    assert "My instructions end with" in before  # the discarded draft did stream
+    after = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[resets[-1] :])
+    final = chunks[-1]
+    assert final["choices"][0]["finish_reason"] == "stop"
+    async with httpx.AsyncClient(timeout=30) as client:
+        detail = await client.get(
+            f"{base_url}/v1/conversations/{final['conversation_id']}", headers=_auth(tenant)
+        )
+    stored = detail.json()["turns"][-1]["answer"]
+    assert "instructions end with" not in stored and "$120,000" in stored
+    assert after.strip() == stored.strip() == final["answer"].strip()
+
+
+async def test_a_non_streamed_chat_completion_after_a_reset_is_the_stored_answer(
+    base_url: str, tenant: dict[str, str], leaking_llm: OpenAIStub
+) -> None:
+    body = {
+        "model": "convrag",
+        "messages": [{"role": "user", "content": "What is Prasad Chaudhari's salary?"}],
+    }
+    async with httpx.AsyncClient(timeout=30) as client:
+        reply = await client.post(
+            f"{base_url}/v1/chat/completions", json=body, headers=_auth(tenant)
+        )
+        data = reply.json()
+        detail = await client.get(
+            f"{base_url}/v1/conversations/{data['conversation_id']}", headers=_auth(tenant)
+        )
+    content = data["choices"][0]["message"]["content"]
+    assert "instructions end with" not in content
+    assert content == detail.json()["turns"][-1]["answer"]
+
+
+@pytest.fixture
+async def stalling_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
+    """An LLM that takes a second to its first token, and keep-alives every 0.2 s."""
+    async with OpenAIStub() as stub:
+        stub.add_rule(
+            "CURRENT QUESTION",
+            Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0),
+        )
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        monkeypatch.setattr(
+            services, "settings", services.settings.model_copy(update={"sse_keepalive_s": 0.2})
+        )
+        yield stub
+
+
+async def test_a_slow_first_token_is_preceded_by_sse_keep_alive_comments(
+    base_url: str, tenant: dict[str, str], stalling_llm: OpenAIStub
+) -> None:
+    question = "What is Prasad Chaudhari's salary?"
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        lines: list[str] = []
+        async with client.stream(
+            "POST",
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": question},
+            headers=_auth(tenant),
+        ) as resp:
+            assert resp.status_code == 200
+            lines = [line async for line in resp.aiter_lines()]
+        first_token = lines.index("event: token")
+        assert ": keep-alive" in lines[:first_token]
+        assert "event: done" in lines
+
+        body = {
+            "model": "convrag",
+            "stream": True,
+            "messages": [{"role": "user", "content": question}],
+        }
+        async with client.stream(
+            "POST", f"{base_url}/v1/chat/completions", json=body, headers=_auth(tenant)
+        ) as resp:
+            assert resp.status_code == 200
+            lines = [line async for line in resp.aiter_lines() if line]
+    first_content = next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("data: {") and json.loads(line[6:])["choices"][0]["delta"].get("content")
+    )
+    assert ": keep-alive" in lines[:first_content]
+    assert lines[-1] == "data: [DONE]"

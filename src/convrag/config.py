@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(
         default=20 * 1024 * 1024, ge=1, validation_alias=AliasChoices("MAX_FILE_BYTES")
     )
+    max_decompressed_bytes: int = Field(
+        default=200 * 1024 * 1024,
+        ge=1,
+        validation_alias=AliasChoices("MAX_DECOMPRESSED_BYTES"),
+        description="Largest decompressed size of a .jsonl.gz file (read in chunks and "
+        "refused past it): a few hundred kB of gzip can expand to gigabytes.",
+    )
     rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
     rrf_bm25_weight: float = Field(
         default=0.2,
@@ -109,6 +116,13 @@ class Settings(BaseSettings):
         ge=1024,
         validation_alias=AliasChoices("MAX_BODY_BYTES"),
         description="Largest JSON request body (uploads use MAX_FILE_BYTES).",
+    )
+    sse_keepalive_s: float = Field(
+        default=15.0,
+        gt=0,
+        validation_alias=AliasChoices("SSE_KEEPALIVE_S"),
+        description="Seconds without an event after which a streamed answer sends an SSE "
+        "comment (`: keep-alive`), so proxies with an idle timeout keep the stream open.",
     )
     rate_limit_per_minute: int = Field(
         default=600,

@@ -157,7 +157,12 @@ async def accept_upload(services: Services, workspace_id: str, filename: str, da
     path = upload_dir / filename
     path.write_bytes(data)
     try:
-        docs = load_path(path, max_bytes=settings.max_file_bytes)
+        docs = await asyncio.to_thread(
+            load_path,
+            path,
+            max_bytes=settings.max_file_bytes,
+            max_decompressed_bytes=settings.max_decompressed_bytes,
+        )
     except IngestError as exc:
         path.unlink(missing_ok=True)
         raise IngestError(str(exc).replace(str(path), filename)) from exc

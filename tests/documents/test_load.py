@@ -3,7 +3,10 @@ directories."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,66 @@ def test_a_directory_ingest_takes_docx_and_skips_what_it_cannot_read(docs_dir: P
     skipped: list[Path] = []
     assert expand_paths([docs_dir], skipped) == [docs_dir / "guide.docx"]
     assert skipped == [docs_dir / "deck.pptx"]
+
+
+def _gzip_of(piece: bytes, times: int) -> bytes:
+    """``piece`` repeated ``times`` times, gzipped a piece at a time (the test never holds
+    the expanded content)."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as gz:
+        for _ in range(times):
+            gz.write(piece)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("piece", "times"),
+    [
+        (b"\x00" * 2**20, 256),  # 256 MiB of zero bytes, one endless "line"
+        (b'{"_id": "p", "title": "T", "text": "the same record again"}\n' * 1000, 1000),
+    ],
+    ids=["zero-bytes", "repeated-lines"],
+)
+def test_a_gzip_bomb_stops_at_max_decompressed_bytes_with_memory_bounded(
+    docs_dir: Path, piece: bytes, times: int
+) -> None:
+    path = docs_dir / "bomb.jsonl.gz"
+    path.write_bytes(_gzip_of(piece, times))
+    assert path.stat().st_size < 2**20  # well under MAX_FILE_BYTES: only expansion is big
+    limit = 4 * 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(IngestError) as info:
+            load_path(path, max_bytes=20 * 2**20, max_decompressed_bytes=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(info.value)
+    assert "bomb.jsonl.gz" in message
+    assert "decompresses to over the 4.0 MiB limit" in message
+    assert "MAX_DECOMPRESSED_BYTES" in message
+    # Decompression stopped at the limit: nowhere near the 256+ MiB it expands to.
+    assert peak < 8 * limit, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_a_jsonl_gz_under_the_decompressed_limit_loads_line_by_line(docs_dir: Path) -> None:
+    lines = [
+        '{"_id": "p1", "title": "T", "text": "alpha\u2028still alpha"}',
+        "",
+        '{"_id": "p2", "title": "U", "text": "beta"}',
+    ]
+    path = docs_dir / "corpus.jsonl.gz"
+    path.write_bytes(_gzip_of("\n".join(lines).encode("utf-8-sig"), 1))
+    docs = load_path(path, max_bytes=10**6, max_decompressed_bytes=10**6)
+    assert [(d.source, d.text) for d in docs] == [("p1", "alpha\u2028still alpha"), ("p2", "beta")]
+    exact = len("\n".join(lines).encode("utf-8-sig"))
+    assert len(load_path(path, max_bytes=10**6, max_decompressed_bytes=exact)) == 2
+    with pytest.raises(IngestError, match=f"over the {exact - 1} byte limit"):
+        load_path(path, max_bytes=10**6, max_decompressed_bytes=exact - 1)
+
+
+def test_a_truncated_gzip_is_named_as_not_valid(docs_dir: Path) -> None:
+    path = docs_dir / "cut.jsonl.gz"
+    path.write_bytes(_gzip_of(b'{"_id": "p", "text": "x"}\n' * 1000, 1)[:-20])
+    with pytest.raises(IngestError, match=r"cut\.jsonl\.gz: not a valid gzip file"):
+        load_path(path, max_bytes=10**6, max_decompressed_bytes=10**6)

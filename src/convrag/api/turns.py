@@ -175,9 +175,37 @@ def _citation(c: Citation) -> dict[str, Any]:
     return CitationOut.model_validate(c).model_dump()
 
 
-async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
-    """Events until the turn ends."""
-    while (item := await queue.get()) is not None:
+#: What :func:`drain` yields after ``keepalive_s`` without an event (compare with ``is``).
+KEEPALIVE: Event = ("keep-alive", {})
+
+#: An SSE comment: clients skip it, proxies see bytes and keep an idle stream open.
+KEEPALIVE_COMMENT = ": keep-alive\n\n"
+
+
+async def drain(
+    queue: asyncio.Queue[Event | None], *, keepalive_s: float | None = None
+) -> AsyncIterator[Event]:
+    """Events until the turn ends; with ``keepalive_s``, also :data:`KEEPALIVE` each time
+    that many seconds pass without one.
+
+    A stalled LLM can leave a stream silent for a minute, and proxies with a 60 s idle
+    timeout then cut it; streaming routes answer :data:`KEEPALIVE` with
+    :data:`KEEPALIVE_COMMENT`. The pending ``queue.get()`` is waited on, not cancelled,
+    between keep-alives, so no event is lost.
+    """
+    while True:
+        if keepalive_s is None:
+            item = await queue.get()
+        else:
+            getter = asyncio.ensure_future(queue.get())
+            try:
+                while not (await asyncio.wait({getter}, timeout=keepalive_s))[0]:
+                    yield KEEPALIVE
+            finally:
+                getter.cancel()  # the client went away while waiting: stop waiting too
+            item = getter.result()
+        if item is None:
+            return
         yield item
 
 

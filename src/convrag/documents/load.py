@@ -1,5 +1,6 @@
 """Reading files into :class:`SourceDocument` objects: which formats are supported, the
-checks every file passes (size, encoding, some text), the JSONL corpus reader, and the
+checks every file passes (size, encoding, some text), the JSONL corpus reader (which
+bounds what a ``.jsonl.gz`` file may decompress to), and the
 expansion of directories into the files under them. HTML, PDF and Word files are read by
 :mod:`convrag.documents.html`, :mod:`~convrag.documents.pdf` and
 :mod:`~convrag.documents.docx`; errors name the file and the fix."""
@@ -7,7 +8,9 @@ expansion of directories into the files under them. HTML, PDF and Word files are
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +54,14 @@ def _suffix(path: Path) -> str:
     return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
 
 
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def _size(n: int) -> str:
+    return f"{_mib(n)} MiB" if n >= 2**20 else f"{n} byte"
+
+
 def _decode(path: Path, raw: bytes) -> str:
     try:
         return raw.decode("utf-8-sig")
@@ -65,7 +76,7 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
     size = path.stat().st_size
     if size > max_bytes:
         raise IngestError(
-            f"{path}: {size / 2**20:.1f} MiB is over the {max_bytes / 2**20:.1f} MiB limit; "
+            f"{path}: {_mib(size)} MiB is over the {_mib(max_bytes)} MiB limit; "
             "split the file or raise MAX_FILE_BYTES"
         )
     if size == 0:
@@ -73,14 +84,67 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
     return path.read_bytes()
 
 
-def _jsonl_records(path: Path, raw: bytes) -> Iterator[SourceDocument]:
-    if _suffix(path) == ".jsonl.gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
-    text = _decode(path, raw)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+#: Bytes decompressed per read of a ``.jsonl.gz`` file, and the longest line read at once.
+_READ_CHUNK = 1 << 20
+
+
+def _gzip_lines(path: Path, raw: bytes, limit: int) -> Iterator[bytes]:
+    """The decompressed lines of ``raw``, refused once they pass ``limit`` bytes.
+
+    Decompression runs a bounded read at a time and counts what came out, so a small
+    file that expands to gigabytes (a "gzip bomb") stops at ``limit`` bytes instead of
+    filling memory; ``gzip.decompress`` would expand it whole first.
+    """
+    total = 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            while line := stream.readline(min(_READ_CHUNK, limit - total + 1)):
+                total += len(line)
+                if total > limit:
+                    raise IngestError(
+                        f"{path}: decompresses to over the {_size(limit)} limit; split the "
+                        "file or raise MAX_DECOMPRESSED_BYTES"
+                    )
+                yield line
+    except (OSError, EOFError, zlib.error) as exc:
+        raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
+
+
+def _lines(path: Path, raw: bytes, max_decompressed: int) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a JSONL file, decoded as UTF-8 (a leading BOM dropped).
+
+    Lines end at a newline byte only: ``str.splitlines`` would also cut at characters
+    such as U+2028 that JSON strings may hold raw. A line longer than one read of a gzip stream
+    arrives in pieces, which are joined here.
+    """
+    gz = _suffix(path) == ".jsonl.gz"
+    pieces = _gzip_lines(path, raw, max_decompressed) if gz else iter(io.BytesIO(raw))
+    offset, lineno, pending = 0, 0, list[bytes]()
+    for piece in pieces:
+        pending.append(piece)
+        if not piece.endswith(b"\n"):
+            continue
+        line = b"".join(pending)
+        lineno += 1
+        yield lineno, _decode_line(path, line, offset, lineno == 1)
+        offset += len(line)
+        pending.clear()
+    if pending:
+        yield lineno + 1, _decode_line(path, b"".join(pending), offset, lineno == 0)
+
+
+def _decode_line(path: Path, line: bytes, offset: int, first: bool) -> str:
+    try:
+        return line.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise IngestError(
+            f"{path}: not valid UTF-8 (byte {offset + exc.start}); convert it, e.g. "
+            f"`iconv -f latin1 -t utf-8 {path.name}`"
+        ) from exc
+
+
+def _jsonl_records(path: Path, raw: bytes, max_decompressed: int) -> Iterator[SourceDocument]:
+    for lineno, line in _lines(path, raw, max_decompressed):
         if not line.strip():
             continue
         try:
@@ -96,8 +160,16 @@ def _jsonl_records(path: Path, raw: bytes) -> Iterator[SourceDocument]:
         yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
 
 
-def load_path(path: Path, *, max_bytes: int) -> list[SourceDocument]:
-    """Read one file into documents, or raise :class:`IngestError` naming the problem."""
+def load_path(
+    path: Path, *, max_bytes: int, max_decompressed_bytes: int | None = None
+) -> list[SourceDocument]:
+    """Read one file into documents, or raise :class:`IngestError` naming the problem.
+
+    ``max_bytes`` bounds the file as stored (``MAX_FILE_BYTES``), ``max_decompressed_bytes``
+    what a ``.jsonl.gz`` file expands to (``MAX_DECOMPRESSED_BYTES``; ``None`` reads that
+    setting from the environment, as the CLI does). This is blocking work: async callers
+    run it in a thread.
+    """
     if not path.exists():
         raise IngestError(f"{path}: no such file or directory")
     suffix = _suffix(path)
@@ -114,7 +186,11 @@ def load_path(path: Path, *, max_bytes: int) -> list[SourceDocument]:
     raw = _read_checked(path, max_bytes)
     source = str(path.resolve())
     if suffix in (".jsonl", ".jsonl.gz"):
-        docs = list(_jsonl_records(path, raw))
+        if max_decompressed_bytes is None:
+            from convrag.config import get_settings
+
+            max_decompressed_bytes = get_settings().max_decompressed_bytes
+        docs = list(_jsonl_records(path, raw, max_decompressed_bytes))
         if not docs:
             raise IngestError(f"{path}: no records")
         return docs

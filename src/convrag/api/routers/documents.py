@@ -6,7 +6,6 @@ name, format and size, and map ingestion errors to 4xx answers.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, File, HTTPException, Response, UploadFile, status
@@ -18,6 +17,44 @@ from convrag.documents import SUPPORTED, IngestError
 from convrag.ingest import accept_upload, delete_document
 
 router = APIRouter(tags=["documents"])
+
+#: The longest file name most file systems store (ext4, APFS, NTFS: 255 bytes or units).
+MAX_FILENAME_BYTES = 255
+
+
+def upload_name(filename: str | None) -> str:
+    """The name to store an upload under, or a 422 naming what is wrong with it.
+
+    The upload is saved under this name, so it must be one path component the file
+    system accepts: a client's directories (``../../etc/passwd.txt``, ``C:\\x\\a.txt``)
+    are dropped, and a name with control characters (NUL, newline) or over
+    :data:`MAX_FILENAME_BYTES` bytes is refused here rather than failing as a 500 when
+    written.
+    """
+    raw = filename or ""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in raw):
+        raise HTTPException(
+            422,
+            "file: the filename contains control characters (such as NUL or a newline); "
+            "rename the file with printable characters only",
+        )
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in raw):
+        raise HTTPException(
+            422, "file: the filename is not valid UTF-8; rename the file or send it as UTF-8"
+        )
+    name = raw.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if name in ("", ".", ".."):
+        raise HTTPException(
+            422, "file: a filename is required (the multipart part's filename, e.g. report.pdf)"
+        )
+    size = len(name.encode("utf-8"))
+    if size > MAX_FILENAME_BYTES:
+        raise HTTPException(
+            422,
+            f"file: the filename is {size} bytes long (UTF-8), over the limit of "
+            f"{MAX_FILENAME_BYTES} bytes; rename the file to a shorter name",
+        )
+    return name
 
 
 @router.post("/v1/documents", response_model=DocumentOut, status_code=202)
@@ -31,11 +68,11 @@ async def upload_document(
 
     The format is the file name's: its content type is not checked (clients send Word
     documents as ``application/vnd.openxmlformats-officedocument.wordprocessingml.document``
-    or as ``application/octet-stream`` alike).
+    or as ``application/octet-stream`` alike). The name is checked first (see
+    :func:`upload_name`); a ``.jsonl.gz`` file that decompresses to more than
+    ``MAX_DECOMPRESSED_BYTES`` gets a 422 naming that limit.
     """
-    name = Path(file.filename or "").name
-    if not name:
-        raise HTTPException(422, "file: a filename is required")
+    name = upload_name(file.filename)
     lowered = name.lower()
     if not any(lowered.endswith(s) for s in SUPPORTED):
         raise HTTPException(

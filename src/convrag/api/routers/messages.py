@@ -1,11 +1,14 @@
 """Message routes: ask a question in a conversation, read an answer's stored citations.
 
 The answer streams as typed server-sent events (see :mod:`convrag.api.turns`), or comes
-whole as JSON for a client that accepts only ``application/json``.
+whole as JSON for a client that accepts only ``application/json``. A stream that has had
+no event for ``SSE_KEEPALIVE_S`` seconds (a slow LLM) gets a ``: keep-alive`` comment,
+which SSE clients skip, so that proxies with an idle timeout do not cut it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,11 +16,27 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from convrag.api.deps import ConversationId, MessageId, RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.deps import (
+    ConversationId,
+    MessageId,
+    RunnerDep,
+    ServicesDep,
+    SettingsDep,
+    WorkspaceDep,
+)
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.schemas import CitationOut, MessageIn
-from convrag.api.turns import SSE_HEADERS, ConversationBusy, answer_out, drain, turn_context
+from convrag.api.turns import (
+    KEEPALIVE,
+    KEEPALIVE_COMMENT,
+    SSE_HEADERS,
+    ConversationBusy,
+    Event,
+    answer_out,
+    drain,
+    turn_context,
+)
 from convrag.state import InputState
 
 router = APIRouter(tags=["conversations"])
@@ -53,6 +72,7 @@ async def post_message(
     request: Request,
     workspace: WorkspaceDep,
     runner: RunnerDep,
+    settings: SettingsDep,
 ) -> Response:
     """Ask a question in a conversation; the answer streams as typed SSE events."""
     content = body.content.strip()
@@ -83,8 +103,15 @@ async def post_message(
         answer = answer_out(conversation_id, await task)
         return JSONResponse(answer.model_dump(mode="json"))
     # The turn's first event tells whether the conversation is the caller's; an unknown
-    # or foreign id is a 404 before any stream starts.
-    first = await queue.get()
+    # or foreign id is a 404 before any stream starts. That check is a quick database
+    # read; should the first event take longer than a keep-alive period, the stream
+    # starts with a keep-alive instead (and a foreign id then ends it with an `error`).
+    keepalive = settings.sse_keepalive_s
+    first: Event | None
+    try:
+        first = await asyncio.wait_for(queue.get(), keepalive)
+    except TimeoutError:
+        first = KEEPALIVE
     if first is not None and first[0] == "error" and first[1].get("code") == "not_found":
         await task
         raise not_found("conversation", conversation_id)
@@ -92,9 +119,9 @@ async def post_message(
     async def events() -> AsyncIterator[str]:
         if first is None:
             return
-        yield _sse(*first)
-        async for name, data in drain(queue):
-            yield _sse(name, data)
+        yield KEEPALIVE_COMMENT if first is KEEPALIVE else _sse(*first)
+        async for item in drain(queue, keepalive_s=keepalive):
+            yield KEEPALIVE_COMMENT if item is KEEPALIVE else _sse(*item)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
 

@@ -4,6 +4,21 @@ An OpenAI client sends the whole history with each request, so each request is a
 conversation whose history comes from its ``messages``, not from stored turns. Replies
 carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
 chunks follow OpenAI's format, ending with ``data: [DONE]``.
+
+Streaming and discarded drafts: a turn may drop the text it streamed (``reset``: the LLM
+failed mid-answer; ``repetition``: the answer is regenerated), and an OpenAI chunk
+cannot take text back. Tokens are forwarded as they come, with no delay; when the turn
+drops its draft, the stream sends a chunk with an empty delta, ``"convrag_reset": true``
+and ``convrag_reset_reason`` (``reset``, ``repetition``, or ``final_answer`` for the one
+below), and the next draft's tokens follow. Clients that know the field clear the text
+shown so far; others show both drafts one after the other. At the end, if the text
+streamed since the last reset is not the stored answer (the turn kept an earlier draft,
+or dropped markers that cite nothing), one more ``convrag_reset`` chunk and the stored
+answer in one chunk follow: the text after the last ``convrag_reset`` is always the
+answer that was stored. The final chunk also carries that ``answer``, and the
+non-streaming reply is the stored answer alone. While no event comes for
+``SSE_KEEPALIVE_S`` seconds the stream sends ``: keep-alive`` SSE comments, which OpenAI
+clients skip.
 """
 
 from __future__ import annotations
@@ -17,9 +32,16 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from convrag.api.deps import RunnerDep, ServicesDep, WorkspaceDep
+from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.schemas import MAX_MESSAGE_CHARS, ChatCompletionIn, RagOptions
-from convrag.api.turns import SSE_HEADERS, answer_out, drain, turn_context
+from convrag.api.turns import (
+    KEEPALIVE,
+    KEEPALIVE_COMMENT,
+    SSE_HEADERS,
+    answer_out,
+    drain,
+    turn_context,
+)
 from convrag.records import HistoryTurn
 from convrag.state import InputState
 from convrag.text.entities import extract_entities
@@ -45,8 +67,14 @@ async def chat_completions(
     workspace: WorkspaceDep,
     services: ServicesDep,
     runner: RunnerDep,
+    settings: SettingsDep,
 ) -> Response:
-    """OpenAI's chat completions shape; the history comes from the request's messages."""
+    """OpenAI's chat completions shape; the history comes from the request's messages.
+
+    Streamed, a dropped draft is announced with a ``"convrag_reset": true`` chunk and the
+    text after the last one is the stored answer (see the module's docstring); the
+    non-streaming reply is the stored answer.
+    """
     turns, question = _history_from_messages(body)
     if not question or len(question) > MAX_MESSAGE_CHARS:
         raise HTTPException(
@@ -102,11 +130,30 @@ async def chat_completions(
 
     async def stream() -> AsyncIterator[str]:
         yield chunk({"role": "assistant", "content": ""})
-        async for name, data in drain(queue):
-            if name == "token":
+        draft = ""  # the text streamed since the last reset
+        async for item in drain(queue, keepalive_s=settings.sse_keepalive_s):
+            name, data = item
+            if item is KEEPALIVE:
+                yield KEEPALIVE_COMMENT
+            elif name == "token":
+                draft += data["text"]
                 yield chunk({"content": data["text"]})
+            elif name in ("reset", "repetition"):
+                draft = ""
+                yield chunk({}, convrag_reset=True, convrag_reset_reason=name)
             elif name == "done":
-                yield chunk({}, "stop", citations=data["citations"], no_answer=data["no_answer"])
+                answer = data["answer"]
+                if draft.strip() != answer.strip():
+                    yield chunk({}, convrag_reset=True, convrag_reset_reason="final_answer")
+                    yield chunk({"content": answer})
+                yield chunk(
+                    {},
+                    "stop",
+                    citations=data["citations"],
+                    no_answer=data["no_answer"],
+                    answer=answer,
+                    conversation_id=conversation_id,
+                )
             elif name == "error":
                 yield f"data: {json.dumps({'error': data})}\n\n"
         yield "data: [DONE]\n\n"
