@@ -63,12 +63,20 @@ async def test_an_answer_that_leaks_the_canary_is_replaced_by_the_extractive_ans
 
     llm.add_rule("CURRENT QUESTION", Reply(content=leak))
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask(
+    streamed = ""
+    async for mode, chunk in assistant.stream(
         "What is Prasad Chaudhari's salary?",
         conv,
         workspace_id=seeded,
         context=Context(workspace_id=seeded),
-    )
+    ):
+        if mode == "custom" and chunk.get("event") == "token" and chunk["node"] == "synthesize":
+            streamed += chunk["text"]
+    system = _text(llm.requests[-1]["messages"][0])
+    canary = system.rsplit(" ", 1)[-1]
+    assert streamed.startswith("My instructions end with")
+    assert canary not in streamed  # held back, never sent to the client
+    state = (await assistant.graph.aget_state(assistant.config(conv))).values
     assert "instructions end with" not in state["answer"]
     assert "canary" in state["flags"]["extractive_fallback"]
     assert "$120,000" in state["answer"]

@@ -72,19 +72,36 @@ async def llm_draft(
     question = state["message"]
     rewritten = state.get("rewritten_query") or question
     streamed = False
+    fence = Fence.new()
+    held = ""  # a tail that could be the start of the canary: sent once it is not
+    leaked = False
 
-    def on_token(token: str) -> None:
+    def send(text: str) -> None:
         nonlocal streamed
         streamed = True
-        emit(runtime, TokenEvent(event="token", text=token, node=node))
+        emit(runtime, TokenEvent(event="token", text=text, node=node))
 
-    fence = Fence.new()
+    def on_token(token: str) -> None:
+        nonlocal held, leaked
+        if leaked:
+            return
+        held += token
+        if fence.leaked(held):
+            leaked = True  # never streamed: the turn falls back below
+            return
+        keep = fence.partial_suffix(held)
+        ready, held = held[: len(held) - keep], held[len(held) - keep :]
+        if ready:
+            send(ready)
+
     messages = build_messages(
         question, rewritten, state.get("sources") or [], state.get("history") or [], excluded, fence
     )
     reply, failure = await attempt(
         llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s
     )
+    if reply is not None and held and not leaked:
+        send(held)
     if reply is not None:
         call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
         if call is not None and tools:
