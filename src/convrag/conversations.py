@@ -19,15 +19,17 @@ if TYPE_CHECKING:
 async def delete_conversation(
     assistant: Assistant, workspace_id: str, conversation_id: str
 ) -> bool:
-    """Delete a conversation's turns, citations, checkpoints and memory vectors.
+    """Delete a conversation's memory vectors, checkpoints, turns and citations.
 
-    Returns False, touching nothing else, when the conversation is not this workspace's:
+    Returns False, touching nothing, when the conversation is not this workspace's:
     checkpoint threads are keyed by the conversation id alone, so Postgres, which knows
-    the owner, is asked first.
+    the owner, is asked first. The Postgres rows go last: if Milvus or the checkpointer
+    fails, the conversation is still listed and a retried DELETE finishes the job, instead
+    of leaving vectors no row points to.
     """
     services = assistant.services
-    if not await services.db.delete_conversation(workspace_id, conversation_id):
+    if not await services.db.conversation_exists(workspace_id, conversation_id):
         return False
-    await services.db.delete_thread(conversation_id)
     await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
-    return True
+    await services.db.delete_thread(conversation_id)
+    return await services.db.delete_conversation(workspace_id, conversation_id)

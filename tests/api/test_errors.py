@@ -48,3 +48,31 @@ async def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(base_ur
         assert assets and all(a.startswith("/") for a in assets), assets
         for asset in assets:
             assert (await client.get(f"{base_url}{asset}")).status_code == 200
+
+
+async def test_a_vector_index_outage_during_delete_is_503_and_deletes_nothing(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pymilvus import MilvusException
+
+    def down(*_: object, **__: object) -> None:
+        raise MilvusException(message="failed to connect to 127.0.0.1:19530")
+
+    auth = {"Authorization": f"Bearer {tenant['key']}"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.index, "delete_conversation", down)
+        resp = await client.delete(f"{base_url}/v1/conversations/{conv}", headers=auth)
+        assert resp.status_code == 503 and resp.headers["retry-after"].isdigit()
+        assert "vector index" in resp.json()["detail"] and "19530" not in resp.text
+        assert (
+            await client.get(f"{base_url}/v1/conversations/{conv}", headers=auth)
+        ).status_code == 200
+        monkeypatch.undo()
+        done = await client.delete(f"{base_url}/v1/conversations/{conv}", headers=auth)
+        assert done.status_code == 204

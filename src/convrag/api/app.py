@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from psycopg_pool import PoolTimeout
+from pymilvus import MilvusException
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
@@ -113,19 +114,25 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
 
 
 #: Errors that mean a store is down or overloaded, not that the request is wrong.
-STORE_UNAVAILABLE: tuple[type[Exception], ...] = (psycopg.OperationalError, PoolTimeout)
+STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    psycopg.OperationalError,
+    PoolTimeout,
+    MilvusException,
+)
 
 #: Seconds a client is told to wait before retrying while a store is unavailable.
 RETRY_AFTER_S = 3
 
 
 async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
-    """503 with ``Retry-After`` and a JSON body: the database is down or restarting (the
-    pool reconnects by itself), so the same request can simply be retried."""
+    """503 with ``Retry-After`` and a JSON body: a store is down or restarting (the pool
+    reconnects by itself), so the same request can simply be retried. The store's own
+    message, which names internal addresses, is not echoed."""
     HTTP_ERRORS.labels("503").inc()
+    store = "vector index" if isinstance(exc, MilvusException) else "database"
     return JSONResponse(
         {
-            "detail": "the database is unavailable or restarting; retry in a few seconds",
+            "detail": f"the {store} is unavailable or restarting; retry in a few seconds",
             "error": type(exc).__name__,
         },
         status_code=503,
