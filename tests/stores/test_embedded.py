@@ -106,3 +106,26 @@ def test_the_last_live_holder_stops_postgres_even_after_a_killed_holder_joined(
     subprocess.run([sys.executable, "-c", code], check=False)
     pg.stop()
     assert not _postmaster_running(pg.pgdata)
+
+
+async def test_a_killed_milvus_lite_child_is_restarted_at_the_same_address(scratch: Path) -> None:
+    import asyncio
+    import signal
+
+    from pymilvus import MilvusClient
+
+    async with ManagedMilvusLite.running(scratch, check_every_s=0.2) as uri:
+        state_file = scratch / "milvus" / "server.json"
+        first = json.loads(state_file.read_text())["pid"]
+        os.kill(first, signal.SIGKILL)
+        second = first
+        for _ in range(600):  # until the supervisor has respawned it
+            await asyncio.sleep(0.1)
+            second = json.loads(state_file.read_text())["pid"]
+            if second != first:
+                break
+        assert second != first
+        client = MilvusClient(uri=uri)
+        assert client.list_collections() == []
+        client.close()
+    assert not state_file.exists()

@@ -97,16 +97,36 @@ class EmbeddedServer(ABC):
     def stop(self) -> None:
         """Leave the server."""
 
+    def revive(self) -> bool:
+        """Restart the server at the same address if it died; True when it did. Servers
+        that cannot be restarted in place return False."""
+        return False
+
     @classmethod
     @asynccontextmanager
-    async def running(cls, data_dir: Path) -> AsyncIterator[str]:
-        """The server's URI for the block's lifetime; stopped at its end (and at exit)."""
+    async def running(cls, data_dir: Path, *, check_every_s: float = 5.0) -> AsyncIterator[str]:
+        """The server's URI for the block's lifetime, revived if it dies in between;
+        stopped at its end (and at exit)."""
         server = cls(data_dir)
         uri = await asyncio.to_thread(server.start)
         atexit.register(server.stop)
+
+        async def supervise() -> None:
+            while True:
+                await asyncio.sleep(check_every_s)
+                try:
+                    if await asyncio.to_thread(server.revive):
+                        log.warning("%s had stopped; restarted at %s", cls.__name__, uri)
+                except Exception:  # keep supervising: the next check tries again
+                    log.exception("restarting %s failed", cls.__name__)
+
+        supervisor = asyncio.get_running_loop().create_task(supervise())
         try:
             yield uri
         finally:
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await supervisor
             await asyncio.to_thread(server.stop)
             atexit.unregister(server.stop)
 
@@ -213,8 +233,28 @@ class ManagedMilvusLite(EmbeddedServer):
         self._uri = f"http://127.0.0.1:{state.port}"
         return self._uri
 
-    def _spawn(self) -> _MilvusState:
-        port = _free_port()
+    def revive(self) -> bool:
+        """Respawn the child on its port if it died (reaping it first: a dead child of
+        this process is a zombie that still answers ``kill 0``); clients reconnect."""
+        if self._uri is None:
+            return False
+        with _file_lock(self.lock_file):
+            state = self._read()
+            if state is None:
+                return False
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(state.pid, os.WNOHANG)
+            if pid_alive(state.pid) and _port_open(state.port):
+                return False
+            if pid_alive(state.pid):
+                os.kill(state.pid, signal.SIGKILL)
+            fresh = self._spawn(port=state.port)
+            fresh.holders = state.holders
+            self._write(fresh)
+            return True
+
+    def _spawn(self, port: int | None = None) -> _MilvusState:
+        port = port or _free_port()
         log_path = self.root / "server.log"
         exe = Path(sys.executable).with_name("milvus-lite")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "milvus_lite"]
