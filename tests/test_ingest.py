@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from convrag.documents import Chunker, load_path
+from convrag.documents import Chunker, IngestError, load_path
 from convrag.ingest import delete_document, ingest_documents
 from convrag.search import HybridSearcher
 from convrag.services import Services
@@ -182,3 +182,13 @@ async def test_chunks_of_other_formats_have_no_page(
 ) -> None:
     ids = [cid for cid, _, _ in await services.db.chunk_texts(workspace)]
     assert [r.page for r in await services.db.get_chunks(workspace, ids)] == [None] * 3
+
+
+def test_a_failed_ingest_names_the_cause_without_internal_addresses() -> None:
+    from pymilvus import MilvusException
+
+    from convrag.ingest import failure_reason
+
+    reason = failure_reason(MilvusException(message="fail connecting to 127.0.0.1:41234"))
+    assert "vector index" in reason and "41234" not in reason
+    assert failure_reason(IngestError("a.txt: empty file")) == "a.txt: empty file"

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,8 @@ from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from convrag.services import Services
@@ -191,10 +194,26 @@ async def accept_upload(services: Services, workspace_id: str, filename: str, da
         try:
             await ingest_documents(services, workspace_id, docs)
         except Exception as exc:  # recorded on the document, readable by the client
-            await mark("failed", error=str(exc)[:500])
+            await mark("failed", error=failure_reason(exc))
 
     services.spawn(run())
     return document_id_for(workspace_id, docs[0].source)
+
+
+def failure_reason(exc: Exception) -> str:
+    """What a client reads about a failed ingest: our own validation messages as they
+    are, a store's error by its kind (its message names internal hosts and ports)."""
+    from psycopg import Error as PostgresError
+    from pymilvus import MilvusException
+
+    if isinstance(exc, MilvusException):
+        return "the vector index was unavailable; upload the file again"
+    if isinstance(exc, PostgresError):
+        return "the database was unavailable; upload the file again"
+    if isinstance(exc, (IngestError, ValueError)):
+        return str(exc)[:500]
+    log.exception("ingest failed")
+    return f"ingest failed ({type(exc).__name__}); see the server log"
 
 
 async def delete_document(services: Services, workspace_id: str, document_id: str) -> bool:
