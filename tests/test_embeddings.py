@@ -28,3 +28,15 @@ def test_openai_embeddings_go_through_the_openai_api_shape() -> None:
     assert embedder.dim == 64 and rows.shape == (2, 64)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert stub.embedding_requests[-1]["model"] == "text-embedding-3-small"
+
+
+async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() -> None:
+    from convrag.config import Settings
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder, get_embedder
+
+    texts = ["Every employee gets 25 days of annual leave.", "The meal allowance is 60 euros."]
+    local = get_embedder(Settings()).embed(texts)
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+        child = await bulk.embed(texts)
+    assert child.shape == local.shape
+    assert float(abs(child - local).max()) < 1e-5

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(
         default=64, ge=1, validation_alias=AliasChoices("EMBEDDING_BATCH_SIZE")
     )
+    ingest_embedding: Literal["process", "thread"] = Field(
+        default="process",
+        validation_alias=AliasChoices("INGEST_EMBEDDING", "ingest_embedding"),
+        description="Where ingest embeds with the local model: 'process' (a child at lower "
+        "CPU priority, so chat does not wait for ingest) or 'thread' (this process).",
+    )
     llm_model: str | None = Field(
         default=None,
         validation_alias=AliasChoices("LLM_MODEL", "llm_model"),

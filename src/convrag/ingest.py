@@ -106,7 +106,7 @@ async def ingest_documents(
             embed_inputs: list[str] = []
             for w in writes:
                 embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
-            vectors = await asyncio.to_thread(services.embedder.embed, embed_inputs)
+            vectors = await services.bulk.embed(embed_inputs)
             rows: list[VectorRow] = []
             i = 0
             for n, w in enumerate(writes):

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from convrag.config import Settings, get_settings
-from convrag.embeddings import Embedder, get_embedder
+from convrag.embeddings import (
+    LOCAL_MODEL,
+    BulkEmbedder,
+    Embedder,
+    ProcessEmbedder,
+    ThreadEmbedder,
+    get_embedder,
+)
 from convrag.search import HybridSearcher
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
@@ -42,6 +49,8 @@ class Services:
     database_url: str
     milvus_uri: str
     memory: MemoryWriter
+    bulk: BulkEmbedder
+    """Embeds ingest batches without slowing the chat's query embeddings."""
     web: WebSearch | None = None
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
@@ -116,8 +125,13 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                 )
             )
         memory = await stack.enter_async_context(MemoryWriter.open(index, embedder))
+        bulk: BulkEmbedder = ThreadEmbedder(embedder)
+        if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
+            bulk = await stack.enter_async_context(
+                ProcessEmbedder.open(settings.embedding_model, settings.embedding_batch_size)
+            )
         services = Services(
-            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, web
+            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, bulk, web
         )
         stack.push_async_callback(services.drain)
         yield services
