@@ -141,3 +141,11 @@ def test_a_truncated_gzip_is_named_as_not_valid(docs_dir: Path) -> None:
     path.write_bytes(_gzip_of(b'{"_id": "p", "text": "x"}\n' * 1000, 1)[:-20])
     with pytest.raises(IngestError, match=r"cut\.jsonl\.gz: not a valid gzip file"):
         load_path(path, max_bytes=10**6, max_decompressed_bytes=10**6)
+
+
+def test_a_binary_file_named_txt_is_called_binary_not_given_iconv_advice(tmp_path: Path) -> None:
+    blob = tmp_path / "photo.txt"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(IngestError, match="binary file, not text") as info:
+        load_path(blob, max_bytes=10**6)
+    assert "iconv" not in str(info.value)

@@ -63,6 +63,11 @@ def _size(n: int) -> str:
 
 
 def _decode(path: Path, raw: bytes) -> str:
+    if looks_binary(raw):
+        raise IngestError(
+            f"{path}: a binary file, not text (NUL bytes in its first 8 KiB); ingest the "
+            f"document it came from in a supported format ({', '.join(SUPPORTED)})"
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -70,6 +75,12 @@ def _decode(path: Path, raw: bytes) -> str:
             f"{path}: not valid UTF-8 (byte {exc.start}); convert it, e.g. "
             f"`iconv -f latin1 -t utf-8 {path.name}`"
         ) from exc
+
+
+def looks_binary(raw: bytes) -> bool:
+    """Whether ``raw`` is binary data: text in UTF-8 or a legacy 8-bit code page has no
+    NUL bytes (UTF-16 text does; it is not supported either)."""
+    return b"\x00" in raw[:8192]
 
 
 def _read_checked(path: Path, max_bytes: int) -> bytes:
