@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
 import psycopg
 import pytest
@@ -76,3 +78,36 @@ async def test_a_vector_index_outage_during_delete_is_503_and_deletes_nothing(
         monkeypatch.undo()
         done = await client.delete(f"{base_url}/v1/conversations/{conv}", headers=auth)
         assert done.status_code == 204
+
+
+async def test_a_chunked_body_over_the_limit_is_413_naming_the_setting(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    auth = {"Authorization": f"Bearer {tenant['key']}"}
+
+    async def body(total: int, head: bytes = b"", tail: bytes = b"") -> AsyncIterator[bytes]:
+        yield head
+        for _ in range(total // 65536 + 1):
+            yield b"x" * 65536
+        yield tail
+
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        message = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            content=body(services.settings.max_body_bytes),
+            headers={**auth, "Content-Type": "application/json"},
+        )
+        assert message.status_code == 413 and "MAX_BODY_BYTES" in message.json()["detail"]
+        head = (
+            b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n'
+            b"Content-Type: text/plain\r\n\r\n"
+        )
+        upload = await client.post(
+            f"{base_url}/v1/documents",
+            content=body(services.settings.max_file_bytes + 70_000, head, b"\r\n--b--\r\n"),
+            headers={**auth, "Content-Type": "multipart/form-data; boundary=b"},
+        )
+        assert upload.status_code == 413 and "MAX_FILE_BYTES" in upload.json()["detail"]

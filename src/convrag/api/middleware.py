@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from convrag.api.metrics import HTTP_ERRORS
@@ -39,22 +40,30 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise _BodyTooLarge
+                    raise BodyTooLarge(limit, setting)
             return message
 
         try:
             await self.app(scope, counted, send)
-        except _BodyTooLarge:
+        except BodyTooLarge:
             await _too_large(limit, setting, send)
 
 
-class _BodyTooLarge(Exception):
-    pass
+def _detail(limit: int, setting: str) -> str:
+    return f"request body is over the {limit} byte limit; the server's {setting} setting sets it"
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while a streamed body is read. An ``HTTPException``: FastAPI's body and form
+    parsing turn any other error into a bare 400 ("There was an error parsing the
+    body"), but let this one through to answer 413."""
+
+    def __init__(self, limit: int, setting: str) -> None:
+        super().__init__(status.HTTP_413_CONTENT_TOO_LARGE, _detail(limit, setting))
 
 
 async def _too_large(limit: int, setting: str, send: Send) -> None:
-    detail = f"request body is over the {limit} byte limit; the server's {setting} setting sets it"
-    body = json.dumps({"detail": detail}).encode()
+    body = json.dumps({"detail": _detail(limit, setting)}).encode()
     HTTP_ERRORS.labels("413").inc()
     await send(
         {
