@@ -109,3 +109,11 @@ def test_a_command_on_a_directory_without_a_store_says_it_creates_a_new_one(
     assert "no convrag store in" in first.stderr and "CONVRAG_DATA_DIR" in first.stderr
     again = _run(["documents", "list", "-w", "cli"], fresh)
     assert "no convrag store" not in again.stderr
+
+
+def test_help_shows_flags_without_a_type_and_names_every_format(cli_data: Path) -> None:
+    top = _run(["--help"], cli_data)
+    ingest = _run(["ingest", "--help"], cli_data)
+    assert top.returncode == 0 and ingest.returncode == 0
+    assert "<bool>" not in top.stdout + ingest.stdout
+    assert "--quiet" in ingest.stdout and ".docx" in ingest.stdout

@@ -26,6 +26,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: the rich layout printed a "<bool>" type beside every flag.
+    rich_markup_mode=None,
 )
 
 
@@ -120,7 +122,7 @@ def config(
 def ingest(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Files or directories (.txt .md .html .pdf .jsonl .jsonl.gz)."),
+        typer.Argument(help="Files or directories (.txt .md .html .pdf .docx .jsonl .jsonl.gz)."),
     ],
     workspace: WorkspaceOpt,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
