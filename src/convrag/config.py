@@ -91,6 +91,28 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("SERPER_BASE_URL", "serper_base_url"),
         description="Send Serper requests to this base URL instead (a proxy or a stub).",
     )
+    reranker: str = Field(
+        default="none",
+        validation_alias=AliasChoices("RERANKER", "reranker"),
+        description="'none', or 'http:<url>' of a TEI, Infinity, Jina or Cohere-compatible "
+        "/rerank server that rescores the fused candidates.",
+    )
+    reranker_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("RERANKER_API_KEY", "reranker_api_key")
+    )
+    rerank_top_n: int = Field(
+        default=30,
+        ge=1,
+        le=200,
+        validation_alias=AliasChoices("RERANK_TOP_N", "rerank_top_n"),
+        description="Fused candidates sent to the reranker.",
+    )
+    rerank_timeout_s: float = Field(
+        default=1.0,
+        gt=0,
+        validation_alias=AliasChoices("RERANK_TIMEOUT_S", "rerank_timeout_s"),
+        description="After this, the fused order is kept (and the fallback recorded).",
+    )
     no_answer_text: str = Field(
         default="I could not find this in the workspace's documents.",
         min_length=1,
@@ -136,6 +158,14 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("RATE_LIMIT_PER_MINUTE"),
         description="Requests per minute per API key (429 with Retry-After above it).",
     )
+
+    @field_validator("reranker")
+    @classmethod
+    def _reranker(cls, value: str) -> str:
+        from convrag.rerank import endpoint
+
+        endpoint(value)  # ValueError names the accepted forms
+        return value
 
     @field_validator("data_dir")
     @classmethod

@@ -38,6 +38,8 @@ class Source(TypedDict):
     dense_score: NotRequired[float | None]
     bm25_score: NotRequired[float | None]
     anchored: NotRequired[bool]
+    rerank_score: NotRequired[float | None]
+    """The reranker's score, when one rescored the candidates."""
     page: NotRequired[int | None]
     """The 1-based PDF page of the chunk; absent or None when the source has no pages."""
 

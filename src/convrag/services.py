@@ -27,6 +27,7 @@ from convrag.embeddings import (
     ThreadEmbedder,
     get_embedder,
 )
+from convrag.rerank import HttpReranker, endpoint
 from convrag.search import HybridSearcher
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
@@ -52,6 +53,7 @@ class Services:
     bulk: BulkEmbedder
     """Embeds ingest batches without slowing the chat's query embeddings."""
     web: WebSearch | None = None
+    reranker: HttpReranker | None = None
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
@@ -130,8 +132,15 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
             bulk = await stack.enter_async_context(
                 ProcessEmbedder.open(settings.embedding_model, settings.embedding_batch_size)
             )
+        reranker = None
+        rerank_url = endpoint(settings.reranker)
+        if rerank_url is not None:
+            key = settings.reranker_api_key
+            reranker = await stack.enter_async_context(
+                HttpReranker.open(rerank_url, api_key=key.get_secret_value() if key else None)
+            )
         services = Services(
-            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, bulk, web
+            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, bulk, web, reranker
         )
         stack.push_async_callback(services.drain)
         yield services

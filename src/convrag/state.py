@@ -235,6 +235,8 @@ class VectorHitsUpdate(TypedDict, total=False):
     """What ``retrieve_vectors`` writes."""
 
     vector_hits: list[Source]
+    flags: dict[str, Any]
+    errors: dict[str, str]
 
 
 class MergeUpdate(TypedDict, total=False):

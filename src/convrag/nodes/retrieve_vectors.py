@@ -1,4 +1,5 @@
-"""retrieve_vectors: hybrid dense + BM25 search, anchored to the last answer on a follow-up."""
+"""retrieve_vectors: hybrid dense + BM25 search, anchored to the last answer on a follow-up,
+then rescored by the reranker when one is configured."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.records import Source, previous_question
+from convrag.rerank import rerank_sources
 from convrag.state import State, VectorHitsUpdate
 
 
@@ -14,10 +16,14 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     ctx = runtime.context
     follow_up = state.get("classification") == "follow_up"
     history = state.get("history") or []
-    results = await ctx.deps.searcher.search(
+    services = ctx.deps
+    query = state.get("rewritten_query") or state["message"]
+    wanted = max(2 * ctx.top_k, 10)
+    reranker = services.reranker
+    results = await services.searcher.search(
         state["workspace_id"],
-        state.get("rewritten_query") or state["message"],
-        top_k=max(2 * ctx.top_k, 10),
+        query,
+        top_k=max(wanted, services.settings.rerank_top_n) if reranker else wanted,
         anchor_document_ids=state.get("anchor_document_ids", []) if follow_up else [],
         anchor_boost=ctx.anchor_boost,
         context_query=previous_question(history),
@@ -38,4 +44,13 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
         )
         for r in results
     ]
-    return VectorHitsUpdate(vector_hits=hits)
+    if reranker is None:
+        return VectorHitsUpdate(vector_hits=hits)
+    reranked, failure = await rerank_sources(
+        reranker, query, hits, services.settings.rerank_timeout_s
+    )
+    update = VectorHitsUpdate(vector_hits=reranked[:wanted])
+    if failure is not None:
+        update["flags"] = {"rerank_fallback": failure}
+        update["errors"] = {"rerank": failure}
+    return update
