@@ -117,3 +117,26 @@ def test_help_shows_flags_without_a_type_and_names_every_format(cli_data: Path) 
     assert top.returncode == 0 and ingest.returncode == 0
     assert "<bool>" not in top.stdout + ingest.stdout
     assert "--quiet" in ingest.stdout and ".docx" in ingest.stdout
+
+
+def test_keys_list_shows_each_key_by_fingerprint_and_revocation_never_the_key(
+    cli_data: Path,
+) -> None:
+    import hashlib
+
+    kept = _run(["keys", "create", "-w", "cli-keys"], cli_data).stdout.strip()
+    revoked = _run(["keys", "create", "-w", "cli-keys"], cli_data).stdout.strip()
+    assert _run(["keys", "revoke", revoked], cli_data).returncode == 0
+    out = _run(["keys", "list", "-w", "cli-keys"], cli_data)
+    assert out.returncode == 0, out.stderr
+    assert kept not in out.stdout and revoked not in out.stdout
+    listed = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [k["fingerprint"] for k in listed] == [
+        hashlib.sha256(k.encode()).hexdigest()[:12] for k in (kept, revoked)
+    ]
+    assert [k["revoked"] for k in listed] == [False, True]
+    assert [k["prefix"] for k in listed] == [kept[:8], revoked[:8]]
+    assert listed[0]["revoked_at"] is None and listed[1]["revoked_at"]
+    assert set(listed[0]) == {"id", "prefix", "fingerprint", "created_at", "revoked", "revoked_at"}
+    bad = _run(["keys", "list", "-w", "no spaces"], cli_data)
+    assert bad.returncode == 2 and "invalid workspace id" in bad.stderr

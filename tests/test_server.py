@@ -192,13 +192,23 @@ async def test_another_workspaces_ids_give_404_on_every_route(
         doc_id = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()[0][
             "id"
         ]
+        await client.post(
+            f"{base_url}/v1/messages/{turn_id}/feedback",
+            json={"rating": "up", "comment": "Prasad's answer was right"},
+            headers=_auth(tenant),
+        )
         b = _auth(other)
         checks = [
             ("GET", f"/v1/conversations/{conv}", None),
+            ("PATCH", f"/v1/conversations/{conv}", {"title": "taken over"}),
+            ("GET", f"/v1/conversations/{conv}/export", None),
+            ("GET", f"/v1/conversations/{conv}/export?format=md", None),
             ("DELETE", f"/v1/conversations/{conv}", None),
             ("POST", f"/v1/conversations/{conv}/messages", {"content": "hi"}),
             ("GET", f"/v1/messages/{turn_id}/sources", None),
+            ("POST", f"/v1/messages/{turn_id}/feedback", {"rating": "down"}),
             ("GET", f"/v1/documents/{doc_id}", None),
+            ("GET", f"/v1/documents/{doc_id}/text", None),
             ("DELETE", f"/v1/documents/{doc_id}", None),
         ]
         for method, path, body in checks:
@@ -207,13 +217,23 @@ async def test_another_workspaces_ids_give_404_on_every_route(
             assert "Prasad" not in r.text
         listed = await client.get(f"{base_url}/v1/documents", headers=b)
         assert listed.status_code == 200 and listed.json() == []
+        conversations = await client.get(f"{base_url}/v1/conversations", headers=b)
+        assert conversations.status_code == 200
+        assert conversations.json() == {"conversations": [], "next_cursor": None}
         # A's data is intact after B's attempts.
-        assert (
-            await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
-        ).json()["turns"]
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        assert detail.json()["turns"][0]["feedback"]["rating"] == "up"
+        mine = await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))
+        assert mine.json()["conversations"][0]["title"] == "What is Prasad Chaudhari's salary?"
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 200
+        assert (
+            "Prasad"
+            in (
+                await client.get(f"{base_url}/v1/documents/{doc_id}/text", headers=_auth(tenant))
+            ).text
+        )
 
 
 async def test_bad_input_gets_clear_4xx_errors_and_never_500(
@@ -303,6 +323,23 @@ async def test_a_second_message_while_answering_gets_409(
         second = await client.post(url, json={"content": "And John?"}, headers=_auth(tenant))
         assert second.status_code == 409 and "still answering" in second.json()["detail"]
         assert (await first)[-1][0] == "done"
+
+
+async def test_deleting_a_conversation_while_it_answers_gets_409_then_deletes_after(
+    base_url: str, tenant: dict[str, str], slow_llm: OpenAIStub
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        answering = asyncio.create_task(
+            _sse(client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant))
+        )
+        await asyncio.sleep(0.5)
+        busy = await client.delete(url, headers=_auth(tenant))
+        assert busy.status_code == 409 and "answering" in busy.json()["detail"]
+        assert (await answering)[-1][0] == "done"
+        assert (await client.delete(url, headers=_auth(tenant))).status_code == 204
+        assert (await client.get(url, headers=_auth(tenant))).status_code == 404
 
 
 async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
@@ -862,3 +899,376 @@ async def test_a_slow_first_token_is_preceded_by_sse_keep_alive_comments(
     )
     assert ": keep-alive" in lines[:first_content]
     assert lines[-1] == "data: [DONE]"
+
+
+async def _ask(
+    client: httpx.AsyncClient, base: str, tenant: dict[str, str], conv: str, q: str
+) -> str:
+    """The turn id of a question answered in ``conv`` (as one JSON reply)."""
+    resp = await client.post(
+        f"{base}/v1/conversations/{conv}/messages",
+        json={"content": q},
+        headers={**_auth(tenant), "Accept": "application/json"},
+    )
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["turn_id"])
+
+
+async def _until_ready(
+    client: httpx.AsyncClient, base: str, tenant: dict[str, str], doc_id: str
+) -> dict[str, Any]:
+    for _ in range(200):
+        doc = (await client.get(f"{base}/v1/documents/{doc_id}", headers=_auth(tenant))).json()
+        if doc["status"] != "processing":
+            return dict(doc)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"document {doc_id} still processing")
+
+
+async def test_conversations_are_listed_by_last_activity_with_titles_and_cursor_pages(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        convs = [await _conversation(client, base_url, tenant) for _ in range(3)]
+        await _ask(client, base_url, tenant, convs[0], "  What is Prasad Chaudhari's salary? ")
+        url = f"{base_url}/v1/conversations"
+        first = await client.get(url, params={"limit": 2}, headers=_auth(tenant))
+        assert first.status_code == 200, first.text
+        page = first.json()
+        top = page["conversations"][0]
+        assert top["id"] == convs[0]  # its turn made it the most recently active
+        assert top["title"] == "What is Prasad Chaudhari's salary?" and top["turn_count"] == 1
+        assert top["updated_at"] >= top["created_at"]
+        assert page["next_cursor"]
+        second = await client.get(
+            url, params={"limit": 2, "cursor": page["next_cursor"]}, headers=_auth(tenant)
+        )
+        rest = second.json()
+        assert rest["next_cursor"] is None and len(rest["conversations"]) == 1
+        listed = [c["id"] for c in page["conversations"] + rest["conversations"]]
+        assert sorted(listed) == sorted(convs)
+        assert (await client.get(url, headers=_auth(tenant))).json()["next_cursor"] is None
+
+
+async def test_a_malformed_cursor_or_limit_gets_422_naming_the_parameter(
+    base_url: str, tenant: dict[str, str], services: Services, tmp_path: Path
+) -> None:
+    other = await _travel_tenant(services, tmp_path)  # two documents: a documents cursor
+    async with httpx.AsyncClient(timeout=30) as client:
+        docs = await client.get(
+            f"{base_url}/v1/documents", params={"limit": 1}, headers=_auth(other)
+        )
+        documents_cursor = docs.headers["X-Next-Cursor"]
+        for path in ("/v1/conversations", "/v1/documents"):
+            for params, field in (
+                ({"cursor": "not a cursor!"}, "query.cursor"),
+                ({"cursor": "e30"}, "query.cursor"),  # base64 of "{}"
+                ({"limit": 0}, "query.limit"),
+                ({"limit": 101}, "query.limit"),
+                ({"limit": "ten"}, "query.limit"),
+            ):
+                r = await client.get(f"{base_url}{path}", params=params, headers=_auth(tenant))
+                assert r.status_code == 422, (path, params, r.text)
+                assert r.json()["errors"][0]["field"] == field
+                assert field in r.json()["detail"]
+        wrong_list = await client.get(
+            f"{base_url}/v1/conversations",
+            params={"cursor": documents_cursor},
+            headers=_auth(tenant),
+        )
+    assert wrong_list.status_code == 422
+    assert "cursor of documents, not of conversations" in wrong_list.json()["detail"]
+
+
+async def test_renaming_a_conversation_lists_it_under_the_stripped_title(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        renamed = await client.patch(url, json={"title": "  Salaries  "}, headers=_auth(tenant))
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["title"] == "Salaries" and renamed.json()["id"] == conv
+        listed = (await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))).json()
+        assert {"id": conv, "title": "Salaries"}.items() <= listed["conversations"][0].items()
+        for body, problem in (
+            ({"title": "   "}, "at least 1 character"),
+            ({"title": "x" * 201}, "at most 200 characters"),
+            ({"title": "two\nlines"}, "control characters"),
+            ({"title": "nul\u0000"}, "control characters"),
+            ({}, "Field required"),
+            ({"title": "ok", "color": "red"}, "Extra inputs"),
+        ):
+            r = await client.patch(url, json=body, headers=_auth(tenant))
+            assert r.status_code == 422, (body, r.text)
+            assert problem in r.json()["detail"]
+            assert r.json()["errors"][0]["field"] in ("title", "color")
+
+
+async def test_feedback_on_an_answer_is_replaced_counted_and_shown_with_its_turn(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    def counted(metrics: str, rating: str) -> float:
+        line = next(
+            m
+            for m in metrics.splitlines()
+            if m.startswith(f'convrag_feedback_total{{rating="{rating}"}}')
+        )
+        return float(line.split()[-1])
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        turn = await _ask(client, base_url, tenant, conv, "What is John Doe's basic salary?")
+        url = f"{base_url}/v1/messages/{turn}/feedback"
+        before = (await client.get(f"{base_url}/metrics")).text
+        up = await client.post(url, json={"rating": "up"}, headers=_auth(tenant))
+        assert up.status_code == 200, up.text
+        assert up.json()["rating"] == "up" and up.json()["comment"] is None
+        down = await client.post(
+            url, json={"rating": "down", "comment": " Wrong person. "}, headers=_auth(tenant)
+        )
+        assert down.json()["rating"] == "down" and down.json()["comment"] == "Wrong person."
+        after = (await client.get(f"{base_url}/metrics")).text
+        assert counted(after, "up") == counted(before, "up") + 1
+        assert counted(after, "down") == counted(before, "down") + 1
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        feedback = detail.json()["turns"][0]["feedback"]
+        assert feedback["rating"] == "down" and feedback["comment"] == "Wrong person."
+        for body, field in (
+            ({"rating": "meh"}, "rating"),
+            ({}, "rating"),
+            ({"rating": "up", "comment": "x" * 2001}, "comment"),
+            ({"rating": "up", "comment": "nul\u0000"}, "comment"),
+        ):
+            r = await client.post(url, json=body, headers=_auth(tenant))
+            assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, r.text
+        unknown = await client.post(
+            f"{base_url}/v1/messages/{uuid.uuid4()}/feedback",
+            json={"rating": "up"},
+            headers=_auth(tenant),
+        )
+        assert unknown.status_code == 404 and "message" in unknown.json()["detail"]
+        assert counted((await client.get(f"{base_url}/metrics")).text, "up") == counted(after, "up")
+
+
+async def test_an_export_holds_every_turn_with_its_citations_as_json_and_markdown(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    path = tmp_path / "travel.pdf"
+    path.write_bytes(
+        pdf_bytes(
+            [
+                ["Trains", "Book every train ticket through the travel desk."],
+                ["Hotels", "The nightly hotel cap is 200 dollars in every city."],
+            ]
+        )
+    )
+    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        await _ask(client, base_url, tenant, conv, "What is the nightly hotel cap?")
+        await _ask(client, base_url, tenant, conv, "How are train tickets booked?")
+        url = f"{base_url}/v1/conversations/{conv}/export"
+        exported = await client.get(url, headers=_auth(tenant))
+        assert exported.status_code == 200, exported.text
+        assert f"conversation-{conv}.json" in exported.headers["content-disposition"]
+        data = exported.json()
+        assert data["conversation"]["title"] == "What is the nightly hotel cap?"
+        assert data["conversation"]["turn_count"] == 2
+        first, second = data["turns"]
+        assert first["question"] == "What is the nightly hotel cap?"
+        assert "200 dollars" in first["answer"]
+        hotel = next(c for c in first["citations"] if c["page"] == 2)
+        assert hotel["marker"] in first["answer"] and hotel["title"] == "travel"
+        assert hotel["document_id"] and "200 dollars" in hotel["snippet"]
+        assert second["citations"]
+        markdown = await client.get(url, params={"format": "md"}, headers=_auth(tenant))
+        assert markdown.status_code == 200
+        assert markdown.headers["content-type"] == "text/markdown; charset=utf-8"
+        md = markdown.text
+        assert md.startswith("# What is the nightly hotel cap?\n")
+        assert "## 1. What is the nightly hotel cap?" in md
+        assert "## 2. How are train tickets booked?" in md
+        answer_at = md.index(first["answer"])
+        sources_at = md.index("**Sources**", answer_at)
+        assert md.index("\n1. [", sources_at) < md.index("## 2.")
+        assert f"{hotel['marker']} **travel** (page 2, document `{hotel['document_id']}`)" in md
+        bad = await client.get(url, params={"format": "pdf"}, headers=_auth(tenant))
+        assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "query.format"
+        assert "'json' or 'md'" in bad.json()["detail"]
+
+
+async def test_a_documents_text_is_its_chunks_joined_and_reads_in_character_ranges(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    sentences = [f"Rule {i}: desks on floor {i % 5} are cleaned on day {i % 7}." for i in range(80)]
+    text = "\n\n".join(" ".join(sentences[i : i + 4]) for i in range(0, 80, 4))
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("cleaning.md", text.encode())},
+            headers=_auth(tenant),
+        )
+        doc = await _until_ready(client, base_url, tenant, resp.json()["id"])
+        assert doc["status"] == "ready" and doc["n_chunks"] > 1
+        url = f"{base_url}/v1/documents/{doc['id']}/text"
+        whole = await client.get(url, headers=_auth(tenant))
+        assert whole.status_code == 200
+        assert whole.headers["content-type"] == "text/plain; charset=utf-8"
+        assert " ".join(whole.text.split()) == " ".join(text.split())
+        total = int(whole.headers["X-Total-Chars"])
+        assert total == len(whole.text) and "X-Next-Offset" not in whole.headers
+        part = await client.get(url, params={"offset": 10, "limit": 25}, headers=_auth(tenant))
+        assert part.text == whole.text[10:35] and part.headers["X-Next-Offset"] == "35"
+        end = await client.get(url, params={"offset": total}, headers=_auth(tenant))
+        assert end.status_code == 200 and end.text == ""
+        for params, field in (
+            ({"offset": total + 1}, "query.offset"),
+            ({"offset": -1}, "query.offset"),
+            ({"limit": 0}, "query.limit"),
+        ):
+            r = await client.get(url, params=params, headers=_auth(tenant))
+            assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, r.text
+        assert (
+            "past the end of the text"
+            in (await client.get(url, params={"offset": total + 1}, headers=_auth(tenant))).json()[
+                "detail"
+            ]
+        )
+        failed_id = str(uuid.uuid4())
+        await services.db.upsert_document_status(
+            tenant["workspace"], failed_id, "broken.md", status="failed", error="bad bytes"
+        )
+        failed = await client.get(
+            f"{base_url}/v1/documents/{failed_id}/text", headers=_auth(tenant)
+        )
+        assert failed.status_code == 409 and "failed: bad bytes" in failed.json()["detail"]
+        unknown = await client.get(
+            f"{base_url}/v1/documents/{uuid.uuid4()}/text", headers=_auth(tenant)
+        )
+        assert unknown.status_code == 404
+
+
+async def test_documents_page_by_link_and_x_next_cursor_headers_with_a_list_body(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    tenant = await _travel_tenant(services, tmp_path)
+    async with httpx.AsyncClient(timeout=30) as client:
+        whole = await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))
+        assert len(whole.json()) == 2 and "Link" not in whole.headers
+        first = await client.get(
+            f"{base_url}/v1/documents", params={"limit": 1}, headers=_auth(tenant)
+        )
+        assert isinstance(first.json(), list) and len(first.json()) == 1
+        link = re.fullmatch(r'<([^>]+)>; rel="next"', first.headers["Link"])
+        assert link is not None and first.headers["X-Next-Cursor"] in link.group(1)
+        second = await client.get(link.group(1), headers=_auth(tenant))
+        assert len(second.json()) == 1 and "X-Next-Cursor" not in second.headers
+    assert [d["id"] for d in first.json() + second.json()] == [d["id"] for d in whole.json()]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["jsonl", "jsonl.gz"])
+async def test_a_jsonl_upload_answers_with_every_document_it_created(
+    base_url: str, tenant: dict[str, str], gz: bool
+) -> None:
+    records = [
+        {"_id": f"faq-{i}", "title": f"FAQ {i}", "text": f"Answer number {i} is about parking."}
+        for i in range(3)
+    ]
+    data = "\n".join(json.dumps(r) for r in records).encode()
+    name = "faq.jsonl.gz" if gz else "faq.jsonl"
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": (name, gzip.compress(data) if gz else data)},
+            headers=_auth(tenant),
+        )
+        assert resp.status_code == 202, resp.text
+        body = resp.json()
+        assert [d["source"] for d in body["documents"]] == ["faq-0", "faq-1", "faq-2"]
+        assert body["id"] == body["documents"][0]["id"] and body["title"] == "FAQ 0"
+        assert {d["status"] for d in body["documents"]} == {"processing"}
+        for d in body["documents"]:
+            assert (await _until_ready(client, base_url, tenant, d["id"]))["status"] == "ready"
+
+
+@pytest.fixture
+async def counting_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
+    """An LLM that answers and reports its token usage, as OpenAI does."""
+    async with OpenAIStub() as stub:
+        stub.add_rule(
+            "CURRENT QUESTION",
+            Reply(content="Prasad Chaudhari's salary is $120,000 [1]."),
+        )
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        yield stub
+
+
+async def test_chat_completion_usage_is_the_tokens_the_llm_reported(
+    base_url: str, tenant: dict[str, str], counting_llm: OpenAIStub
+) -> None:
+    question = [{"role": "user", "content": "What is Prasad Chaudhari's salary?"}]
+    async with httpx.AsyncClient(timeout=30) as client:
+        reply = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"model": "convrag", "messages": question},
+            headers=_auth(tenant),
+        )
+        usage = reply.json()["usage"]
+        assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+        body = {
+            "model": "convrag",
+            "messages": question,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        async with client.stream(
+            "POST", f"{base_url}/v1/chat/completions", json=body, headers=_auth(tenant)
+        ) as resp:
+            chunks = [
+                json.loads(line[6:])
+                async for line in resp.aiter_lines()
+                if line.startswith("data: {")
+            ]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == usage
+    assert all("usage" not in c for c in chunks[:-1])
+
+
+async def test_chat_completion_usage_is_zero_without_an_llm(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        reply = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "What is John Doe's salary?"}]},
+            headers=_auth(tenant),
+        )
+    assert reply.json()["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+NEW_ROUTES = {
+    ("get", "/v1/conversations"): {422},
+    ("patch", "/v1/conversations/{conversation_id}"): {404, 422},
+    ("get", "/v1/conversations/{conversation_id}/export"): {404, 422},
+    ("post", "/v1/messages/{message_id}/feedback"): {404, 422},
+    ("get", "/v1/documents/{document_id}/text"): {404, 409, 422},
+    ("get", "/v1/documents"): {422},
+}
+
+
+async def test_the_new_routes_document_their_4xx_answers_in_openapi(base_url: str) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        spec = (await client.get(f"{base_url}/openapi.json")).json()
+    for (method, path), codes in NEW_ROUTES.items():
+        responses = spec["paths"][path][method]["responses"]
+        assert {str(c) for c in codes} <= set(responses), (method, path, sorted(responses))
+        for code in codes:
+            schema = responses[str(code)]["content"]["application/json"]["schema"]["$ref"]
+            assert schema.endswith("ValidationErrorOut" if code == 422 else "ErrorOut")
+    export = spec["paths"]["/v1/conversations/{conversation_id}/export"]["get"]
+    assert "text/markdown" in export["responses"]["200"]["content"]

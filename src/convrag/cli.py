@@ -459,6 +459,38 @@ def ask(
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
 
 
+@keys_app.command("list")
+def keys_list(workspace: WorkspaceOpt) -> None:
+    """List a workspace's API keys as JSON lines, revoked ones included, without the keys.
+
+    Keys are stored as their SHA-256 only, so a key is shown by its id, its first 8
+    characters and a fingerprint: the first 12 hex digits of its SHA-256 (to match a key
+    you hold: ``printf %s "$KEY" | sha256sum | cut -c1-12``).
+    """
+    from convrag.ids import check_id
+    from convrag.services import open_services
+    from convrag.stores.database import ApiKeyRecord
+
+    async def go() -> list[ApiKeyRecord]:
+        check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
+        async with open_services() as services:
+            return await services.db.list_api_keys(workspace)
+
+    for k in _run(go):
+        print(
+            json.dumps(
+                {
+                    "id": k.id,
+                    "prefix": k.prefix,
+                    "fingerprint": k.fingerprint,
+                    "created_at": k.created_at.isoformat(),
+                    "revoked": k.revoked,
+                    "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+                }
+            )
+        )
+
+
 @keys_app.command("revoke")
 def keys_revoke(key: Annotated[str, typer.Argument(help="The key to revoke.")]) -> None:
     """Revoke an API key (a running server stops accepting it within 30 s)."""

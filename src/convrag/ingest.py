@@ -146,8 +146,11 @@ def _delete_stale(index: VectorIndex, workspace_id: str, document_id: str, keep:
     index.delete_chunks(stale)
 
 
-async def accept_upload(services: Services, workspace_id: str, filename: str, data: bytes) -> str:
-    """Save an uploaded file and ingest it in the background; returns its document id.
+async def accept_upload(
+    services: Services, workspace_id: str, filename: str, data: bytes
+) -> list[str]:
+    """Save an uploaded file and ingest it in the background; returns the ids of the
+    documents it holds, in file order (a ``.jsonl`` file holds one per record).
 
     The file is read before this returns, so a bad one raises :class:`IngestError`
     (naming ``filename``, not the path it was saved at) and no document is recorded. Its
@@ -197,7 +200,7 @@ async def accept_upload(services: Services, workspace_id: str, filename: str, da
             await mark("failed", error=failure_reason(exc))
 
     services.spawn(run())
-    return document_id_for(workspace_id, docs[0].source)
+    return list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
 
 
 def failure_reason(exc: Exception) -> str:

@@ -6,7 +6,14 @@ import uuid
 
 from convrag.records import Citation
 from convrag.services import Services
-from convrag.stores.database import MIGRATIONS, NewTurn, hash_key
+from convrag.stores.database import (
+    MIGRATIONS,
+    TITLE_CHARS,
+    NewTurn,
+    hash_key,
+    join_chunks,
+    title_from_question,
+)
 
 
 async def test_setup_is_idempotent(services: Services) -> None:
@@ -141,3 +148,75 @@ async def test_deleting_a_conversation_cascades_to_turns_and_citations(
             )
         ).fetchone()
     assert row is not None and row["n"] == 0
+
+
+def test_a_conversation_title_is_its_first_question_on_one_line_cut_at_a_word() -> None:
+    assert title_from_question("  What is the\n  meal allowance? ") == "What is the meal allowance?"
+    long = title_from_question("allowance " * 20)
+    assert long is not None and len(long) <= TITLE_CHARS and long.endswith("allowance\u2026")
+    assert title_from_question("   ") is None and title_from_question(None) is None
+
+
+def test_joined_chunks_give_each_overlapping_sentence_once() -> None:
+    from convrag.documents.chunking import Chunker
+    from convrag.documents.load import SourceDocument
+
+    sentences = [f"Sentence number {i} says something about topic {i % 7}." for i in range(60)]
+    text = "\n\n".join(" ".join(sentences[i : i + 5]) for i in range(0, 60, 5))
+    chunks = Chunker(200, 80).split(SourceDocument("s", "t", text, {}))
+    assert len(chunks) > 5 and sum(map(len, chunks)) > len(text)  # they do overlap
+    joined = join_chunks(chunks)
+    assert " ".join(joined.split()) == " ".join(text.split())
+    assert join_chunks(["Page one ends here.", "Page two starts here."]) == (
+        "Page one ends here.\n\nPage two starts here."
+    )
+
+
+async def test_conversations_list_newest_activity_first_in_keyset_pages(
+    services: Services, workspace: str
+) -> None:
+    convs = [await services.db.create_conversation(workspace) for _ in range(3)]
+    await services.db.save_turn(_turn(workspace, convs[0], "  Where do\nstaff park? "))
+    await services.db.create_conversation(workspace + "-b")
+    first = await services.db.list_conversations(workspace, limit=2)
+    assert first[0].id == convs[0]  # its turn made it the most recently active
+    assert first[0].title == "Where do staff park?" and first[0].turn_count == 1
+    rest = await services.db.list_conversations(
+        workspace, limit=10, after=(first[-1].updated_at, first[-1].id)
+    )
+    assert sorted(c.id for c in [*first, *rest]) == sorted(convs)
+    assert all(c.title is None and c.turn_count == 0 for c in rest)
+    renamed = await services.db.rename_conversation(workspace, convs[0], "Parking")
+    assert renamed is not None and renamed.title == "Parking"
+    assert renamed.updated_at == first[0].updated_at
+    assert await services.db.rename_conversation(workspace + "-b", convs[1], "x") is None
+
+
+async def test_feedback_is_one_per_turn_and_only_in_its_workspace(
+    services: Services, workspace: str
+) -> None:
+    conv = await services.db.create_conversation(workspace)
+    turn = _turn(workspace, conv, "q")
+    await services.db.save_turn(turn)
+    assert await services.db.save_feedback(workspace + "-b", turn.id, "up", None) is None
+    assert await services.db.save_feedback(workspace, str(uuid.uuid4()), "up", None) is None
+    await services.db.save_feedback(workspace, turn.id, "up", "helpful")
+    latest = await services.db.save_feedback(workspace, turn.id, "down", None)
+    assert latest is not None and (latest.rating, latest.comment) == ("down", None)
+    [detail] = await services.db.turn_details(workspace, conv, cited_sources=True)
+    assert detail.feedback == latest
+    assert [c.marker for c in detail.cited_sources] == ["[1]"]
+    assert await services.db.turn_details(workspace + "-b", conv) == []
+
+
+async def test_api_keys_are_listed_by_fingerprint_never_by_key(
+    services: Services, workspace: str
+) -> None:
+    kept = await services.db.create_api_key(workspace)
+    revoked = await services.db.create_api_key(workspace)
+    await services.db.revoke_api_key(revoked)
+    listed = await services.db.list_api_keys(workspace)
+    assert [k.fingerprint for k in listed] == [hash_key(kept)[:12], hash_key(revoked)[:12]]
+    assert [k.revoked for k in listed] == [False, True]
+    assert all(kept not in repr(k) and revoked not in repr(k) for k in listed)
+    assert await services.db.list_api_keys(workspace + "-b") == []

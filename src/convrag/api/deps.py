@@ -8,11 +8,17 @@ before a route's body and no route repeats them.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import time
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Literal, TypeVar
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Query, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from convrag.api.errors import not_found
@@ -21,6 +27,7 @@ from convrag.assistant import Assistant
 from convrag.config import Settings
 from convrag.ids import canonical_uuid
 from convrag.services import Services
+from convrag.stores.database import After
 
 _bearer = HTTPBearer(auto_error=False, description="A workspace API key (`convrag keys create`).")
 
@@ -162,3 +169,101 @@ OwnedConversation = Annotated[str, Depends(owned_conversation)]
 ConversationId = Annotated[str, Depends(conversation_path_id)]
 DocumentId = Annotated[str, Depends(document_path_id)]
 MessageId = Annotated[str, Depends(message_path_id)]
+
+
+# -- cursor pagination ----------------------------------------------------------
+
+ListKind = Literal["conversations", "documents"]
+Row = TypeVar("Row")
+
+MAX_PAGE = 100
+DEFAULT_PAGE = 20
+
+
+def encode_cursor(kind: ListKind, after: After) -> str:
+    """An opaque cursor for the list ``kind`` at keyset position ``after``."""
+    at, ident = after
+    return (
+        base64.urlsafe_b64encode(f"{kind}|{at.isoformat()}|{ident}".encode()).decode().rstrip("=")
+    )
+
+
+def decode_cursor(kind: ListKind, cursor: str) -> After:
+    """The keyset position of a cursor made by :func:`encode_cursor` for ``kind``, or a
+    ``ValueError`` saying why it is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValueError("not a cursor this API returned") from None
+    parts = raw.split("|")
+    if len(parts) != 3:
+        raise ValueError("not a cursor this API returned")
+    if parts[0] != kind:
+        raise ValueError(f"a cursor of {parts[0] or 'another list'}, not of {kind}")
+    try:
+        at = datetime.fromisoformat(parts[1])
+    except ValueError:
+        raise ValueError("not a cursor this API returned") from None
+    ident = canonical_uuid(parts[2])
+    if at.tzinfo is None or ident is None:
+        raise ValueError("not a cursor this API returned")
+    return at, ident
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page request of a list: at most ``limit`` rows after the position ``after``."""
+
+    kind: ListKind
+    limit: int
+    after: After | None
+
+    def cut(
+        self, rows: Sequence[Row], position: Callable[[Row], After]
+    ) -> tuple[list[Row], str | None]:
+        """This page of ``rows`` (fetched with ``limit + 1``: one more tells whether a
+        next page exists) and the cursor of the next page, or None on the last."""
+        kept = list(rows[: self.limit])
+        more = len(rows) > self.limit
+        return kept, encode_cursor(self.kind, position(kept[-1])) if more and kept else None
+
+
+def page_of(kind: ListKind) -> Callable[..., Page]:
+    """The dependency reading ``limit`` and ``cursor`` of a ``kind`` list; a malformed
+    cursor, or one of another list, is a 422 naming ``cursor``."""
+
+    def page(
+        limit: Annotated[
+            int, Query(ge=1, le=MAX_PAGE, description=f"Rows per page, 1 to {MAX_PAGE}.")
+        ] = DEFAULT_PAGE,
+        cursor: Annotated[
+            str | None,
+            Query(
+                max_length=500,
+                description="The `next_cursor` of the previous page; omit for the first.",
+            ),
+        ] = None,
+    ) -> Page:
+        if cursor is None or cursor == "":
+            return Page(kind, limit, None)
+        try:
+            return Page(kind, limit, decode_cursor(kind, cursor))
+        except ValueError as exc:
+            raise RequestValidationError(
+                [
+                    {
+                        "type": "value_error",
+                        "loc": ("query", "cursor"),
+                        "msg": f"{exc}; pass a next_cursor from this list, or none for the "
+                        "first page",
+                        "input": cursor,
+                    }
+                ]
+            ) from None
+
+    page.__name__ = f"{kind}_page"
+    return page
+
+
+ConversationPageDep = Annotated[Page, Depends(page_of("conversations"))]
+DocumentPageDep = Annotated[Page, Depends(page_of("documents"))]

@@ -34,6 +34,11 @@ FALLBACKS = Counter("convrag_fallbacks_total", "Fallbacks by step", ["step"], re
 REGENERATIONS = Counter("convrag_regenerations_total", "Regenerations", registry=REGISTRY)
 WEB_SEARCHES = Counter("convrag_web_searches_total", "Web searches run", registry=REGISTRY)
 HTTP_ERRORS = Counter("convrag_http_errors_total", "4xx/5xx answers", ["status"], registry=REGISTRY)
+FEEDBACK = Counter(
+    "convrag_feedback_total", "Ratings of answers received", ["rating"], registry=REGISTRY
+)
+for _rating in ("up", "down"):  # both series exist from the start, at 0
+    FEEDBACK.labels(_rating)
 
 
 def observe_turn(state: Mapping[str, Any], seconds: float) -> None:

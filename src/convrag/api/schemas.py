@@ -1,16 +1,82 @@
-"""Request and response bodies of the HTTP API."""
+"""Request and response bodies of the HTTP API.
+
+Responses are validated from the store's records (``Model.model_validate(record)``,
+``from_attributes``), so each concept has one record and one schema, and no route copies
+fields by hand.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from convrag.records import SourceOut
-from convrag.stores.database import TurnRecord
 
 MAX_MESSAGE_CHARS = 8000
+MAX_TITLE_CHARS = 200
+MAX_COMMENT_CHARS = 2000
+
+
+def _no_control_characters(value: str) -> str:
+    """``value`` if it has no control characters; Postgres cannot store NUL, and a
+    title is one line."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise ValueError("must not contain control characters (such as NUL or a newline)")
+    return value
+
+
+def _comment(value: str | None) -> str | None:
+    """A comment stripped, None when blank; refused with control characters other than
+    tabs and line breaks (Postgres cannot store NUL)."""
+    if value is None:
+        return None
+    if any((ord(c) < 0x20 and c not in "\t\n\r") or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise ValueError("must not contain control characters other than tabs and newlines")
+    return value.strip() or None
+
+
+class ErrorOut(BaseModel):
+    """A 4xx answer: ``detail`` says what is wrong and, where there is one, the fix."""
+
+    detail: str
+
+
+class FieldProblem(BaseModel):
+    field: str
+    """Where: ``query.cursor``, ``title``, ... (empty for a body that is not JSON)."""
+    message: str
+    type: str
+
+
+class ValidationErrorOut(BaseModel):
+    """A 422 answer: one readable line, then the problems field by field."""
+
+    detail: str
+    errors: list[FieldProblem] = Field(default_factory=list)
+
+
+def error_responses(
+    described: Mapping[int, str], *, plain_route: bool = False
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for a route's 4xx answers, each with its JSON body's schema.
+
+    FastAPI documents a response ``model`` under the route's own media type; a route
+    that answers ``text/plain`` (``plain_route``) still sends its errors as JSON, so
+    there the schemas are referenced under ``application/json`` instead (the JSON
+    routes register them as components).
+    """
+    out: dict[int | str, dict[str, Any]] = {}
+    for code, text in described.items():
+        model = ValidationErrorOut if code == 422 else ErrorOut
+        if plain_route:
+            ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+            out[code] = {"description": text, "content": {"application/json": {"schema": ref}}}
+        else:
+            out[code] = {"model": model, "description": text}
+    return out
 
 
 class RagOptions(BaseModel):
@@ -38,7 +104,72 @@ class ConversationOut(BaseModel):
     conversation_id: str
 
 
+class ConversationRename(BaseModel):
+    """The body of ``PATCH /v1/conversations/{id}``."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    title: Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_TITLE_CHARS),
+        AfterValidator(_no_control_characters),
+    ]
+    """The new name, 1 to 200 characters once surrounding spaces are stripped."""
+
+
+class ConversationSummary(BaseModel):
+    """A conversation as listed (from a :class:`~convrag.stores.database.ConversationRecord`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    title: str | None
+    """The name it was given, else its first question (at most 80 characters); null for
+    a conversation with neither."""
+    created_at: datetime
+    updated_at: datetime
+    """The last activity: creation or its latest turn."""
+    turn_count: int
+
+
+class ConversationPage(BaseModel):
+    """One page of conversations, most recently active first."""
+
+    conversations: list[ConversationSummary]
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next page; null on the last page."""
+
+
+class FeedbackIn(BaseModel):
+    """The body of ``POST /v1/messages/{id}/feedback``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["up", "down"]
+    comment: Annotated[
+        str | None,
+        Field(max_length=MAX_COMMENT_CHARS),
+        AfterValidator(_comment),
+    ] = None
+    """Optional free text, at most 2,000 characters; blank counts as none."""
+
+
+class FeedbackOut(BaseModel):
+    """A stored rating (from a :class:`~convrag.stores.database.FeedbackRecord`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    message_id: str
+    rating: Literal["up", "down"]
+    comment: str | None
+    created_at: datetime
+
+
 class TurnOut(BaseModel):
+    """A stored turn (from a :class:`~convrag.stores.database.TurnRecord`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: str
     turn_number: int
     question: str
@@ -47,25 +178,44 @@ class TurnOut(BaseModel):
     repetition_detected: bool
     web_search_triggered: bool
     created_at: datetime
-
-    @classmethod
-    def from_record(cls, t: TurnRecord) -> TurnOut:
-        """From a stored turn."""
-        return cls(
-            id=t.id,
-            turn_number=t.turn_number,
-            question=t.question,
-            answer=t.answer,
-            contextualized_query=t.contextualized_query,
-            repetition_detected=t.repetition_detected,
-            web_search_triggered=t.web_search_triggered,
-            created_at=t.created_at,
-        )
+    feedback: FeedbackOut | None = None
+    """The user's rating of this answer, if any."""
 
 
 class ConversationDetail(BaseModel):
     conversation_id: str
     turns: list[TurnOut]
+
+
+class CitedSourceOut(BaseModel):
+    """What a marker of an exported answer cites (a
+    :class:`~convrag.stores.database.CitedSource`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    marker: str
+    source_type: str
+    title: str | None
+    document_id: str | None
+    page: int | None
+    """The 1-based PDF page of the cited passage; null when its document has no pages."""
+    url: str | None
+    snippet: str
+
+
+class ExportedTurn(TurnOut):
+    """A turn in an export: the stored turn and what each of its markers cites."""
+
+    citations: list[CitedSourceOut] = Field(validation_alias="cited_sources")
+
+
+class ConversationExport(BaseModel):
+    """A whole conversation (a :class:`~convrag.stores.database.Transcript`)."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    conversation: ConversationSummary
+    turns: list[ExportedTurn]
 
 
 class CitationOut(BaseModel):
@@ -105,7 +255,9 @@ class AnswerOut(BaseModel):
 
 
 class DocumentOut(BaseModel):
-    id: str
+    """A document's row (of :meth:`Database.get_document` or :meth:`Database.list_documents`)."""
+
+    id: Annotated[str, BeforeValidator(str)]
     source: str
     title: str | None
     status: str
@@ -114,24 +266,24 @@ class DocumentOut(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> DocumentOut:
-        """From a row of :meth:`Database.get_document` or :meth:`Database.list_documents`."""
-        return cls(
-            id=str(row["id"]),
-            source=row["source"],
-            title=row["title"],
-            status=row["status"],
-            error=row["error"],
-            n_chunks=row["n_chunks"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
+
+class UploadOut(DocumentOut):
+    """The answer to an upload: the first document it created, as before, and all of
+    them in ``documents`` (a ``.jsonl`` file makes one per record)."""
+
+    documents: list[DocumentOut]
 
 
 class ChatMessage(BaseModel):
     role: Literal["system", "user", "assistant", "tool", "developer"]
     content: str | list[dict[str, Any]] | None = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+    """Send a last chunk with ``usage`` (and no choices) before ``[DONE]``, as OpenAI does."""
 
 
 class ChatCompletionIn(BaseModel):
@@ -140,7 +292,17 @@ class ChatCompletionIn(BaseModel):
     model: str = "convrag"
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
     workspace_rag: RagOptions | None = Field(default=None, alias="rag")
+
+
+class UsageOut(BaseModel):
+    """Tokens the turn's LLM calls reported (rewrite, answer, regenerations), summed; 0
+    when no LLM ran or it reported none."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
 
 
 class HealthOut(BaseModel):

@@ -116,6 +116,16 @@ MIGRATIONS: list[str] = [
     # The PDF page a citation points at (chunks keep theirs in metadata->'page'): stored
     # with the citation, it stays right after the document is re-ingested or deleted.
     """ALTER TABLE message_citations ADD COLUMN page INTEGER""",
+    # A name the user gave the conversation; NULL lists it under its first question.
+    """ALTER TABLE conversations ADD COLUMN title TEXT""",
+    # One rating per answer: a new one replaces the old (the primary key is the turn).
+    """CREATE TABLE message_feedback (
+        message_id UUID PRIMARY KEY REFERENCES conversation_turns(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        rating TEXT NOT NULL CHECK (rating IN ('up', 'down')),
+        comment TEXT,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
 ]
 
 
@@ -128,6 +138,69 @@ _TURN_COLUMNS = """SELECT id::text AS id, turn_number, question, answer, context
 def hash_key(key: str) -> str:
     """API keys are stored as their SHA-256: a leaked table does not leak keys."""
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+TITLE_CHARS = 80
+"""The longest title a conversation gets from its first question."""
+
+FINGERPRINT_CHARS = 12
+"""Hex digits of a key's SHA-256 shown to identify it (48 bits: enough to tell keys apart,
+nothing towards the key)."""
+
+
+def title_from_question(question: str | None) -> str | None:
+    """A conversation's default title: its first question on one line, cut at a word
+    boundary to at most :data:`TITLE_CHARS` characters (with an ellipsis when cut)."""
+    text = " ".join((question or "").split())
+    if not text:
+        return None
+    if len(text) <= TITLE_CHARS:
+        return text
+    cut = text[: TITLE_CHARS - 1]
+    space = cut.rfind(" ")
+    if space >= TITLE_CHARS // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "\u2026"
+
+
+def join_chunks(texts: Sequence[str]) -> str:
+    """A document's text from its chunks in order, each overlap given once.
+
+    The chunker starts a chunk with the last whole sentences of the one before (see
+    :class:`convrag.documents.chunking.Chunker`), so joining chunks as they are repeats
+    those sentences. Where a chunk begins with the end of the previous one, that part is
+    dropped; chunks that share nothing (a new PDF page, a paragraph break) are separated
+    by a blank line. Two chunks that happen to end and begin with the same sentence are
+    read as overlapping too: the text is the stored chunks', not the original file.
+    """
+    parts: list[str] = []
+    previous = ""
+    for text in texts:
+        if not parts:
+            parts.append(text)
+        else:
+            shared = _overlap(previous, text)
+            parts.append(text[shared:] if shared else "\n\n" + text)
+        previous = text
+    return "".join(parts)
+
+
+def _overlap(a: str, b: str) -> int:
+    """The length of the longest end of ``a`` that ``b`` begins with, both ends falling
+    on whitespace boundaries (the chunker overlaps whole sentences only); 0 if none."""
+    if not a or not b:
+        return 0
+    i = a.find(b[0], max(0, len(a) - len(b)))
+    while i != -1:
+        shared = len(a) - i
+        if (
+            (i == 0 or a[i - 1].isspace())
+            and (shared == len(b) or b[shared].isspace())
+            and b.startswith(a[i:])
+        ):
+            return shared
+        i = a.find(b[0], i + 1)
+    return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +235,41 @@ class DocumentWrite:
     chunk_metadata: Sequence[dict[str, Any]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FeedbackRecord:
+    """A user's rating of one answer (a turn); a turn has at most one."""
+
+    message_id: str
+    rating: Literal["up", "down"]
+    comment: str | None
+    created_at: datetime
+    """When this rating was given (a new rating replaces the old one and its time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSource:
+    """What one ``[n]`` marker of a stored answer cites, as an export lists it.
+
+    ``title`` is the source's title when the answer was given (it survives the document's
+    deletion), else its document's current title.
+    """
+
+    marker: str
+    source_type: str
+    title: str | None
+    document_id: str | None
+    page: int | None
+    url: str | None
+    snippet: str
+
+
 @dataclass(slots=True)
 class TurnRecord:
-    """One persisted question/answer turn of a conversation."""
+    """One persisted question/answer turn of a conversation.
+
+    ``feedback`` and ``cited_sources`` are filled only by :meth:`Database.turn_details`;
+    the graph's reads leave them empty.
+    """
 
     id: str
     turn_number: int
@@ -177,6 +282,51 @@ class TurnRecord:
     repetition_detected: bool
     metadata: dict[str, Any]
     created_at: datetime
+    feedback: FeedbackRecord | None = None
+    cited_sources: list[CitedSource] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """A conversation as listed: its title, times and number of turns."""
+
+    id: str
+    title: str | None
+    """The name it was given, else :func:`title_from_question` of its first question;
+    None for a conversation that has neither."""
+    created_at: datetime
+    updated_at: datetime
+    """Its last activity: creation or its latest turn (a rename does not count)."""
+    turn_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A whole conversation: its summary and every turn, with citations and feedback."""
+
+    conversation: ConversationRecord
+    turns: list[TurnRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    """An API key as it may be shown: never the key, only what identifies it."""
+
+    id: str
+    prefix: str
+    """The key's first 8 characters (``crk_`` and 4 more), stored for recognising it."""
+    fingerprint: str
+    """The first :data:`FINGERPRINT_CHARS` hex digits of the key's SHA-256."""
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+#: A keyset position in a list: the sort time and the id of the last row seen.
+After = tuple[datetime, str]
 
 
 @dataclass(slots=True)
@@ -332,6 +482,20 @@ class Database:
             )
             return cur.rowcount > 0
 
+    async def list_api_keys(self, workspace_id: str) -> list[ApiKeyRecord]:
+        """The workspace's keys, oldest first, revoked ones included; never the keys
+        themselves (only their hashes are stored)."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT id::text AS id, prefix,
+                              left(key_hash, %s) AS fingerprint, created_at, revoked_at
+                       FROM api_keys WHERE workspace_id = %s ORDER BY created_at, id""",
+                    (FINGERPRINT_CHARS, workspace_id),
+                )
+            ).fetchall()
+        return [ApiKeyRecord(**r) for r in rows]
+
     async def workspace_for_key(self, key: str) -> str | None:
         async with self.pool.connection() as conn:
             row = await (
@@ -364,14 +528,63 @@ class Database:
                 )
             ).fetchone()
 
-    async def list_documents(self, workspace_id: str) -> list[dict[str, Any]]:
+    async def list_documents(
+        self, workspace_id: str, *, limit: int | None = None, after: After | None = None
+    ) -> list[dict[str, Any]]:
+        """The workspace's documents, oldest first: all of them, or with ``limit`` at most
+        that many, starting after the ``(created_at, id)`` position ``after``."""
+        where = "workspace_id = %s"
+        params: list[object] = [workspace_id]
+        if after is not None:
+            where += " AND (created_at, id) > (%s, %s::uuid)"
+            params += [after[0], after[1]]
+        query = f"SELECT * FROM documents WHERE {where} ORDER BY created_at, id"
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
         async with self.pool.connection() as conn:
-            return await (
+            return await (await conn.execute(query, params)).fetchall()
+
+    async def get_documents(
+        self, workspace_id: str, document_ids: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The rows of ``document_ids`` in the workspace, in the order asked (unknown ids
+        and other workspaces' are left out)."""
+        ids = [d for d in document_ids if is_uuid(d)]
+        if not ids:
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
                 await conn.execute(
-                    "SELECT * FROM documents WHERE workspace_id = %s ORDER BY created_at",
-                    (workspace_id,),
+                    "SELECT * FROM documents WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
+                    (workspace_id, ids),
                 )
             ).fetchall()
+        by_id = {str(r["id"]): r for r in rows}
+        return [by_id[d.lower()] for d in dict.fromkeys(ids) if d.lower() in by_id]
+
+    async def document_text(self, workspace_id: str, document_id: str) -> str | None:
+        """The document's text rebuilt from its chunks (see :func:`join_chunks`); None
+        when it is not a document of this workspace. Documents keep no other copy."""
+        if not is_uuid(document_id):
+            return None
+        async with self.pool.connection() as conn:
+            owner = await (
+                await conn.execute(
+                    "SELECT 1 FROM documents WHERE workspace_id = %s AND id = %s",
+                    (workspace_id, document_id),
+                )
+            ).fetchone()
+            if owner is None:
+                return None
+            rows = await (
+                await conn.execute(
+                    "SELECT text FROM chunks WHERE workspace_id = %s AND document_id = %s "
+                    "ORDER BY position",
+                    (workspace_id, document_id),
+                )
+            ).fetchall()
+        return join_chunks([r["text"] for r in rows])
 
     async def upsert_document_status(
         self,
@@ -558,6 +771,66 @@ class Database:
             )
         return cid
 
+    async def list_conversations(
+        self, workspace_id: str, *, limit: int, after: After | None = None
+    ) -> list[ConversationRecord]:
+        """The workspace's conversations, most recently active first: at most ``limit``,
+        starting after the ``(updated_at, id)`` position ``after``."""
+        where = "c.workspace_id = %s"
+        params: list[object] = [workspace_id]
+        if after is not None:
+            where += " AND (c.last_activity_at, c.id) < (%s, %s::uuid)"
+            params += [after[0], after[1]]
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    f"""{_CONVERSATION_COLUMNS} WHERE {where}
+                        ORDER BY c.last_activity_at DESC, c.id DESC LIMIT %s""",
+                    [*params, limit],
+                )
+            ).fetchall()
+        return [_conversation(r) for r in rows]
+
+    async def get_conversation(
+        self, workspace_id: str, conversation_id: str
+    ) -> ConversationRecord | None:
+        """One conversation as listed; None when it is not this workspace's."""
+        if not is_uuid(conversation_id):
+            return None
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    f"{_CONVERSATION_COLUMNS} WHERE c.workspace_id = %s AND c.id = %s",
+                    (workspace_id, conversation_id),
+                )
+            ).fetchone()
+        return None if row is None else _conversation(row)
+
+    async def rename_conversation(
+        self, workspace_id: str, conversation_id: str, title: str
+    ) -> ConversationRecord | None:
+        """Give the conversation ``title``; None when it is not this workspace's. Its
+        last activity (``updated_at``) stays: a rename does not move it up the list."""
+        if not is_uuid(conversation_id):
+            return None
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE conversations SET title = %s WHERE workspace_id = %s AND id = %s",
+                (title, workspace_id, conversation_id),
+            )
+            if cur.rowcount == 0:
+                return None
+        return await self.get_conversation(workspace_id, conversation_id)
+
+    async def transcript(self, workspace_id: str, conversation_id: str) -> Transcript | None:
+        """The whole conversation, every turn with its cited sources and feedback; None
+        when it is not this workspace's."""
+        conversation = await self.get_conversation(workspace_id, conversation_id)
+        if conversation is None:
+            return None
+        turns = await self.turn_details(workspace_id, conversation_id, cited_sources=True)
+        return Transcript(conversation, turns)
+
     async def conversation_exists(self, workspace_id: str, conversation_id: str) -> bool:
         async with self.pool.connection() as conn:
             return await _owns(conn, "conversations", workspace_id, conversation_id)
@@ -629,6 +902,59 @@ class Database:
 
     async def all_turns(self, workspace_id: str, conversation_id: str) -> list[TurnRecord]:
         return await self.recent_turns(workspace_id, conversation_id, limit=1_000_000)
+
+    async def turn_details(
+        self, workspace_id: str, conversation_id: str, *, cited_sources: bool = False
+    ) -> list[TurnRecord]:
+        """Every turn, oldest first, with its feedback and, with ``cited_sources``, what
+        each distinct marker of its answer cites (in order of first appearance)."""
+        if not is_uuid(conversation_id):
+            return []
+        async with self.pool.connection() as conn:
+            turns = await _last_turns(conn, workspace_id, conversation_id, 1_000_000)
+            by_id = {t.id: t for t in turns}
+            feedback = await (
+                await conn.execute(
+                    """SELECT f.message_id::text AS message_id, f.rating, f.comment, f.created_at
+                       FROM message_feedback f
+                       JOIN conversation_turns t ON t.id = f.message_id
+                       WHERE f.workspace_id = %s AND t.conversation_id = %s""",
+                    (workspace_id, conversation_id),
+                )
+            ).fetchall()
+            for r in feedback:
+                # .get: a turn written after the first read is not in this answer.
+                if (turn := by_id.get(r["message_id"])) is not None:
+                    turn.feedback = FeedbackRecord(**r)
+            if cited_sources:
+                rows = await (
+                    await conn.execute(
+                        """SELECT DISTINCT ON (mc.message_id, mc.citation_marker)
+                                  mc.message_id::text AS message_id,
+                                  mc.position_in_response AS position,
+                                  mc.citation_marker AS marker, mc.source_type,
+                                  coalesce(t.sources
+                                      -> (substring(mc.citation_marker from '[0-9]+')::int - 1)
+                                      ->> 'title', d.title) AS title,
+                                  mc.document_id::text AS document_id, mc.page,
+                                  mc.source_url AS url,
+                                  coalesce(mc.content_snippet, '') AS snippet
+                           FROM message_citations mc
+                           JOIN conversation_turns t ON t.id = mc.message_id
+                           LEFT JOIN documents d
+                             ON d.id = mc.document_id AND d.workspace_id = mc.workspace_id
+                           WHERE mc.workspace_id = %s AND t.conversation_id = %s
+                           ORDER BY mc.message_id, mc.citation_marker,
+                                    mc.position_in_response""",
+                        (workspace_id, conversation_id),
+                    )
+                ).fetchall()
+                for r in sorted(rows, key=lambda r: r["position"] or 0):
+                    turn = by_id.get(r.pop("message_id"))
+                    r.pop("position")
+                    if turn is not None:
+                        turn.cited_sources.append(CitedSource(**r))
+        return turns
 
     async def save_turn(self, turn: NewTurn) -> bool:
         """Write the turn and its citations in one transaction.
@@ -731,6 +1057,32 @@ class Database:
             ).fetchall()
             return [cast(Citation, dict(r)) for r in rows]
 
+    async def save_feedback(
+        self,
+        workspace_id: str,
+        message_id: str,
+        rating: Literal["up", "down"],
+        comment: str | None,
+    ) -> FeedbackRecord | None:
+        """Record the rating of an answer, replacing any earlier one; None when the
+        message (a turn) is not this workspace's."""
+        if not is_uuid(message_id):
+            return None
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    """INSERT INTO message_feedback (message_id, workspace_id, rating, comment)
+                       SELECT id, workspace_id, %s, %s FROM conversation_turns
+                       WHERE workspace_id = %s AND id = %s
+                       ON CONFLICT (message_id) DO UPDATE
+                       SET rating = EXCLUDED.rating, comment = EXCLUDED.comment,
+                           created_at = now()
+                       RETURNING message_id::text AS message_id, rating, comment, created_at""",
+                    (rating, comment, workspace_id, message_id),
+                )
+            ).fetchone()
+        return None if row is None else FeedbackRecord(**row)
+
     # -- operations ----------------------------------------------------------
 
     async def ping(self, *, timeout: float = 2.0) -> bool:
@@ -755,6 +1107,24 @@ async def _owns(
     query = f"SELECT 1 FROM {table} WHERE workspace_id = %s AND id = %s"  # table: a Literal
     row = await (await conn.execute(query, (workspace_id, row_id))).fetchone()
     return row is not None
+
+
+_CONVERSATION_COLUMNS = """SELECT c.id::text AS id, c.title,
+           c.started_at AS created_at, c.last_activity_at AS updated_at,
+           (SELECT count(*) FROM conversation_turns t
+            WHERE t.workspace_id = c.workspace_id AND t.conversation_id = c.id) AS turn_count,
+           (SELECT t.question FROM conversation_turns t
+            WHERE t.workspace_id = c.workspace_id AND t.conversation_id = c.id
+            ORDER BY t.turn_number LIMIT 1) AS first_question
+    FROM conversations c"""
+
+
+def _conversation(row: dict[str, Any]) -> ConversationRecord:
+    """A row of :data:`_CONVERSATION_COLUMNS` as a record: its own title, else its first
+    question's."""
+    first_question = row.pop("first_question")
+    row["title"] = row["title"] or title_from_question(first_question)
+    return ConversationRecord(**row)
 
 
 async def _last_turns(

@@ -1,23 +1,41 @@
-"""Conversation routes: create one, read its turns, delete it everywhere.
+"""Conversation routes: create, list, rename, read, export and delete conversations.
 
 Asking a question in a conversation is :mod:`convrag.api.routers.messages`.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Response, status
+from datetime import UTC
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.responses import JSONResponse
 
 from convrag.api.deps import (
     AssistantDep,
+    ConversationPageDep,
     OwnedConversation,
     RunnerDep,
     ServicesDep,
     WorkspaceDep,
 )
-from convrag.api.schemas import ConversationDetail, ConversationOut, TurnOut
+from convrag.api.errors import not_found
+from convrag.api.schemas import (
+    CitedSourceOut,
+    ConversationDetail,
+    ConversationExport,
+    ConversationOut,
+    ConversationPage,
+    ConversationRename,
+    ConversationSummary,
+    TurnOut,
+    error_responses,
+)
 from convrag.conversations import delete_conversation as delete_everywhere
 
 router = APIRouter(tags=["conversations"])
+
+_NOT_FOUND = "No such conversation in this workspace."
 
 
 @router.post("/v1/conversations", response_model=ConversationOut, status_code=201)
@@ -25,17 +43,161 @@ async def create_conversation(workspace: WorkspaceDep, services: ServicesDep) ->
     return ConversationOut(conversation_id=await services.db.create_conversation(workspace))
 
 
-@router.get("/v1/conversations/{conversation_id}", response_model=ConversationDetail)
-async def get_conversation(
-    conversation_id: OwnedConversation, workspace: WorkspaceDep, services: ServicesDep
-) -> ConversationDetail:
-    turns = await services.db.all_turns(workspace, conversation_id)
-    return ConversationDetail(
-        conversation_id=conversation_id, turns=[TurnOut.from_record(t) for t in turns]
+@router.get(
+    "/v1/conversations",
+    response_model=ConversationPage,
+    responses=error_responses({422: "`limit` out of 1..100, or a malformed `cursor`."}),
+)
+async def list_conversations(
+    workspace: WorkspaceDep, services: ServicesDep, page: ConversationPageDep
+) -> ConversationPage:
+    """The caller's conversations, most recently active first, a page at a time.
+
+    Each has a title (the name it was given, else its first question), its creation and
+    last-activity times and its number of turns. Pass ``next_cursor`` as ``cursor`` for
+    the next page; it is null on the last one. Pages are keyed by position, not by
+    offset, so a conversation created meanwhile does not shift the pages that follow.
+    """
+    rows = await services.db.list_conversations(workspace, limit=page.limit + 1, after=page.after)
+    kept, next_cursor = page.cut(rows, lambda c: (c.updated_at, c.id))
+    return ConversationPage(
+        conversations=[ConversationSummary.model_validate(c) for c in kept],
+        next_cursor=next_cursor,
     )
 
 
-@router.delete("/v1/conversations/{conversation_id}", status_code=204)
+@router.get(
+    "/v1/conversations/{conversation_id}",
+    response_model=ConversationDetail,
+    responses=error_responses({404: _NOT_FOUND}),
+)
+async def get_conversation(
+    conversation_id: OwnedConversation, workspace: WorkspaceDep, services: ServicesDep
+) -> ConversationDetail:
+    """The conversation's turns, oldest first, each with the user's rating if any."""
+    turns = await services.db.turn_details(workspace, conversation_id)
+    return ConversationDetail(
+        conversation_id=conversation_id, turns=[TurnOut.model_validate(t) for t in turns]
+    )
+
+
+@router.patch(
+    "/v1/conversations/{conversation_id}",
+    response_model=ConversationSummary,
+    responses=error_responses(
+        {404: _NOT_FOUND, 422: "`title` missing, blank, over 200 characters or not one line."}
+    ),
+)
+async def rename_conversation(
+    conversation_id: OwnedConversation,
+    body: ConversationRename,
+    workspace: WorkspaceDep,
+    services: ServicesDep,
+) -> ConversationSummary:
+    """Rename the conversation; it is then listed under ``title`` instead of its first
+    question. Its place in the list (last activity) does not change."""
+    renamed = await services.db.rename_conversation(workspace, conversation_id, body.title)
+    if renamed is None:  # deleted between the ownership check and the update
+        raise not_found("conversation", conversation_id)
+    return ConversationSummary.model_validate(renamed)
+
+
+ExportFormat = Literal["json", "md"]
+
+
+@router.get(
+    "/v1/conversations/{conversation_id}/export",
+    response_model=ConversationExport,
+    responses={
+        200: {
+            "content": {"text/markdown": {"schema": {"type": "string"}}},
+            "description": "The conversation as JSON (`format=json`, the default) or "
+            "Markdown (`format=md`).",
+        },
+        **error_responses({404: _NOT_FOUND, 422: "`format` is neither `json` nor `md`."}),
+    },
+)
+async def export_conversation(
+    conversation_id: OwnedConversation,
+    workspace: WorkspaceDep,
+    services: ServicesDep,
+    format: Annotated[
+        ExportFormat, Query(description="`json` (the default) or `md` (Markdown).")
+    ] = "json",
+) -> Response:
+    """The whole conversation to keep or share: every question and answer with what
+    each ``[n]`` cites (title, document id, PDF page, snippet). As Markdown, each
+    answer is followed by its citations as a numbered list. Sent as an attachment named
+    after the conversation."""
+    transcript = await services.db.transcript(workspace, conversation_id)
+    if transcript is None:  # deleted between the ownership check and the read
+        raise not_found("conversation", conversation_id)
+    export = ConversationExport.model_validate(transcript)
+    disposition = {
+        "Content-Disposition": f'attachment; filename="conversation-{conversation_id}.{format}"'
+    }
+    if format == "md":
+        return Response(
+            to_markdown(export), media_type="text/markdown; charset=utf-8", headers=disposition
+        )
+    return JSONResponse(export.model_dump(mode="json"), headers=disposition)
+
+
+def to_markdown(export: ConversationExport) -> str:
+    """The conversation as Markdown: a heading with its title, then each turn's question
+    and answer, its citations as a numbered list under the answer."""
+    c = export.conversation
+    started, active = (
+        t.astimezone(UTC).strftime("%Y-%m-%d %H:%M") for t in (c.created_at, c.updated_at)
+    )
+    lines = [
+        f"# {_one_line(c.title or 'Untitled conversation')}",
+        "",
+        f"Conversation `{c.id}`, started {started} UTC, last active {active} UTC, "
+        f"{c.turn_count} turn{'' if c.turn_count == 1 else 's'}.",
+    ]
+    for turn in export.turns:
+        lines += ["", f"## {turn.turn_number}. {_one_line(turn.question)}", ""]
+        lines += [turn.answer or "_(no answer)_"]
+        if turn.citations:
+            lines += ["", "**Sources**", ""]
+            lines += [f"{n}. {_citation(t)}" for n, t in enumerate(turn.citations, start=1)]
+        if turn.feedback is not None:
+            note = f": {_one_line(turn.feedback.comment)}" if turn.feedback.comment else ""
+            lines += ["", f"_Rated {turn.feedback.rating}{note}_"]
+    return "\n".join(lines) + "\n"
+
+
+def _citation(cited: CitedSourceOut) -> str:
+    """One entry of a Sources list: the marker, the title, where it is, and the snippet."""
+    where = []
+    if cited.page is not None:
+        where.append(f"page {cited.page}")
+    if cited.document_id:
+        where.append(f"document `{cited.document_id}`")
+    if cited.url:
+        where.append(f"<{cited.url}>")
+    title = _one_line(cited.title or cited.url or "untitled source")
+    snippet = _one_line(cited.snippet)
+    return (
+        f"{cited.marker} **{title}**"
+        + (f" ({', '.join(where)})" if where else "")
+        + (f": “{snippet}”" if snippet else "")
+    )
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its whitespace runs (line breaks included) as single spaces."""
+    return " ".join(text.split())
+
+
+@router.delete(
+    "/v1/conversations/{conversation_id}",
+    status_code=204,
+    responses=error_responses(
+        {404: _NOT_FOUND, 409: "The conversation is still answering a message."}
+    ),
+)
 async def delete_conversation(
     conversation_id: OwnedConversation,
     workspace: WorkspaceDep,
@@ -43,7 +205,7 @@ async def delete_conversation(
     runner: RunnerDep,
 ) -> Response:
     """Delete the conversation, its turns, citations, checkpoints and memory vectors."""
-    if conversation_id in runner.active:
+    if f"{workspace}/{conversation_id}" in runner.active:  # TurnRunner's key
         raise HTTPException(
             status.HTTP_409_CONFLICT,
             "the conversation is answering a message; retry when it is done",

@@ -1,4 +1,5 @@
-"""Document routes: upload (ingested in the background), list, read status, delete.
+"""Document routes: upload (ingested in the background), list, read status and text,
+delete.
 
 Ingestion and deletion are :mod:`convrag.ingest`'s; these routes check the upload's
 name, format and size, and map ingestion errors to 4xx answers.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, File, HTTPException, Response, UploadFile, status
+from fastapi import APIRouter, File, HTTPException, Query, Request, Response, UploadFile, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse
 
-from convrag.api.deps import DocumentId, ServicesDep, SettingsDep, WorkspaceDep
+from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
-from convrag.api.schemas import DocumentOut
+from convrag.api.metrics import HTTP_ERRORS
+from convrag.api.schemas import DocumentOut, UploadOut, error_responses
 from convrag.documents import SUPPORTED, IngestError
 from convrag.ingest import accept_upload, delete_document
 
@@ -20,6 +24,9 @@ router = APIRouter(tags=["documents"])
 
 #: The longest file name most file systems store (ext4, APFS, NTFS: 255 bytes or units).
 MAX_FILENAME_BYTES = 255
+
+#: The most characters one ``GET /v1/documents/{id}/text`` may ask for with ``limit``.
+MAX_TEXT_CHARS = 10_000_000
 
 
 def upload_name(filename: str | None) -> str:
@@ -57,14 +64,33 @@ def upload_name(filename: str | None) -> str:
     return name
 
 
-@router.post("/v1/documents", response_model=DocumentOut, status_code=202)
+_NOT_FOUND = "No such document in this workspace."
+
+
+@router.post(
+    "/v1/documents",
+    response_model=UploadOut,
+    status_code=202,
+    responses=error_responses(
+        {
+            413: "The file is over `MAX_FILE_BYTES`.",
+            415: "The file name's format is not one of the supported ones.",
+            422: "A bad file name, an empty or unreadable file, or a `.jsonl.gz` over "
+            "`MAX_DECOMPRESSED_BYTES`.",
+        }
+    ),
+)
 async def upload_document(
     workspace: WorkspaceDep,
     services: ServicesDep,
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="A .txt, .md, .html, .pdf, .docx or .jsonl file")],
-) -> DocumentOut:
+) -> UploadOut:
     """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`).
+
+    The answer describes the file's first document and lists every document it holds in
+    ``documents``: a ``.jsonl`` or ``.jsonl.gz`` file makes one per record, all
+    ``processing`` until the ingest ends.
 
     The format is the file name's: its content type is not checked (clients send Word
     documents as ``application/vnd.openxmlformats-officedocument.wordprocessingml.document``
@@ -86,30 +112,148 @@ async def upload_document(
             f"file: over the {settings.max_file_bytes} byte limit (the server's MAX_FILE_BYTES)",
         )
     try:
-        document_id = await accept_upload(services, workspace, name, data)
+        document_ids = await accept_upload(services, workspace, name, data)
     except IngestError as exc:
         raise HTTPException(422, f"file: {exc}") from exc
-    row = await services.db.get_document(workspace, document_id)
-    assert row is not None
-    return DocumentOut.from_row(row)
+    rows = await services.db.get_documents(workspace, document_ids)
+    assert rows, "accept_upload records every document before it returns"
+    return UploadOut.model_validate({**rows[0], "documents": rows})
 
 
-@router.get("/v1/documents", response_model=list[DocumentOut])
-async def list_documents(workspace: WorkspaceDep, services: ServicesDep) -> list[DocumentOut]:
-    return [DocumentOut.from_row(r) for r in await services.db.list_documents(workspace)]
+@router.get(
+    "/v1/documents",
+    response_model=list[DocumentOut],
+    responses={
+        200: {
+            "description": "One page of documents, oldest first. When more follow, the "
+            '`Link` header (`<url>; rel="next"`) gives the next page\'s URL and '
+            "`X-Next-Cursor` its cursor.",
+            "headers": {
+                "Link": {
+                    "description": '`<url>; rel="next"` of the next page, if any.',
+                    "schema": {"type": "string"},
+                },
+                "X-Next-Cursor": {
+                    "description": "The `cursor` of the next page, if any.",
+                    "schema": {"type": "string"},
+                },
+            },
+        },
+        **error_responses({422: "`limit` out of 1..100, or a malformed `cursor`."}),
+    },
+)
+async def list_documents(
+    request: Request,
+    response: Response,
+    workspace: WorkspaceDep,
+    services: ServicesDep,
+    page: DocumentPageDep,
+) -> list[DocumentOut]:
+    """The workspace's documents, oldest first, a page at a time (``limit``, default 20).
+
+    The body stays a plain list; the next page is in the ``Link`` and ``X-Next-Cursor``
+    headers, which are absent on the last page.
+    """
+    rows = await services.db.list_documents(workspace, limit=page.limit + 1, after=page.after)
+    kept, next_cursor = page.cut(rows, lambda r: (r["created_at"], str(r["id"])))
+    if next_cursor is not None:
+        url = request.url.include_query_params(limit=page.limit, cursor=next_cursor)
+        response.headers["Link"] = f'<{url}>; rel="next"'
+        response.headers["X-Next-Cursor"] = next_cursor
+    return [DocumentOut.model_validate(r) for r in kept]
 
 
-@router.get("/v1/documents/{document_id}", response_model=DocumentOut)
+@router.get(
+    "/v1/documents/{document_id}",
+    response_model=DocumentOut,
+    responses=error_responses({404: _NOT_FOUND}),
+)
 async def get_document(
     document_id: DocumentId, workspace: WorkspaceDep, services: ServicesDep
 ) -> DocumentOut:
+    """The document's row: its ingest ``status`` (``processing``, ``ready`` or
+    ``failed`` with ``error``) and number of chunks."""
     row = await services.db.get_document(workspace, document_id)
     if row is None:
         raise not_found("document", document_id)
-    return DocumentOut.from_row(row)
+    return DocumentOut.model_validate(row)
 
 
-@router.delete("/v1/documents/{document_id}", status_code=204)
+@router.get(
+    "/v1/documents/{document_id}/text",
+    response_class=PlainTextResponse,
+    responses={
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "description": "The text, or the part of it that `offset` and `limit` ask for. "
+            "`X-Total-Chars` gives the whole text's length; `X-Next-Offset` the offset of "
+            "the rest, when some is left.",
+        },
+        **error_responses(
+            {
+                404: _NOT_FOUND,
+                409: "The document is still processing, or its ingest failed.",
+                422: "`offset` is negative or past the end of the text, or `limit` is "
+                "out of range.",
+            },
+            plain_route=True,
+        ),
+    },
+)
+async def document_text(
+    document_id: DocumentId,
+    workspace: WorkspaceDep,
+    services: ServicesDep,
+    offset: Annotated[int, Query(ge=0, description="The first character to send.")] = 0,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_TEXT_CHARS, description="At most this many characters."),
+    ] = None,
+) -> PlainTextResponse:
+    """The document's extracted text, as indexed: its chunks in order with their overlaps
+    given once (documents keep no other copy of their text).
+
+    ``offset`` and ``limit`` count characters (Unicode code points), for reading a large
+    document a part at a time.
+    """
+    row = await services.db.get_document(workspace, document_id)
+    if row is None:
+        raise not_found("document", document_id)
+    if row["status"] != "ready":
+        HTTP_ERRORS.labels("409").inc()
+        why = f": {row['error']}" if row["status"] == "failed" and row["error"] else ""
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"document {document_id} is {row['status']}{why}; its text is readable once "
+            "its status is ready",
+        )
+    text = await services.db.document_text(workspace, document_id)
+    if text is None:  # deleted between the two reads
+        raise not_found("document", document_id)
+    if offset > len(text):
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("query", "offset"),
+                    "msg": f"{offset} is past the end of the text ({len(text)} characters); "
+                    f"use 0 to {len(text)}",
+                    "input": offset,
+                }
+            ]
+        )
+    end = len(text) if limit is None else min(len(text), offset + limit)
+    headers = {"X-Total-Chars": str(len(text))}
+    if end < len(text):
+        headers["X-Next-Offset"] = str(end)
+    return PlainTextResponse(text[offset:end], headers=headers)
+
+
+@router.delete(
+    "/v1/documents/{document_id}",
+    status_code=204,
+    responses=error_responses({404: _NOT_FOUND}),
+)
 async def remove_document(
     document_id: DocumentId, workspace: WorkspaceDep, services: ServicesDep
 ) -> Response:

@@ -1,4 +1,5 @@
-"""Message routes: ask a question in a conversation, read an answer's stored citations.
+"""Message routes: ask a question in a conversation, read an answer's stored citations,
+rate an answer.
 
 The answer streams as typed server-sent events (see :mod:`convrag.api.turns`), or comes
 whole as JSON for a client that accepts only ``application/json``. A stream that has had
@@ -25,8 +26,8 @@ from convrag.api.deps import (
     WorkspaceDep,
 )
 from convrag.api.errors import not_found
-from convrag.api.metrics import HTTP_ERRORS
-from convrag.api.schemas import CitationOut, MessageIn
+from convrag.api.metrics import FEEDBACK, HTTP_ERRORS
+from convrag.api.schemas import CitationOut, FeedbackIn, FeedbackOut, MessageIn, error_responses
 from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
@@ -126,7 +127,11 @@ async def post_message(
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.get("/v1/messages/{message_id}/sources", response_model=list[CitationOut])
+@router.get(
+    "/v1/messages/{message_id}/sources",
+    response_model=list[CitationOut],
+    responses=error_responses({404: "No such message (turn) in this workspace."}),
+)
 async def message_sources(
     message_id: MessageId, workspace: WorkspaceDep, services: ServicesDep
 ) -> list[CitationOut]:
@@ -135,3 +140,26 @@ async def message_sources(
     if rows is None:
         raise not_found("message", message_id)
     return [CitationOut.model_validate(r) for r in rows]
+
+
+@router.post(
+    "/v1/messages/{message_id}/feedback",
+    response_model=FeedbackOut,
+    responses=error_responses(
+        {
+            404: "No such message (turn) in this workspace.",
+            422: "`rating` is not `up` or `down`, or `comment` is over 2,000 characters.",
+        }
+    ),
+)
+async def rate_message(
+    message_id: MessageId, body: FeedbackIn, workspace: WorkspaceDep, services: ServicesDep
+) -> FeedbackOut:
+    """Rate an answer (a turn id from the `done` event) up or down, with an optional
+    comment. A turn keeps one rating: a new one replaces the old. Ratings are shown with
+    the turns of `GET /v1/conversations/{id}` and counted in `convrag_feedback_total`."""
+    stored = await services.db.save_feedback(workspace, message_id, body.rating, body.comment)
+    if stored is None:
+        raise not_found("message", message_id)
+    FEEDBACK.labels(stored.rating).inc()
+    return FeedbackOut.model_validate(stored)

@@ -5,6 +5,12 @@ conversation whose history comes from its ``messages``, not from stored turns. R
 carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
 chunks follow OpenAI's format, ending with ``data: [DONE]``.
 
+``usage`` counts the tokens that the turn's LLM calls reported (LangChain's
+``usage_metadata`` of each reply: the rewrite, the answer and any regeneration, summed),
+and is 0 when no LLM ran or none reported usage. Streamed, it comes in a last chunk with
+no choices when the request asks for it with ``stream_options: {"include_usage": true}``,
+as OpenAI does.
+
 Streaming and discarded drafts: a turn may drop the text it streamed (``reset``: the LLM
 failed mid-answer; ``repetition``: the answer is regenerated), and an OpenAI chunk
 cannot take text back. Tokens are forwarded as they come, with no delay; when the turn
@@ -27,13 +33,16 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from langchain_core.callbacks import UsageMetadataCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
 
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
-from convrag.api.schemas import MAX_MESSAGE_CHARS, ChatCompletionIn, RagOptions
+from convrag.api.schemas import MAX_MESSAGE_CHARS, ChatCompletionIn, RagOptions, UsageOut
 from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
@@ -50,6 +59,25 @@ router = APIRouter(tags=["openai"])
 
 MODEL_ID = "convrag"
 """The one model this endpoint serves: the workspace's conversational RAG."""
+
+_TURN_USAGE: ContextVar[UsageMetadataCallbackHandler | None] = ContextVar(
+    "convrag_turn_usage", default=None
+)
+"""The usage counter of the turn being started. LangChain adds the handler in this
+variable to every chat model call made in its context; a turn's task copies the context
+it was created in, so each turn counts its own calls and no other's. Registered once
+(``get_usage_metadata_callback`` registers a new hook on every use)."""
+register_configure_hook(_TURN_USAGE, inheritable=True)
+
+
+def usage_of(counter: UsageMetadataCallbackHandler) -> UsageOut:
+    """The OpenAI ``usage`` of a turn: its LLM calls' reported tokens, over all models."""
+    reports = list(counter.usage_metadata.values())
+    return UsageOut(
+        prompt_tokens=sum(u.get("input_tokens", 0) for u in reports),
+        completion_tokens=sum(u.get("output_tokens", 0) for u in reports),
+        total_tokens=sum(u.get("total_tokens", 0) for u in reports),
+    )
 
 
 @router.get("/v1/models")
@@ -85,11 +113,13 @@ async def chat_completions(
     conversation_id = await services.db.create_conversation(workspace)
     payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
     rag = body.workspace_rag or RagOptions()
-    queue, task = runner.start(
-        conversation_id,
-        payload,
-        turn_context(workspace, rag, web_available=runner.assistant.services.web is not None),
-    )
+    context = turn_context(workspace, rag, web_available=runner.assistant.services.web is not None)
+    counter = UsageMetadataCallbackHandler()
+    token = _TURN_USAGE.set(counter)
+    try:  # the turn's task is created here, in a context that holds its counter
+        queue, task = runner.start(conversation_id, payload, context)
+    finally:
+        _TURN_USAGE.reset(token)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
@@ -109,7 +139,7 @@ async def chat_completions(
                         "message": {"role": "assistant", "content": answer.answer},
                     }
                 ],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "usage": usage_of(counter).model_dump(),
                 "citations": [c.model_dump() for c in answer.citations],
                 "no_answer": answer.no_answer,
                 "sources": answer.sources,
@@ -156,6 +186,16 @@ async def chat_completions(
                 )
             elif name == "error":
                 yield f"data: {json.dumps({'error': data})}\n\n"
+        if body.stream_options is not None and body.stream_options.include_usage:
+            last = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.model,
+                "choices": [],
+                "usage": usage_of(counter).model_dump(),
+            }
+            yield f"data: {json.dumps(last)}\n\n"
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
