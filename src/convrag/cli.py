@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from convrag.config import Settings, get_settings
+
+if TYPE_CHECKING:
+    from convrag.services import Services
 
 app = typer.Typer(
     help="convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus).",
@@ -101,6 +104,34 @@ def _run(make: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(make())  # type: ignore[arg-type]
     except ValueError as exc:  # our validation errors: clear message, exit 2
         raise fail(exc) from exc
+
+
+Step = Callable[[str, int, int], None]
+
+
+def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    """Run an evaluation on freshly opened services, with one progress bar per stage."""
+    from convrag.services import open_services
+
+    async def go() -> dict[str, Any]:
+        async with open_services() as services:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+            ) as bar:
+                tasks: dict[str, Any] = {}
+
+                def step(name: str, done: int, total: int) -> None:
+                    if name not in tasks:
+                        tasks[name] = bar.add_task(name, total=total)
+                    bar.update(tasks[name], completed=done)
+
+                return await run(services, step)
+
+    return _run(go)
 
 
 @app.command()
@@ -277,29 +308,12 @@ def eval_mtrag(
     """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
     from convrag.evaluation.mtrag import evaluate_mtrag
     from convrag.evaluation.report import retrieval_table, write_json
-    from convrag.services import open_services
 
-    async def go() -> dict[str, Any]:
-        async with open_services() as services:
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err,
-            ) as bar:
-                tasks: dict[str, Any] = {}
-
-                def step(name: str, done: int, total: int) -> None:
-                    if name not in tasks:
-                        tasks[name] = bar.add_task(name, total=total)
-                    bar.update(tasks[name], completed=done)
-
-                return await evaluate_mtrag(
-                    services, data, domain, strategies=strategy, limit=limit, progress=step
-                )
-
-    report = _run(go)
+    report = _evaluate(
+        lambda services, step: evaluate_mtrag(
+            services, data, domain, strategies=strategy, limit=limit, progress=step
+        )
+    )
     write_json(report, out_file)
     for split in ("all", "followup", "standalone"):
         out.print(retrieval_table(report, split) + "\n")
@@ -340,35 +354,18 @@ def eval_answers(
     """Answer quality on MTRAG: abstention, ROUGE-L and citations, with two baselines."""
     from convrag.evaluation.answers import evaluate_answers
     from convrag.evaluation.report import answers_table, write_json
-    from convrag.services import open_services
 
-    async def go() -> dict[str, Any]:
-        async with open_services() as services:
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err,
-            ) as bar:
-                tasks: dict[str, Any] = {}
-
-                def step(name: str, done: int, total: int) -> None:
-                    if name not in tasks:
-                        tasks[name] = bar.add_task(name, total=total)
-                    bar.update(tasks[name], completed=done)
-
-                return await evaluate_answers(
-                    services,
-                    data,
-                    domain,
-                    llm=llm,
-                    offtopic_domain=offtopic_domain,
-                    limit=limit,
-                    progress=step,
-                )
-
-    report = _run(go)
+    report = _evaluate(
+        lambda services, step: evaluate_answers(
+            services,
+            data,
+            domain,
+            llm=llm,
+            offtopic_domain=offtopic_domain,
+            limit=limit,
+            progress=step,
+        )
+    )
     write_json(report, out_file)
     out.print(answers_table(report))
 

@@ -33,7 +33,13 @@ from convrag.answering import sentences
 from convrag.citations import strip_markers
 from convrag.context import DEFAULT_RELEVANCE_FLOOR
 from convrag.evaluation.metrics import recall_at, token_f1
-from convrag.evaluation.mtrag import MtragEvaluation, MtragTurn, load_corpus, load_domain
+from convrag.evaluation.mtrag import (
+    MtragEvaluation,
+    MtragTurn,
+    domain_path,
+    load_corpus,
+    load_domain,
+)
 from convrag.services import Services
 
 SYSTEMS = ("convrag", "top1_sentence", "oracle_sentence")
@@ -193,13 +199,7 @@ async def evaluate_answers(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Score convrag's answers and the two baselines; returns the documented JSON shape."""
-    path = data / domain if (data / domain).is_dir() else data
-    for name in ("turns.jsonl", "qrels.tsv", "corpus.jsonl.gz"):
-        if not (path / name).exists():
-            raise ValueError(
-                f"{path / name} not found: --data must hold <domain>/{name} "
-                "(the MTRAG layout of ../shared/bench/mtrag)"
-            )
+    path = domain_path(data, domain)
     model = services.settings.effective_llm_model if llm else None
     if llm and model is None:
         raise ValueError(

@@ -62,6 +62,19 @@ class MtragTurn:
     """ANSWERABLE, UNANSWERABLE, PARTIAL or CONVERSATIONAL (the dataset's label)."""
 
 
+def domain_path(data: Path, domain: str) -> Path:
+    """The folder of ``domain`` under ``data`` (or ``data`` itself), checked to hold the
+    MTRAG files; ValueError names the missing one."""
+    path = data / domain if (data / domain).is_dir() else data
+    for name in ("turns.jsonl", "qrels.tsv", "corpus.jsonl.gz"):
+        if not (path / name).exists():
+            raise ValueError(
+                f"{path / name} not found: --data must hold <domain>/{name} "
+                "(the MTRAG layout of ../shared/bench/mtrag)"
+            )
+    return path
+
+
 def load_domain(
     path: Path, *, judged_only: bool = True
 ) -> tuple[list[MtragTurn], dict[str, dict[str, int]]]:
@@ -266,13 +279,7 @@ async def evaluate_mtrag(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Score every strategy; returns the documented JSON shape."""
-    path = data / domain if (data / domain).is_dir() else data
-    for name in ("turns.jsonl", "qrels.tsv", "corpus.jsonl.gz"):
-        if not (path / name).exists():
-            raise ValueError(
-                f"{path / name} not found: --data must hold <domain>/{name} "
-                "(the MTRAG layout of ../shared/bench/mtrag)"
-            )
+    path = domain_path(data, domain)
     turns, qrels = load_domain(path)
     if limit:
         turns = turns[:limit]
