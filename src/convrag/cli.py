@@ -373,14 +373,19 @@ def eval_answers(
 @eval_app.command("rewrite")
 def eval_rewrite(
     data: Annotated[
-        Path, typer.Option(help="CANARD jsonl, e.g. ../shared/bench/canard/dev_half.jsonl")
+        Path,
+        typer.Option(
+            help="CANARD jsonl (../shared/bench/canard/dev_half.jsonl) or an MTRAG "
+            "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl)."
+        ),
     ],
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write the JSON report here.")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
 ) -> None:
-    """Rewrite quality on CANARD: BLEU and token F1 against the human rewrites."""
+    """Rewrite quality: BLEU and token F1 of the rules rewrite against CANARD's human
+    rewrites or MTRAG's rewrite_llm."""
     from convrag.evaluation.canard import evaluate_rewrite
     from convrag.evaluation.report import rewrite_table, write_json
 

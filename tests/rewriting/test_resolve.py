@@ -165,8 +165,8 @@ def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> 
 )
 def test_a_demonym_is_never_the_person_he_points_to(history: list[Turn]) -> None:
     """Seen as "What did Indian do?": "Indian" is an adjective, and Gandhi and Patel, named
-    together, are equally likely, so "he" stays."""
-    assert contextualize("what did he do?", history) == "What did he do?"
+    together, are equally likely, so "he" stays, and the question comes back as typed."""
+    assert contextualize("what did he do?", history) == "what did he do?"
 
 
 def test_a_full_person_name_the_answer_is_about_is_what_he_points_to() -> None:

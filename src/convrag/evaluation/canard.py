@@ -1,8 +1,12 @@
-"""CANARD rewrite evaluation: corpus BLEU and token F1 against human rewrites.
+"""Rewrite evaluation: corpus BLEU and token F1 of the rules rewrite against references.
 
-Each question's history (alternating questions and answers) becomes convrag history
-turns; the dialog's Wikipedia title and section open the history, as in the CANARD
-setup, where they are part of the context the human rewriters saw.
+Two sources, so a rule can be judged on more than the data it was shaped on:
+
+* CANARD (``rewrite_human``, written by people): each question's history (alternating
+  questions and answers) becomes convrag history turns; the dialog's Wikipedia title and
+  section open the history, as in the CANARD setup, where the rewriters saw them.
+* MTRAG ``turns.jsonl`` (``rewrite_llm``, written by Mixtral-8x7B, not a person): the
+  follow-up turns that have one, with the dataset's own earlier turns as history.
 """
 
 from __future__ import annotations
@@ -24,6 +28,43 @@ def canard_turns(record: dict[str, Any], *, with_title: bool = True) -> list[Tur
     return turns
 
 
+def mtrag_turns(record: dict[str, Any]) -> list[Turn]:
+    """An MTRAG turn's history (``[{speaker, text}]``) as question/answer turns."""
+    turns: list[Turn] = []
+    pending: str | None = None
+    for item in record.get("history") or []:
+        if item.get("speaker") == "user":
+            pending = str(item.get("text") or "")
+        elif pending is not None:
+            turns.append(Turn(pending, str(item.get("text") or "")))
+            pending = None
+    return turns
+
+
+def _cases(
+    rows: list[dict[str, Any]], path: Path, with_title: bool
+) -> tuple[str, list[tuple[str, list[Turn], str]]]:
+    """(dataset name, [(question, history, reference)]) for either supported format."""
+    if rows and "rewrite_human" in rows[0]:
+        return f"CANARD {path.name}", [
+            (r["question"], canard_turns(r, with_title=with_title), r["rewrite_human"])
+            for r in rows
+        ]
+    if rows and "rewrite_llm" in rows[0] and "history" in rows[0]:
+        follow_ups = [
+            r
+            for r in rows
+            if r.get("rewrite_llm")
+            and any(m in ("Follow-up", "Clarification") for m in r.get("multi_turn") or [])
+        ]
+        name = f"MTRAG {path.parent.name} follow-ups (reference: rewrite_llm, Mixtral)"
+        return name, [(r["question"], mtrag_turns(r), r["rewrite_llm"]) for r in follow_ups]
+    raise ValueError(
+        f"{path}: expected CANARD lines (question, history, rewrite_human) or MTRAG "
+        "turns.jsonl lines (question, history, rewrite_llm)"
+    )
+
+
 def evaluate_rewrite(
     path: Path, *, limit: int | None = None, with_title: bool = True
 ) -> dict[str, Any]:
@@ -33,18 +74,19 @@ def evaluate_rewrite(
     if not path.is_file():
         raise ValueError(
             f"{path}: not a file; pass the CANARD jsonl (e.g. "
-            "../shared/bench/canard/dev_half.jsonl)"
+            "../shared/bench/canard/dev_half.jsonl) or an MTRAG turns.jsonl"
         )
     rows = [json.loads(line) for line in path.open() if line.strip()]
+    dataset, cases = _cases(rows, path, with_title)
     if limit:
-        rows = rows[:limit]
-    if not rows or "rewrite_human" not in rows[0]:
-        raise ValueError(f"{path}: expected CANARD lines with question, history, rewrite_human")
-    refs = [r["rewrite_human"] for r in rows]
-    raw = [r["question"] for r in rows]
+        cases = cases[:limit]
+    if not cases:
+        raise ValueError(f"{path}: no question with a reference rewrite")
+    refs = [ref for *_, ref in cases]
+    raw = [q for q, *_ in cases]
     started = time.perf_counter()
-    ours = [contextualize(r["question"], canard_turns(r, with_title=with_title)) for r in rows]
-    per_call_ms = (time.perf_counter() - started) * 1000 / len(rows)
+    ours = [contextualize(q, history) for q, history, _ in cases]
+    per_call_ms = (time.perf_counter() - started) * 1000 / len(cases)
 
     def score(hyps: list[str]) -> dict[str, float]:
         return {
@@ -53,8 +95,8 @@ def evaluate_rewrite(
         }
 
     return {
-        "dataset": f"CANARD {path.name}",
-        "n": len(rows),
+        "dataset": dataset,
+        "n": len(cases),
         "ms_per_rewrite": round(per_call_ms, 3),
         "systems": {"raw_question": score(raw), "convrag": score(ours)},
     }

@@ -109,6 +109,8 @@ def contextualize(message: str, history: Sequence[Turn]) -> str:
     out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(core, history)))
     if not out:
         return msg
+    if out == clean(_SPACE_PUNCT_RE.sub(r"\1", core)):
+        return message.strip()  # nothing resolved: the user's own words, not a re-cased copy
     return prefix + _as_question(out, capitalize=not prefix)
 
 
