@@ -1272,3 +1272,129 @@ async def test_the_new_routes_document_their_4xx_answers_in_openapi(base_url: st
             assert schema.endswith("ValidationErrorOut" if code == 422 else "ErrorOut")
     export = spec["paths"]["/v1/conversations/{conversation_id}/export"]["get"]
     assert "text/markdown" in export["responses"]["200"]["content"]
+
+
+async def _turn_rows(services: Services, conv: str) -> list[dict[str, Any]]:
+    """Every stored turn of ``conv``, whatever its status."""
+    async with services.db.pool.connection() as conn:
+        return list(
+            await (
+                await conn.execute(
+                    "SELECT id::text AS id, status, idempotency_key FROM conversation_turns "
+                    "WHERE conversation_id = %s ORDER BY turn_number",
+                    (conv,),
+                )
+            ).fetchall()
+        )
+
+
+async def test_a_retried_post_with_the_same_idempotency_key_is_the_same_turn_stored_once(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        body = {"content": "What is John Doe's basic salary?"}
+        headers = {**_auth(tenant), "Accept": "application/json", "Idempotency-Key": "msg-1"}
+        first = await client.post(url, json=body, headers=headers)
+        assert first.status_code == 200, first.text
+        retry = await client.post(url, json=body, headers=headers)
+        assert retry.status_code == 200
+        assert retry.json()["turn_id"] == first.json()["turn_id"]
+        assert retry.json()["answer"] == first.json()["answer"]
+        assert retry.json()["citations"] == first.json()["citations"]
+        # The same key in the body, over SSE: one `done` event from the stored turn.
+        events = await _sse(client, url, {**body, "client_message_id": "msg-1"}, _auth(tenant))
+        assert [n for n, _ in events] == ["done"]
+        assert events[0][1]["turn_id"] == first.json()["turn_id"]
+        assert events[0][1]["answer"] == first.json()["answer"]
+        assert events[0][1]["citations"] == first.json()["citations"]
+        rows = await _turn_rows(services, conv)
+        assert [(r["id"], r["status"], r["idempotency_key"]) for r in rows] == [
+            (first.json()["turn_id"], "done", "msg-1")
+        ]
+        # Another key is another turn.
+        other = await client.post(url, json=body, headers={**headers, "Idempotency-Key": "msg-2"})
+        assert other.status_code == 200 and other.json()["turn_id"] != first.json()["turn_id"]
+        assert len(await _turn_rows(services, conv)) == 2
+
+
+async def test_a_keyed_message_sent_twice_at_once_is_answered_once(
+    base_url: str, tenant: dict[str, str], services: Services, slow_llm: OpenAIStub
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        body = {"content": "What is the basic salary?"}
+        headers = {**_auth(tenant), "Accept": "application/json", "Idempotency-Key": "k"}
+        first = asyncio.create_task(client.post(url, json=body, headers=headers))
+        await asyncio.sleep(0.5)
+        rows = await _turn_rows(services, conv)
+        assert [r["status"] for r in rows] == ["processing"]  # in flight, question stored
+        second = await client.post(url, json=body, headers=headers)
+        done = await first
+        assert done.status_code == 200 and second.status_code == 200
+        assert second.json()["turn_id"] == done.json()["turn_id"] == rows[0]["id"]
+        assert second.json()["answer"] == done.json()["answer"]
+        assert [r["status"] for r in await _turn_rows(services, conv)] == ["done"]
+
+
+async def test_a_bad_idempotency_key_gets_422_naming_it(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        body = {"content": "Hello?"}
+        long = await client.post(
+            url, json=body, headers={**_auth(tenant), "Idempotency-Key": "k" * 201}
+        )
+        assert long.status_code == 422 and "Idempotency-Key" in long.json()["detail"]
+        in_body = await client.post(
+            url, json={**body, "client_message_id": "k" * 201}, headers=_auth(tenant)
+        )
+        assert in_body.status_code == 422 and "client_message_id" in in_body.json()["detail"]
+        differ = await client.post(
+            url,
+            json={**body, "client_message_id": "a"},
+            headers={**_auth(tenant), "Idempotency-Key": "b"},
+        )
+        assert differ.status_code == 422 and "differ" in differ.json()["detail"]
+
+
+async def test_a_failed_turn_is_stored_as_failed_and_its_key_runs_again(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    drafting = importlib.import_module("convrag.nodes._drafting")
+    real = drafting.extract_entities
+
+    def broken(text: str) -> list[str]:
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(drafting, "extract_entities", broken)
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        body = {"content": "What is John Doe's basic salary?", "client_message_id": "m"}
+        headers = {**_auth(tenant), "Accept": "application/json"}
+        failed = await client.post(url, json=body, headers=headers)
+        assert failed.status_code == 503
+        [row] = await _turn_rows(services, conv)
+        turn = await services.db.get_turn(tenant["workspace"], conv, row["id"])
+        assert turn is not None and turn.status == "failed"
+        assert turn.error == "RuntimeError: simulated failure"
+        monkeypatch.setattr(drafting, "extract_entities", real)
+        again = await client.post(url, json=body, headers=headers)
+        assert again.status_code == 200 and again.json()["turn_id"] == row["id"]
+        assert [r["status"] for r in await _turn_rows(services, conv)] == ["done"]
+        # Another workspace's key to this conversation: 404, nothing stored.
+        other = await services.db.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
+        foreign = await client.post(
+            url,
+            json=body,
+            headers={"Authorization": f"Bearer {other}", "Accept": "application/json"},
+        )
+        assert foreign.status_code == 404
+        assert len(await _turn_rows(services, conv)) == 1

@@ -10,6 +10,8 @@ in one process never use each other's stores.
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -23,6 +25,8 @@ from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.services import Services, open_services
 from convrag.state import InputState, State
+
+log = logging.getLogger(__name__)
 
 Durability = Literal["exit", "async", "sync"]
 DEFAULT_DURABILITY: Durability = "exit"
@@ -62,17 +66,42 @@ class Assistant:
         *,
         workspace_id: str = "default",
         context: Context | None = None,
+        turn_id: str | None = None,
     ) -> State:
-        """Answer one turn and return the final state."""
-        payload = InputState(message=message, conversation_id=conversation_id)
-        result = await self.graph.ainvoke(
-            payload,
-            self.config(conversation_id),
-            context=self.context(workspace_id, context),
-            durability=self.durability,
+        """Answer one turn and return the final state.
+
+        The turn is stored from its start; should the run fail, it is marked ``failed``
+        with a short reason (the question stays) and the error is raised. ``turn_id``
+        (a UUID) answers a turn that failed before again under the same id.
+        """
+        ctx = self.context(workspace_id, context)
+        turn_id = turn_id or str(uuid.uuid4())
+        payload = InputState(
+            message=message, conversation_id=conversation_id, turn_request={"turn_id": turn_id}
         )
+        try:
+            result = await self.graph.ainvoke(
+                payload, self.config(conversation_id), context=ctx, durability=self.durability
+            )
+        except Exception as exc:
+            await self.fail_turn(ctx.workspace_id, turn_id, exc)
+            raise
         await self.settle(conversation_id)
         return cast(State, result)
+
+    async def fail_turn(self, workspace_id: str, turn_id: str, exc: BaseException) -> None:
+        """Mark the turn ``failed`` with :func:`failure_reason` of ``exc``, if this run
+        had stored it (a conflict with another run's turn leaves that one alone). Best
+        effort: when the database itself is down, the turn stays ``processing`` until
+        restart recovery."""
+        from convrag.nodes.load_history import TurnConflict
+
+        if isinstance(exc, TurnConflict):
+            return
+        try:
+            await self.services.db.fail_turn(workspace_id, turn_id, failure_reason(exc))
+        except Exception:
+            log.warning("marking turn %s failed did not work", turn_id, exc_info=True)
 
     async def settle(self, conversation_id: str) -> None:
         """After a finished turn: keep only the thread's latest checkpoint, so checkpoints
@@ -105,6 +134,20 @@ class Assistant:
         ):
             yield mode, chunk
         await self.settle(conversation_id)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The short reason a failed turn is stored with: a store's error by its kind (its
+    message names internal hosts and ports), anything else by its type and message."""
+    from psycopg import Error as PostgresError
+    from pymilvus import MilvusException
+
+    if isinstance(exc, MilvusException):
+        return "the vector index was unavailable"
+    if isinstance(exc, PostgresError):
+        return "the database was unavailable"
+    message = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 @asynccontextmanager

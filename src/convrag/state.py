@@ -130,6 +130,13 @@ class Draft(TypedDict):
     trade a relevant answer for a less relevant one."""
 
 
+class TurnRequest(TypedDict):
+    """A caller-chosen turn id, and the client key it was derived from (if any)."""
+
+    turn_id: str
+    idempotency_key: NotRequired[str | None]
+
+
 class InputState(TypedDict):
     """What a caller sends for one turn."""
 
@@ -137,6 +144,10 @@ class InputState(TypedDict):
     """The user's message, as typed."""
     conversation_id: NotRequired[str]
     """Conversation (= checkpoint thread) id; defaults to the run's ``thread_id``."""
+    turn_request: NotRequired[Annotated[TurnRequest | None, TURN_NONE]]
+    """The id (and the client's idempotency key) the caller chose for this turn, so that
+    a retry maps to the same stored turn; without it ``load_history`` picks a new id.
+    Per-turn: it never carries over to the next turn."""
     history_override: NotRequired[Annotated[list[HistoryTurn] | None, TURN_NONE]]
     """Earlier turns given by the caller (the OpenAI-compatible endpoint sends the whole
     conversation)

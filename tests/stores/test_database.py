@@ -220,3 +220,76 @@ async def test_api_keys_are_listed_by_fingerprint_never_by_key(
     assert [k.revoked for k in listed] == [False, True]
     assert all(kept not in repr(k) and revoked not in repr(k) for k in listed)
     assert await services.db.list_api_keys(workspace + "-b") == []
+
+
+async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
+    services: Services, workspace: str
+) -> None:
+    from datetime import timedelta
+
+    from convrag.stores.database import (
+        INTERRUPTED_DOCUMENT,
+        INTERRUPTED_TURN,
+        TurnStart,
+    )
+
+    db = services.db
+    conv = await db.create_conversation(workspace)
+    old, fresh = str(uuid.uuid4()), str(uuid.uuid4())
+    for turn_id in (old, fresh):
+        started = await db.start_turn(TurnStart(workspace, conv, turn_id, "A question?"), 5)
+        assert started is not None and started.started and started.prior is None
+    old_doc, fresh_doc = str(uuid.uuid4()), str(uuid.uuid4())
+    for doc, source in ((old_doc, "upload:old.txt"), (fresh_doc, "upload:fresh.txt")):
+        await db.upsert_document_status(workspace, doc, source, status="processing")
+    async with db.pool.connection() as conn:  # a process that died an hour ago left these
+        await conn.execute(
+            "UPDATE conversation_turns SET updated_at = now() - interval '1 hour' WHERE id = %s",
+            (old,),
+        )
+        await conn.execute(
+            "UPDATE documents SET updated_at = now() - interval '1 hour' WHERE id = %s",
+            (old_doc,),
+        )
+    turns, docs = await db.recover_interrupted(timedelta(minutes=10))
+    assert turns >= 1 and docs >= 1
+    marked = await db.get_turn(workspace, conv, old)
+    assert marked is not None and (marked.status, marked.error) == ("failed", INTERRUPTED_TURN)
+    live = await db.get_turn(workspace, conv, fresh)
+    assert live is not None and live.status == "processing"  # another worker's, maybe
+    row = await db.get_document(workspace, old_doc)
+    assert row is not None and (row["status"], row["error"]) == ("failed", INTERRUPTED_DOCUMENT)
+    row = await db.get_document(workspace, fresh_doc)
+    assert row is not None and row["status"] == "processing"
+    # A start of the failed turn's id takes it up again under its number; a done or
+    # running one is left alone, and another workspace sees no conversation.
+    again = await db.start_turn(TurnStart(workspace, conv, old, "A question?"), 5)
+    assert again is not None and again.started and again.prior == "failed"
+    busy = await db.start_turn(TurnStart(workspace, conv, fresh, "A question?"), 5)
+    assert busy is not None and not busy.started and busy.prior == "processing"
+    assert await db.start_turn(TurnStart(workspace + "-b", conv, old, "?", create=False), 5) is None
+    assert await db.fail_turn(workspace + "-b", fresh, "nope") is False
+    assert await db.get_turn(workspace + "-b", conv, fresh) is None
+
+
+async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
+    services: Services, workspace: str
+) -> None:
+    from convrag.stores.database import TurnStart
+
+    db = services.db
+    conv = await db.create_conversation(workspace)
+    assert await db.save_turn(_turn(workspace, conv, "First?"))
+    pending = str(uuid.uuid4())
+    started = await db.start_turn(TurnStart(workspace, conv, pending, "Second?"), 5)
+    assert started is not None and [t.question for t in started.history] == ["First?"]
+    nxt = await db.start_turn(TurnStart(workspace, conv, str(uuid.uuid4()), "Third?"), 5)
+    assert nxt is not None and [t.question for t in nxt.history] == ["First?"]
+    assert await db.fail_turn(workspace, pending, "RuntimeError: boom")
+    details = await db.turn_details(workspace, conv)
+    assert [(t.turn_number, t.status) for t in details] == [(1, "done"), (2, "failed")]
+    done = _turn(workspace, conv, "Second?")
+    done.id = pending
+    assert await db.complete_turn(done) is True  # a resumed run answers it after all
+    assert await db.complete_turn(done) is False  # idempotent on the turn id
+    assert [t.question for t in await db.all_turns(workspace, conv)] == ["First?", "Second?"]

@@ -3,13 +3,15 @@ chat page's static files.
 
 The lifespan opens the assistant (and, unless given services, the stores) once per
 process and keeps what the routes share on ``app.state``: the services, the assistant,
-the turn runner, the rate limiter and the API key cache. On shutdown it lets running
+the turn runner, the rate limiter and the API key cache. At start it marks turns and
+uploads that a dead process left unfinished as failed. On shutdown it lets running
 turns finish, since they persist their answer, before the stores close.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -32,6 +34,9 @@ from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
 from convrag.services import Services
+from convrag.stores.database import INTERRUPTED_AFTER
+
+log = logging.getLogger(__name__)
 
 #: Room for the multipart framing around an uploaded file of the maximum size.
 _MULTIPART_OVERHEAD = 64 * 1024
@@ -47,6 +52,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 open_assistant(settings, services=services)
             )
             assistant.services.warm_after_ingest = True
+            await _recover_interrupted(assistant.services)
             app.state.services = assistant.services
             app.state.assistant = assistant
             app.state.runner = TurnRunner(assistant)
@@ -84,6 +90,21 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     return app
+
+
+async def _recover_interrupted(services: Services) -> None:
+    """At start: turns and uploads left ``processing`` by a process that died are marked
+    ``failed`` (the client sees why and asks or uploads again). Only rows older than
+    :data:`~convrag.stores.database.INTERRUPTED_AFTER` are touched, so the live turns and
+    ingests of other workers sharing the database are left alone. A database that is not
+    there yet only delays this to the next start."""
+    try:
+        turns, docs = await services.db.recover_interrupted(INTERRUPTED_AFTER)
+    except Exception:
+        log.warning("recovering interrupted turns and uploads failed", exc_info=True)
+        return
+    if turns or docs:
+        log.warning("marked %d interrupted turns and %d interrupted uploads failed", turns, docs)
 
 
 def _problem(error: Any) -> dict[str, str]:

@@ -16,6 +16,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from convrag.records import SourceOut
 
 MAX_MESSAGE_CHARS = 8000
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+"""The longest ``Idempotency-Key`` header or ``client_message_id`` a message may carry."""
 MAX_TITLE_CHARS = 200
 MAX_COMMENT_CHARS = 2000
 
@@ -98,6 +100,11 @@ class MessageIn(BaseModel):
 
     content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     rag: RagOptions = Field(default_factory=RagOptions)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS
+    )
+    """The client's id of this message, as the ``Idempotency-Key`` header: a retry with
+    the same one answers the same turn instead of asking again."""
 
 
 class ConversationOut(BaseModel):
@@ -178,6 +185,9 @@ class TurnOut(BaseModel):
     repetition_detected: bool
     web_search_triggered: bool
     created_at: datetime
+    status: Literal["processing", "done", "failed"] = "done"
+    """``processing`` while it is answered, ``failed`` (with ``error``) when it could not be."""
+    error: str | None = None
     feedback: FeedbackOut | None = None
     """The user's rating of this answer, if any."""
 

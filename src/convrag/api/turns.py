@@ -9,6 +9,12 @@ Client disconnect policy: the turn runs to completion in its task and is persist
 client that went away reads it back with ``GET /v1/conversations/{id}``. A conversation
 answers one message at a time: a second message meanwhile gets 409.
 
+Durable turns: the question is stored (``processing``) when the turn starts; a turn that
+fails is marked ``failed`` here with a short reason. A message sent with an idempotency
+key has a turn id derived from the key (:func:`turn_id_for`): a retry of an answered one
+is answered from the store (:func:`stored_answer`), a retry of one still running in this
+process waits for it (:meth:`TurnRunner.running`).
+
 Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 ``POST /v1/chat/completions``) start turns here and build their JSON reply with
 :func:`answer_out`, so the two give the same answer in the same shape.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -31,8 +38,10 @@ from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import Assistant
 from convrag.citations import markers
 from convrag.context import Context
+from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
 from convrag.state import InputState
+from convrag.stores.database import TurnRecord
 
 log = logging.getLogger(__name__)
 
@@ -55,29 +64,61 @@ class ConversationBusy(Exception):
     """A message arrived while the conversation is still answering another."""
 
 
+#: Turn ids of idempotency keys: uuid5 in this namespace of "workspace/conversation/key".
+_TURN_KEY_NS = uuid.UUID("5b0c6f43-2d8e-4c51-9d0e-7a4f1e6b2c90")
+
+
+def turn_id_for(workspace_id: str, conversation_id: str, key: str) -> str:
+    """The turn id of a message sent with idempotency ``key``: the same for every retry
+    of it, different in every other conversation (and workspace)."""
+    return str(uuid.uuid5(_TURN_KEY_NS, f"{workspace_id}\x00{conversation_id}\x00{key}"))
+
+
 class TurnRunner:
     """Starts turns, one at a time per conversation."""
 
     def __init__(self, assistant: Assistant) -> None:
         self.assistant = assistant
         self.active: dict[str, asyncio.Task[TurnResult]] = {}
+        self.turn_ids: dict[str, str] = {}
+        """The turn id each active task answers, by the same key as ``active``."""
         self._settling: set[asyncio.Task[None]] = set()
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
     ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
+        """Run the turn in a task. Without a ``turn_request`` the turn gets a new id here,
+        so that a failure can be recorded on its stored row."""
         # Keyed by workspace too: another workspace's message to this id is not told
         # that the conversation is busy (it gets the same 404 as for any unknown id).
         key = f"{context.workspace_id}/{conversation_id}"
         if key in self.active:
             raise ConversationBusy(conversation_id)
+        request = payload.get("turn_request") or {"turn_id": str(uuid.uuid4())}
+        payload = InputState(**{**payload, "turn_request": request})
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         task = asyncio.get_running_loop().create_task(
             self._run(conversation_id, payload, context, queue)
         )
         self.active[key] = task
-        task.add_done_callback(lambda _: self.active.pop(key, None))
+        self.turn_ids[key] = request["turn_id"]
+
+        def forget(_: object) -> None:
+            if self.active.get(key) is task:
+                self.active.pop(key, None)
+                self.turn_ids.pop(key, None)
+
+        task.add_done_callback(forget)
         return queue, task
+
+    def running(
+        self, workspace_id: str, conversation_id: str, turn_id: str
+    ) -> asyncio.Task[TurnResult] | None:
+        """The task answering ``turn_id`` in this process, if it is still running."""
+        key = f"{workspace_id}/{conversation_id}"
+        if self.turn_ids.get(key) != turn_id:
+            return None
+        return self.active.get(key)
 
     async def _run(
         self,
@@ -146,6 +187,9 @@ class TurnRunner:
         except Exception as exc:  # reported as an `error` event, never a broken stream
             TURNS.labels("error").inc()
             result.error = {"code": _code(exc), "message": str(exc)[:500]}
+            request = payload.get("turn_request")
+            if request:  # the question stays stored, as `failed` with why
+                await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
             put("error", result.error)
         finally:
             queue.put_nowait(None)
@@ -164,6 +208,8 @@ class TurnRunner:
 
 
 def _code(exc: Exception) -> str:
+    if isinstance(exc, TurnConflict):
+        return "conflict"
     if isinstance(exc, PermissionError):
         return "not_found"
     if isinstance(exc, ValueError):
@@ -237,6 +283,8 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         # provider is down: 503, retryable.
         if result.error["code"] == "not_found":
             raise not_found("conversation", conversation_id)
+        if result.error["code"] == "conflict":
+            raise HTTPException(409, result.error["message"])
         code = 503 if result.error["code"] == "turn_failed" else 422
         raise HTTPException(code, result.error["message"])
     s = result.state
@@ -252,4 +300,54 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         no_answer=bool(s.get("flags", {}).get("no_answer")),
         flags=s.get("flags", {}),
         timings_ms=s.get("timings", {}),
+    )
+
+
+def done_event(answer: AnswerOut) -> dict[str, Any]:
+    """The data of the ``done`` event that ends a stream answering ``answer``."""
+    return {
+        "turn_id": answer.turn_id,
+        "answer": answer.answer,
+        "citations": [c.model_dump() for c in answer.citations],
+        "timings_ms": answer.timings_ms,
+        "repetition_detected": answer.repetition_detected,
+        "no_answer": answer.no_answer,
+        "flags": answer.flags,
+    }
+
+
+def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citation]) -> AnswerOut:
+    """The reply of an answered (``done``) turn read back from the store: what a retry
+    of its message gets instead of a second run. Its sources are those stored with the
+    turn, each with the snippet its citation kept (empty for one the answer did not
+    cite)."""
+    snippets = {c["source_index"]: c["snippet"] for c in citations}
+    sources = [
+        SourceOut(
+            n=int(s["n"]),
+            id=str(s["id"]),
+            type=str(s["type"]),
+            document_id=s.get("document_id"),
+            title=s.get("title"),
+            url=s.get("url"),
+            score=round(float(s.get("score") or 0.0), 6),
+            snippet=snippets.get(int(s["n"]), ""),
+            page=s.get("page"),
+        )
+        for s in turn.sources
+    ]
+    meta = turn.metadata or {}
+    flags = dict(meta.get("flags") or {})
+    return AnswerOut(
+        conversation_id=conversation_id,
+        turn_id=turn.id,
+        answer=turn.answer,
+        classification=turn.intent or "standalone",
+        rewritten_query=turn.contextualized_query or turn.question,
+        sources=sources,
+        citations=[CitationOut.model_validate(c) for c in citations],
+        repetition_detected=bool(meta.get("regenerations")),
+        no_answer=bool(flags.get("no_answer")),
+        flags=flags,
+        timings_ms=dict(meta.get("timings_ms") or {}),
     )

@@ -8,15 +8,36 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.ids import check_id, conversation_uuid
+from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
+from convrag.stores.database import TurnStart, TurnStatus
+
+
+class TurnConflict(Exception):
+    """The caller's turn id names a turn that is already answered or still being
+    answered by another run: this run must not answer it again."""
+
+    def __init__(self, turn_id: str, status: TurnStatus | None) -> None:
+        super().__init__(
+            f"turn {turn_id} is already answered"
+            if status == "done"
+            else f"turn {turn_id} is still being answered; retry when it is done"
+        )
+        self.turn_id = turn_id
+        self.status = status
 
 
 async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUpdate:
-    """Validate the ids, load history and anchors, and fix the turn's id.
+    """Validate the ids, store the question as a ``processing`` turn, load history and
+    anchors, and fix the turn's id.
 
-    Every per-turn field is reset by the node's policy (``starts_turn``), not here.
+    The turn's row exists from here on, so a failed or interrupted turn keeps its
+    question; ``persist`` completes it. Storing it and reading the history is one round
+    trip (time to first token waits on it). The turn id is the caller's
+    (``turn_request``: a retry with the same idempotency key maps to the same turn) or a
+    new one. Every per-turn field is reset by the node's policy (``starts_turn``), not
+    here.
     """
     message = (state.get("message") or "").strip()
     if not message:
@@ -29,11 +50,26 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     conversation_id = conversation_uuid(str(raw_conv))
     services = ctx.deps
     services.searcher.prefetch(message)  # overlaps the history round trip and the rewrite
-    turns = await services.db.open_conversation(
-        workspace_id, conversation_id, ctx.history_turns, create=ctx.create_conversation
+    request = state.get("turn_request") or None
+    turn_id = request["turn_id"] if request else str(uuid.uuid4())
+    if not is_uuid(turn_id):
+        raise ValueError(f"turn_id: {turn_id[:60]!r} is not a UUID")
+    started = await services.db.start_turn(
+        TurnStart(
+            workspace_id=workspace_id,
+            conversation_id=conversation_id,
+            turn_id=turn_id.lower(),
+            question=message,
+            idempotency_key=request.get("idempotency_key") if request else None,
+            create=ctx.create_conversation,
+        ),
+        ctx.history_turns,
     )
-    if turns is None:
+    if started is None:
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
+    if not started.started:
+        raise TurnConflict(turn_id, started.prior)
+    turns = started.history
     override = state.get("history_override")
     if override is not None:
         history = list(override)[-ctx.history_turns :]
@@ -59,7 +95,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         message=message,
         workspace_id=workspace_id,
         conversation_id=conversation_id,
-        turn_id=str(uuid.uuid4()),
+        turn_id=turn_id.lower(),
         history=history,
         anchor_document_ids=anchors,
     )

@@ -1,4 +1,7 @@
-"""persist: one transaction writes the turn and its resolved citations.
+"""persist: one transaction completes the turn and writes its resolved citations.
+
+``load_history`` stored the question as a ``processing`` turn; this node writes its
+answer and marks it ``done``.
 
 Only markers that resolve to a source are stored; the others are removed from the answer
 and counted. The turn id was fixed by load_history, so re-running this node after a crash
@@ -40,7 +43,7 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
 
 
 async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
-    """Write the turn and its citations once; queue it as conversation memory."""
+    """Complete the turn and write its citations once; queue it as conversation memory."""
     services = runtime.context.deps
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
@@ -88,7 +91,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         },
         citations=citations,
     )
-    written = await services.db.save_turn(turn)
+    written = await services.db.complete_turn(turn)
     if written and answer:
         services.memory.add(
             MemoryItem(

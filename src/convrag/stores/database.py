@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -126,13 +126,48 @@ MIGRATIONS: list[str] = [
         comment TEXT,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
     )""",
+    # Durable turns: a turn's row is written when it starts ('processing'), completed by
+    # persist ('done') or marked 'failed' with a short reason in ``error``. Rows that were
+    # written before this migration are all answered turns, hence the default 'done'.
+    # ``updated_at`` is when the status last changed (restart recovery reads its age);
+    # ``idempotency_key`` is the client's key of a retried message, if it sent one.
+    """ALTER TABLE conversation_turns
+        ADD COLUMN status TEXT NOT NULL DEFAULT 'done'
+            CHECK (status IN ('processing', 'done', 'failed')),
+        ADD COLUMN error TEXT,
+        ADD COLUMN updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        ADD COLUMN idempotency_key TEXT""",
+    # One turn per client key in a conversation (the turn id is derived from the key too,
+    # so the primary key already refuses a second row; this says so in the schema).
+    """CREATE UNIQUE INDEX turns_idempotency_key ON conversation_turns
+        (conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL""",
+    # Restart recovery looks for unfinished turns; they are few, so a partial index.
+    """CREATE INDEX turns_processing ON conversation_turns (updated_at)
+        WHERE status = 'processing'""",
 ]
 
 
 _TURN_COLUMNS = """SELECT id::text AS id, turn_number, question, answer, contextualized_query,
                          entities_mentioned, sources, web_search_triggered,
-                         repetition_detected, metadata, created_at
+                         repetition_detected, metadata, created_at, status, error, intent
                   FROM conversation_turns"""
+
+TurnStatus = Literal["processing", "done", "failed"]
+"""A turn's row exists from its start: ``processing`` while the graph runs, ``done`` once
+persist wrote the answer, ``failed`` (with a reason) when the run failed or the process
+that ran it is gone."""
+
+INTERRUPTED_AFTER = timedelta(minutes=10)
+"""How long a row may stay ``processing`` before it is taken for interrupted (its process
+died): restart recovery and a retried idempotency key use this age. It is longer than any
+live turn takes (the LLM's timeouts bound it) and than an upload's ingest, so no live
+worker's row is touched."""
+
+INTERRUPTED_TURN = "interrupted: the service restarted"
+"""The reason restart recovery gives a turn left ``processing`` by a dead process."""
+
+INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
+"""The reason restart recovery gives a document left ``processing`` by a dead process."""
 
 
 def hash_key(key: str) -> str:
@@ -284,6 +319,12 @@ class TurnRecord:
     created_at: datetime
     feedback: FeedbackRecord | None = None
     cited_sources: list[CitedSource] = field(default_factory=list)
+    status: TurnStatus = "done"
+    """``processing`` or ``failed`` turns have no answer; history reads only ``done``."""
+    error: str | None = None
+    """Why a ``failed`` turn failed (short, for the client); None otherwise."""
+    intent: str | None = None
+    """The turn's classification (standalone, follow_up, no_retrieval), once answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +388,35 @@ class NewTurn:
     confidence: float | None
     metadata: dict[str, Any] = field(default_factory=dict)
     citations: list[Citation] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """A turn about to run: its row is written as ``processing`` by
+    :meth:`Database.start_turn` before the graph answers it."""
+
+    workspace_id: str
+    conversation_id: str
+    turn_id: str
+    question: str
+    idempotency_key: str | None = None
+    """The client's key for retries of this message, if it sent one."""
+    create: bool = True
+    """Create the conversation when it is unknown (else: None, as for a foreign one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartedTurn:
+    """What :meth:`Database.start_turn` found and did."""
+
+    history: list[TurnRecord]
+    """The last answered turns, oldest first (this one not among them)."""
+    prior: TurnStatus | None
+    """The turn's status before this start: None for a new turn, ``failed`` for one taken
+    up again, ``done`` or ``processing`` for one that was left as it is (answered, or
+    being answered by another run)."""
+    started: bool
+    """Whether this start wrote the turn as ``processing`` (new, or a failed one again)."""
 
 
 class _CappedBackoff(AttemptWithBackoff):
@@ -859,6 +929,7 @@ class Database:
                     f"""SELECT c.workspace_id AS owner, t.* FROM conversations c
                         LEFT JOIN LATERAL ({_TURN_COLUMNS}
                             WHERE workspace_id = c.workspace_id AND conversation_id = c.id
+                              AND status = 'done'
                             ORDER BY turn_number DESC LIMIT %(n)s) t ON TRUE
                         WHERE c.id = %(c)s""",
                     {"c": conversation_id, "n": limit},
@@ -911,7 +982,11 @@ class Database:
         if not is_uuid(conversation_id):
             return []
         async with self.pool.connection() as conn:
-            turns = await _last_turns(conn, workspace_id, conversation_id, 1_000_000)
+            # Failed turns too (the question is kept, with why it has no answer); not
+            # the one still being answered, which has nothing to show yet.
+            turns = await _last_turns(
+                conn, workspace_id, conversation_id, 1_000_000, statuses=("done", "failed")
+            )
             by_id = {t.id: t for t in turns}
             feedback = await (
                 await conn.execute(
@@ -1006,36 +1081,185 @@ class Database:
             )
             if cur.rowcount == 0:
                 return False
-            if turn.citations:
-                async with conn.cursor() as c2:
-                    await c2.executemany(
-                        """INSERT INTO message_citations
-                             (workspace_id, message_id, citation_marker, position_in_response,
-                              source_type, source_id, relevance_score, content_snippet,
-                              source_url, document_id, page)
-                           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-                        [
-                            (
-                                turn.workspace_id,
-                                turn.id,
-                                c["marker"],
-                                c["position"],
-                                c["source_type"],
-                                c["source_id"],
-                                c["score"],
-                                c["snippet"],
-                                c["url"],
-                                c["document_id"],
-                                c.get("page"),
-                            )
-                            for c in turn.citations
-                        ],
-                    )
+            await _insert_citations(conn, turn)
             await conn.execute(
                 "UPDATE conversations SET last_activity_at = now() WHERE id = %s",
                 (turn.conversation_id,),
             )
             return True
+
+    async def start_turn(self, start: TurnStart, limit: int) -> StartedTurn | None:
+        """Store the turn's question as ``processing`` and read the last ``limit``
+        answered turns (oldest first); None when the conversation belongs to another
+        workspace, or is unknown and ``start.create`` is false.
+
+        One round trip for an existing conversation, as :meth:`open_conversation`: the
+        insert and the history read are one statement. The turn number is the next one
+        under the conversation's row lock only on the slower paths (a new conversation,
+        or two turns of one conversation starting at once, which the one statement
+        cannot order and then retries locked).
+
+        Keyed on ``start.turn_id``: an id that already exists is not inserted again. A
+        ``failed`` one is taken up again (``processing``, same turn number); a ``done``
+        or ``processing`` one is left as it is, and :attr:`StartedTurn.prior` tells the
+        caller so.
+        """
+        params = {
+            "c": start.conversation_id,
+            "ws": start.workspace_id,
+            "t": start.turn_id,
+            "q": start.question,
+            "k": start.idempotency_key,
+            "n": limit,
+        }
+        try:
+            async with self.pool.connection() as conn:
+                rows = await (await conn.execute(_START_TURN, params)).fetchall()
+        except errors.UniqueViolation:  # another turn took the same number: go locked
+            rows = []
+        else:
+            if rows:
+                return _started(rows, start.workspace_id)
+            if not start.create:
+                return None
+        async with self.pool.connection() as conn, conn.transaction():
+            if start.create:
+                await conn.execute(
+                    """WITH ws AS (INSERT INTO workspaces (id) VALUES (%(ws)s)
+                                   ON CONFLICT DO NOTHING)
+                       INSERT INTO conversations (id, workspace_id) VALUES (%(c)s, %(ws)s)
+                       ON CONFLICT (id) DO NOTHING""",
+                    params,
+                )
+            owner = await (
+                await conn.execute(
+                    "SELECT workspace_id FROM conversations WHERE id = %(c)s FOR UPDATE", params
+                )
+            ).fetchone()
+            if owner is None or owner["workspace_id"] != start.workspace_id:
+                return None
+            rows = await (await conn.execute(_START_TURN, params)).fetchall()
+        return _started(rows, start.workspace_id)
+
+    async def complete_turn(self, turn: NewTurn) -> bool:
+        """Write the answer of a turn started by :meth:`start_turn` (``done``) and its
+        citations, in one transaction. A ``failed`` turn is completed too: a run resumed
+        from its checkpoint did answer it after all.
+
+        Idempotent on ``turn.id``: False when the turn was already ``done``. A turn with
+        no row (a run resumed from a checkpoint older than durable turns) is written
+        whole by :meth:`save_turn`.
+        """
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                """UPDATE conversation_turns
+                   SET status = 'done', error = NULL, updated_at = now(), answer = %s,
+                       contextualized_query = %s, entities_mentioned = %s, intent = %s,
+                       confidence = %s, sources = %s, web_search_triggered = %s,
+                       repetition_detected = %s, metadata = %s
+                   WHERE workspace_id = %s AND conversation_id = %s AND id = %s
+                     AND status <> 'done'""",
+                (
+                    turn.answer,
+                    turn.contextualized_query,
+                    turn.entities,
+                    turn.intent,
+                    turn.confidence,
+                    Jsonb(turn.sources),
+                    turn.web_search_triggered,
+                    turn.repetition_detected,
+                    Jsonb(turn.metadata),
+                    turn.workspace_id,
+                    turn.conversation_id,
+                    turn.id,
+                ),
+            )
+            if cur.rowcount == 0:
+                exists = await (
+                    await conn.execute("SELECT 1 FROM conversation_turns WHERE id = %s", (turn.id,))
+                ).fetchone()
+                if exists is not None:
+                    return False
+            else:
+                await _insert_citations(conn, turn)
+                await conn.execute(
+                    "UPDATE conversations SET last_activity_at = now() WHERE id = %s",
+                    (turn.conversation_id,),
+                )
+                return True
+        return await self.save_turn(turn)
+
+    async def fail_turn(self, workspace_id: str, turn_id: str, reason: str) -> bool:
+        """Mark a ``processing`` turn ``failed`` with a short ``reason``; False when the
+        turn is not this workspace's or is not ``processing`` (done meanwhile)."""
+        if not is_uuid(turn_id):
+            return False
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                """UPDATE conversation_turns SET status = 'failed', error = %s,
+                          updated_at = now()
+                   WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
+                (reason[:500], workspace_id, turn_id),
+            )
+            return cur.rowcount > 0
+
+    async def get_turn(
+        self, workspace_id: str, conversation_id: str, turn_id: str
+    ) -> TurnRecord | None:
+        """One turn of the conversation, whatever its status; None when there is no such
+        turn in this workspace's conversation."""
+        if not (is_uuid(turn_id) and is_uuid(conversation_id)):
+            return None
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    f"""{_TURN_COLUMNS}
+                        WHERE workspace_id = %s AND conversation_id = %s AND id = %s""",
+                    (workspace_id, conversation_id, turn_id),
+                )
+            ).fetchone()
+        return None if row is None else TurnRecord(**row)
+
+    async def turn_age_s(self, turn_id: str) -> float | None:
+        """Seconds since the turn's status last changed, by the database's clock (every
+        worker reads the same clock); None when there is no such turn."""
+        if not is_uuid(turn_id):
+            return None
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT extract(epoch FROM now() - updated_at)::float AS age "
+                    "FROM conversation_turns WHERE id = %s",
+                    (turn_id,),
+                )
+            ).fetchone()
+        return None if row is None else float(row["age"])
+
+    async def recover_interrupted(self, older_than: timedelta) -> tuple[int, int]:
+        """Mark turns and documents left ``processing`` for longer than ``older_than``
+        (by ``updated_at``, on the database's clock) as ``failed``, with
+        :data:`INTERRUPTED_TURN` / :data:`INTERRUPTED_DOCUMENT`; returns how many of each.
+
+        Run at service start. Several workers share the database, so a row another live
+        worker is working on must not be touched: only rows older than the age rule are,
+        and the age must be longer than any live turn or ingest runs (a turn is bounded
+        by the LLM's timeouts; an ingest updates its row only when it ends). A row that
+        a dead process left younger than that stays ``processing`` until a later start
+        (history ignores it; a retry of its idempotency key takes it up once it is old).
+        """
+        async with self.pool.connection() as conn, conn.transaction():
+            turns = await conn.execute(
+                """UPDATE conversation_turns SET status = 'failed', error = %s,
+                          updated_at = now()
+                   WHERE status = 'processing' AND updated_at < now() - %s""",
+                (INTERRUPTED_TURN, older_than),
+            )
+            docs = await conn.execute(
+                """UPDATE documents SET status = 'failed', error = %s, updated_at = now()
+                   WHERE status = 'processing' AND updated_at < now() - %s""",
+                (INTERRUPTED_DOCUMENT, older_than),
+            )
+            return turns.rowcount, docs.rowcount
 
     async def citations(self, workspace_id: str, message_id: str) -> list[Citation] | None:
         """Stored citations of an answer; None when the message is not in this workspace."""
@@ -1128,15 +1352,102 @@ def _conversation(row: dict[str, Any]) -> ConversationRecord:
 
 
 async def _last_turns(
-    conn: AsyncConnection[DictRow], workspace_id: str, conversation_id: str, limit: int
+    conn: AsyncConnection[DictRow],
+    workspace_id: str,
+    conversation_id: str,
+    limit: int,
+    *,
+    statuses: Sequence[TurnStatus] = ("done",),
 ) -> list[TurnRecord]:
-    """The conversation's last ``limit`` turns, oldest first."""
+    """The conversation's last ``limit`` turns of ``statuses`` (answered ones unless
+    told), oldest first."""
     rows = await (
         await conn.execute(
             f"""{_TURN_COLUMNS}
-               WHERE workspace_id = %s AND conversation_id = %s
+               WHERE workspace_id = %s AND conversation_id = %s AND status = ANY(%s)
                ORDER BY turn_number DESC LIMIT %s""",
-            (workspace_id, conversation_id, limit),
+            (workspace_id, conversation_id, list(statuses), limit),
         )
     ).fetchall()
     return [TurnRecord(**r) for r in reversed(rows)]
+
+
+#: The common path of a turn's start, one statement: read the turn's prior status, insert
+#: it as ``processing`` with the next number (or take a failed one up again), and read the
+#: last answered turns. Every CTE sees the statement's snapshot, so ``prior`` is the status
+#: before this insert and the history does not include it. No row at all means there is
+#: no such conversation; a foreign one inserts nothing (``ws`` does not match).
+_START_TURN = f"""
+WITH conv AS (SELECT id, workspace_id FROM conversations WHERE id = %(c)s),
+     prior AS (SELECT status FROM conversation_turns
+               WHERE id = %(t)s AND conversation_id = %(c)s AND workspace_id = %(ws)s),
+     ins AS (
+       INSERT INTO conversation_turns
+         (id, workspace_id, conversation_id, turn_number, question, answer, status,
+          idempotency_key)
+       SELECT %(t)s, conv.workspace_id, conv.id,
+              COALESCE((SELECT max(turn_number) FROM conversation_turns
+                        WHERE conversation_id = conv.id), 0) + 1,
+              %(q)s, '', 'processing', %(k)s
+       FROM conv WHERE conv.workspace_id = %(ws)s
+       ON CONFLICT (id) DO UPDATE
+         SET status = 'processing', error = NULL, updated_at = now(),
+             question = EXCLUDED.question
+         WHERE conversation_turns.status = 'failed'
+           AND conversation_turns.workspace_id = EXCLUDED.workspace_id
+           AND conversation_turns.conversation_id = EXCLUDED.conversation_id
+       RETURNING 1)
+SELECT c.workspace_id AS owner, (SELECT status FROM prior) AS prior,
+       EXISTS (SELECT 1 FROM ins) AS started, t.*
+FROM conv c
+LEFT JOIN LATERAL ({_TURN_COLUMNS}
+    WHERE workspace_id = c.workspace_id AND conversation_id = c.id AND status = 'done'
+      AND id <> %(t)s
+    ORDER BY turn_number DESC LIMIT %(n)s) t ON TRUE"""
+
+
+def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
+    """The result of :data:`_START_TURN`; None when the conversation is another
+    workspace's (or there is none)."""
+    if not rows or rows[0]["owner"] != workspace_id:
+        return None
+    meta = ("owner", "prior", "started")
+    return StartedTurn(
+        history=[
+            TurnRecord(**{k: v for k, v in r.items() if k not in meta})
+            for r in reversed(rows)
+            if r["id"] is not None
+        ],
+        prior=rows[0]["prior"],
+        started=bool(rows[0]["started"]),
+    )
+
+
+async def _insert_citations(conn: AsyncConnection[DictRow], turn: NewTurn) -> None:
+    """Store the resolved citations of ``turn``'s answer."""
+    if not turn.citations:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            """INSERT INTO message_citations
+                 (workspace_id, message_id, citation_marker, position_in_response,
+                  source_type, source_id, relevance_score, content_snippet,
+                  source_url, document_id, page)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+            [
+                (
+                    turn.workspace_id,
+                    turn.id,
+                    c["marker"],
+                    c["position"],
+                    c["source_type"],
+                    c["source_id"],
+                    c["score"],
+                    c["snippet"],
+                    c["url"],
+                    c["document_id"],
+                    c.get("page"),
+                )
+                for c in turn.citations
+            ],
+        )

@@ -1,6 +1,13 @@
 """Message routes: ask a question in a conversation, read an answer's stored citations,
 rate an answer.
 
+A message may carry an ``Idempotency-Key`` header or a ``client_message_id`` (the same
+thing; at most 200 characters). Its turn id is derived from the key, so a retry is the
+same turn: an answered one is answered again from the store without running the graph
+(JSON: the same reply; SSE: one ``done`` event), one still running in this process is
+waited for and then answered the same way, one running in another worker gets 409, and a
+failed one runs again.
+
 The answer streams as typed server-sent events (see :mod:`convrag.api.turns`), or comes
 whole as JSON for a client that accepts only ``application/json``. A stream that has had
 no event for ``SSE_KEEPALIVE_S`` seconds (a slow LLM) gets a ``: keep-alive`` comment,
@@ -27,18 +34,33 @@ from convrag.api.deps import (
 )
 from convrag.api.errors import not_found
 from convrag.api.metrics import FEEDBACK, HTTP_ERRORS
-from convrag.api.schemas import CitationOut, FeedbackIn, FeedbackOut, MessageIn, error_responses
+from convrag.api.schemas import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    AnswerOut,
+    CitationOut,
+    FeedbackIn,
+    FeedbackOut,
+    MessageIn,
+    error_responses,
+)
 from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
     ConversationBusy,
     Event,
+    TurnResult,
+    TurnRunner,
     answer_out,
+    done_event,
     drain,
+    stored_answer,
     turn_context,
+    turn_id_for,
 )
-from convrag.state import InputState
+from convrag.services import Services
+from convrag.state import InputState, TurnRequest
+from convrag.stores.database import INTERRUPTED_AFTER, INTERRUPTED_TURN
 
 router = APIRouter(tags=["conversations"])
 
@@ -50,6 +72,86 @@ def _sse(name: str, data: dict[str, Any]) -> str:
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "application/json" in accept and "text/event-stream" not in accept
+
+
+def _idempotency_key(request: Request, body: MessageIn) -> str | None:
+    """The message's idempotency key, from the ``Idempotency-Key`` header or the body's
+    ``client_message_id``; 422 naming it when it is blank, too long, or the two differ."""
+    header = request.headers.get("idempotency-key")
+    if header is not None:
+        if not header.strip():
+            raise HTTPException(422, "Idempotency-Key: must not be blank")
+        if len(header) > MAX_IDEMPOTENCY_KEY_CHARS:
+            raise HTTPException(
+                422, f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_CHARS} characters"
+            )
+    key = body.client_message_id
+    if key is not None and not key.strip():
+        raise HTTPException(422, "client_message_id: must not be blank")
+    if header is not None and key is not None and header != key:
+        raise HTTPException(
+            422, "Idempotency-Key and client_message_id differ; send one, or the same in both"
+        )
+    return header if header is not None else key
+
+
+def _busy() -> HTTPException:
+    HTTP_ERRORS.labels("409").inc()
+    return HTTPException(
+        status.HTTP_409_CONFLICT,
+        "the conversation is still answering the previous message; retry when it is "
+        "done (messages are not queued)",
+    )
+
+
+async def _previous_attempt(
+    services: Services, runner: TurnRunner, workspace: str, conversation_id: str, turn_id: str
+) -> asyncio.Task[TurnResult] | AnswerOut | None:
+    """What became of an earlier attempt at the keyed turn ``turn_id``: its task when it
+    still runs in this process, its stored reply when it was answered, None when it must
+    run (new, failed, or left ``processing`` by a process gone for longer than
+    :data:`INTERRUPTED_AFTER`, which is marked failed first); 409 while it is being
+    answered elsewhere."""
+    task = runner.running(workspace, conversation_id, turn_id)
+    if task is not None:
+        return task
+    turn = await services.db.get_turn(workspace, conversation_id, turn_id)
+    if turn is None or turn.status == "failed":
+        return None
+    if turn.status == "done":
+        citations = await services.db.citations(workspace, turn_id) or []
+        return stored_answer(conversation_id, turn, citations)
+    age = await services.db.turn_age_s(turn_id)
+    if age is not None and age > INTERRUPTED_AFTER.total_seconds():
+        await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+        return None
+    HTTP_ERRORS.labels("409").inc()
+    raise HTTPException(
+        status.HTTP_409_CONFLICT,
+        "this message (its idempotency key) is still being answered by another worker; "
+        "retry when it is done",
+    )
+
+
+async def _reply(request: Request, answer: AnswerOut) -> Response:
+    """A keyed message's reply from an earlier attempt's answer: the JSON reply, or a
+    stream of a single ``done`` event."""
+    if _wants_json(request):
+        return JSONResponse(answer.model_dump(mode="json"))
+
+    async def events() -> AsyncIterator[str]:
+        yield _sse("done", done_event(answer))
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def _joined(
+    request: Request, conversation_id: str, task: asyncio.Task[TurnResult]
+) -> Response:
+    """Wait for the running attempt of the same keyed turn, then answer as it did. The
+    wait is shielded: a client that goes away does not cancel the other request's turn."""
+    result = await asyncio.shield(task)
+    return await _reply(request, answer_out(conversation_id, result))
 
 
 @router.post(
@@ -64,7 +166,14 @@ def _wants_json(request: Request) -> bool:
             "the whole answer.",
         },
         404: {"description": "No such conversation in this workspace."},
-        409: {"description": "The conversation is still answering a message."},
+        409: {
+            "description": "The conversation is still answering a message, or this "
+            "message's idempotency key is being answered by another worker."
+        },
+        422: {
+            "description": "`content` blank or too long, or `Idempotency-Key` / "
+            "`client_message_id` blank, over 200 characters or differing."
+        },
     },
 )
 async def post_message(
@@ -74,12 +183,26 @@ async def post_message(
     workspace: WorkspaceDep,
     runner: RunnerDep,
     settings: SettingsDep,
+    services: ServicesDep,
 ) -> Response:
-    """Ask a question in a conversation; the answer streams as typed SSE events."""
+    """Ask a question in a conversation; the answer streams as typed SSE events.
+
+    With an ``Idempotency-Key`` header (or ``client_message_id``), a retry of the same
+    message answers the same turn and never asks twice."""
     content = body.content.strip()
     if not content:
         raise HTTPException(422, "content: must not be blank")
+    key = _idempotency_key(request, body)
     payload = InputState(message=content, conversation_id=conversation_id)
+    turn_id: str | None = None
+    if key is not None:
+        turn_id = turn_id_for(workspace, conversation_id, key)
+        previous = await _previous_attempt(services, runner, workspace, conversation_id, turn_id)
+        if isinstance(previous, AnswerOut):
+            return await _reply(request, previous)
+        if previous is not None:
+            return await _joined(request, conversation_id, previous)
+        payload["turn_request"] = TurnRequest(turn_id=turn_id, idempotency_key=key)
     try:
         queue, task = runner.start(
             conversation_id,
@@ -92,12 +215,10 @@ async def post_message(
             ),
         )
     except ConversationBusy:
-        HTTP_ERRORS.labels("409").inc()
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            "the conversation is still answering the previous message; retry when it is "
-            "done (messages are not queued)",
-        ) from None
+        joined = runner.running(workspace, conversation_id, turn_id) if turn_id else None
+        if joined is not None:  # the same keyed message, sent twice at once
+            return await _joined(request, conversation_id, joined)
+        raise _busy() from None
     if _wants_json(request):
         async for _ in drain(queue):
             pass
@@ -116,6 +237,10 @@ async def post_message(
     if first is not None and first[0] == "error" and first[1].get("code") == "not_found":
         await task
         raise not_found("conversation", conversation_id)
+    if first is not None and first[0] == "error" and first[1].get("code") == "conflict":
+        await task  # another worker took the keyed turn up between the check and the start
+        HTTP_ERRORS.labels("409").inc()
+        raise HTTPException(status.HTTP_409_CONFLICT, first[1]["message"])
 
     async def events() -> AsyncIterator[str]:
         if first is None:
