@@ -10,6 +10,10 @@ the session's event loop), so Selenium, which blocks, runs in a worker thread wh
 loop serves the page. Every wait is on the page's DOM state, bounded by ``WAIT_S``; no
 assertion is on how long anything took. Name resolution in the browser is switched off
 for every host but 127.0.0.1, so the page is also shown to work offline.
+
+With ``CONVRAG_SCREENSHOT=docs/chat-page.png`` the scenario also saves a 1200x800
+screenshot of the page (a cited answer, its sources panel open) there; otherwise the
+test writes nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 #: measurement.
 WAIT_S = 120.0
 SKIP_BROWSER = os.environ.get("CONVRAG_SKIP_BROWSER") == "1"
+SCREENSHOT = os.environ.get("CONVRAG_SCREENSHOT", "")
+NEW_TITLE = "Salary questions"
+#: A small document the page uploads; nothing in it answers the test's questions.
+UPLOADED_MD = "# Office plants\n\nThe ficus by the window is watered on Mondays.\n"
 
 #: Records ``#send.disabled`` each time a streamed token reaches the page.
 _WATCH_SEND = """
@@ -112,6 +120,7 @@ class Seen:
     """What the browser showed, for the assertions that need the server's side too."""
 
     conversation_id: str = ""
+    deleted_id: str = ""
     found_answer: str = ""
     not_found_answer: str = ""
     resources: list[str] = field(default_factory=list)
@@ -120,6 +129,7 @@ class Seen:
 
 def _drive(base: str, key: str) -> Seen:
     """The whole scenario in the browser (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -174,8 +184,43 @@ def _drive(base: str, key: str) -> Seen:
         assert source.find_element(By.CSS_SELECTOR, ".badge").text == "[1]"
         assert source.find_element(By.CSS_SELECTOR, ".source-title").text
         assert "Prasad Chaudhari" in source.find_element(By.CSS_SELECTOR, ".snippet").text
+        first = turn
+
+        # Hovering a marker previews its source (title, snippet) in a tooltip.
+        ActionChains(driver).move_to_element(cites[0]).perform()
+        preview = wait.until(
+            lambda d: (
+                d.find_element(By.ID, "cite-preview").is_displayed()
+                and d.find_element(By.ID, "cite-preview")
+            )
+        )
+        assert preview.get_attribute("role") == "tooltip"
+        assert preview.find_element(By.CSS_SELECTOR, ".preview-title").text
+        assert "Prasad Chaudhari" in preview.find_element(By.CSS_SELECTOR, ".preview-snippet").text
+        # Clicking it opens the sources panel on that source, with its passage.
         cites[0].click()
         wait.until(lambda d: d.execute_script("return location.hash") == f"#{target}")
+        wait.until(lambda d: d.find_element(By.ID, "sources-panel").is_displayed())
+        selected = by_id("panel-body").find_element(By.CSS_SELECTOR, ".panel-source.selected")
+        assert selected.get_attribute("data-n") == "1"
+        assert "Prasad Chaudhari" in selected.find_element(By.CSS_SELECTOR, ".panel-chunk").text
+        # Its document's text, fetched with the key, is shown in the panel.
+        selected.find_element(By.CSS_SELECTOR, ".load-text").click()
+        wait.until(
+            lambda d: (
+                "Prasad Chaudhari"
+                in str(d.find_element(By.ID, "document-text").get_attribute("textContent"))
+            )
+        )
+        assert by_id("document-text").get_attribute("data-document-id")
+        if SCREENSHOT:
+            # The window's size includes the browser's own bars: add them for an 800 px page.
+            bars = driver.execute_script("return window.outerHeight - window.innerHeight")
+            driver.set_window_size(1200, 800 + int(bars))
+            driver.execute_script("window.scrollTo(0, 0)")
+            Path(SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
+            assert driver.save_screenshot(str(Path(SCREENSHOT).resolve()))
+            driver.set_window_size(1280, 1000)
 
         # An out-of-domain question, sent with the button: the not-found answer.
         by_id("question").send_keys("What is the capital of France?")
@@ -191,6 +236,74 @@ def _drive(base: str, key: str) -> Seen:
         assert not turn.find_elements(By.CSS_SELECTOR, "a.cite")
         assert not by_id("status").is_displayed()
 
+        # Thumbs up on the first answer: the page shows the stored rating.
+        first.find_element(By.CSS_SELECTOR, ".feedback .thumb-up").click()
+        wait.until(
+            lambda d: (
+                first.find_element(By.CSS_SELECTOR, ".feedback").get_attribute("data-rating")
+                == "up"
+            )
+        )
+        assert first.find_element(By.CSS_SELECTOR, ".thumb-up").get_attribute("aria-pressed") == (
+            "true"
+        )
+
+        # The conversation is in the list; rename it there.
+        item_css = f"#conversations > li.conversation-item[data-id='{seen.conversation_id}']"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, item_css))
+        driver.find_element(By.CSS_SELECTOR, f"{item_css} .rename").click()
+        rename = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f"{item_css} .rename-input"))
+        rename.clear()
+        rename.send_keys(NEW_TITLE, Keys.ENTER)
+        # The list is redrawn as it reloads, so its text is read in one script call.
+        titles_js = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)"
+        wait.until(
+            lambda d: d.execute_script(titles_js, f"{item_css} .conversation-title") == [NEW_TITLE]
+        )
+
+        # A new conversation empties the view; deleting it (confirmed) drops it from the list.
+        by_id("new-conversation").click()
+        wait.until(
+            lambda d: (
+                d.find_element(By.ID, "conversation").get_attribute("data-id")
+                not in (None, seen.conversation_id)
+            )
+        )
+        seen.deleted_id = str(by_id("conversation").get_attribute("data-id"))
+        assert not driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")
+        deleted_css = f"#conversations > li.conversation-item[data-id='{seen.deleted_id}']"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, deleted_css))
+        driver.find_element(By.CSS_SELECTOR, f"{deleted_css} .delete").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, deleted_css))
+        assert by_id("conversation").get_attribute("data-id") is None
+
+        # Selecting the renamed one loads its turns, citations and rating back.
+        driver.find_element(By.CSS_SELECTOR, f"{item_css} .conversation-title").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#log > li.turn")) == 2)
+        assert by_id("conversation").get_attribute("data-id") == seen.conversation_id
+        loaded = driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")[0]
+        assert loaded.find_elements(By.CSS_SELECTOR, ".answer-text a.cite")
+        assert loaded.find_element(By.CSS_SELECTOR, ".feedback").get_attribute("data-rating") == (
+            "up"
+        )
+
+        # Upload a small Markdown file: its status is polled until ready, with its chunks.
+        with tempfile.TemporaryDirectory(prefix="convrag-upload-") as folder:
+            path = Path(folder) / "office-plants.md"
+            path.write_text(UPLOADED_MD)
+            by_id("upload-file").send_keys(str(path))
+            wait.until(
+                lambda d: (
+                    d.find_element(By.ID, "upload-status").get_attribute("data-status")
+                    in ("ready", "failed")
+                )
+            )
+        upload = by_id("upload-status")
+        assert upload.get_attribute("data-status") == "ready", upload.text
+        assert int(upload.get_attribute("data-n-chunks") or 0) >= 1
+        assert "ready" in upload.text
+
         seen.resources = list(
             driver.execute_script(
                 "return performance.getEntriesByType('resource').map(e => e.name)"
@@ -200,11 +313,14 @@ def _drive(base: str, key: str) -> Seen:
             e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
         ]
 
-        # The key survives a reload (local storage); a refused key shows the 401.
+        # The key survives a reload (session storage, never local storage); a refused key
+        # shows the 401.
         driver.refresh()
         assert by_id("api-key").get_attribute("value") == key
-        by_id("forget-key").click()
         assert driver.execute_script("return localStorage.length") == 0
+        assert driver.execute_script("return sessionStorage.length") == 1
+        by_id("forget-key").click()
+        assert driver.execute_script("return sessionStorage.length") == 0
         by_id("api-key").send_keys("not-a-workspace-key")
         by_id("new-conversation").click()
         wait.until(lambda d: d.find_element(By.ID, "status").is_displayed())
@@ -226,8 +342,18 @@ async def test_the_chat_page_streams_a_cited_answer_a_not_found_answer_and_a_401
             f"{base_url}/v1/conversations/{seen.conversation_id}",
             headers={"Authorization": f"Bearer {tenant['key']}"},
         )
-    answers = [t["answer"] for t in resp.json()["turns"]]
+        listed = await client.get(
+            f"{base_url}/v1/conversations",
+            headers={"Authorization": f"Bearer {tenant['key']}"},
+        )
+    turns = resp.json()["turns"]
+    answers = [t["answer"] for t in turns]
     assert answers == [seen.found_answer, seen.not_found_answer]
+    # The thumbs up and the new title were stored; the deleted conversation is gone.
+    assert turns[0]["feedback"]["rating"] == "up"
+    titles = {c["id"]: c["title"] for c in listed.json()["conversations"]}
+    assert titles[seen.conversation_id] == NEW_TITLE
+    assert seen.deleted_id not in titles
     assert seen.not_found_answer == services.settings.no_answer_text
     # Everything the page loaded came from this server.
     assert seen.resources and all(r.startswith(f"{base_url}/") for r in seen.resources)

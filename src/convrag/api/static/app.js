@@ -1,10 +1,28 @@
-// The chat page's behaviour: keep the workspace API key, start conversations, send a
-// question and show its answer as the server streams it (server-sent events read from a
-// fetch body, since EventSource can neither POST nor send an Authorization header), with
-// each [n] in the answer linked to source n listed under it.
+// The chat page's behaviour: keep the workspace API key for this tab, list, start,
+// rename and delete conversations, send a question and show its answer as the server
+// streams it (server-sent events read from a fetch body, since EventSource can neither
+// POST nor send an Authorization header), with each [n] in the answer previewed on
+// hover and opened in the sources panel on click; rate answers; upload documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
 // text from the server is set with textContent, never parsed as HTML.
+//
+// DOM hooks (tests/api/test_chat_page.py relies on them; keep them stable):
+//   #api-key #forget-key #new-conversation #question #send #status #log
+//   #conversation[data-id]            the open conversation
+//   #conversations > li.conversation-item[data-id]
+//       .conversation-title (select) .rename .delete, and while renaming
+//       form.rename-form > input.rename-input (Enter saves, Escape cancels)
+//   #log > li.turn[data-state=streaming|done|error][data-no-answer][data-turn-id]
+//       .question .rewrite ("searched for: …") .answer-text[data-tokens]
+//       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
+//       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
+//       .feedback[data-rating] (.thumb-up .thumb-down [aria-pressed] .feedback-comment)
+//   #cite-preview (role=tooltip: .preview-title .preview-page .preview-snippet)
+//   #sources-panel (#panel-body > .panel-source[data-n].selected: .panel-title
+//       .panel-page .panel-chunk button.load-text), #close-panel,
+//       #document-view (#document-title, #document-text[data-document-id])
+//   #upload-file, #upload-status[data-status=uploading|processing|ready|failed][data-n-chunks]
 "use strict";
 
 (() => {
@@ -14,14 +32,28 @@
   const newButton = byId("new-conversation");
   const forgetButton = byId("forget-key");
   const conversationLine = byId("conversation");
+  const conversationList = byId("conversations");
+  const moreButton = byId("more-conversations");
   const statusLine = byId("status");
   const log = byId("log");
   const form = byId("ask");
   const question = byId("question");
   const send = byId("send");
+  const preview = byId("cite-preview");
+  const panel = byId("sources-panel");
+  const panelBody = byId("panel-body");
+  const documentView = byId("document-view");
+  const documentTitle = byId("document-title");
+  const documentText = byId("document-text");
+  const uploadInput = byId("upload-file");
+  const uploadStatus = byId("upload-status");
 
   let conversationId = null;
   let turnCount = 0;
+  let busy = false;
+  let nextCursor = null;
+  /** Every turn on the page, by its number (the T of #turn-T-source-n). */
+  const turns = new Map();
 
   /** An HTTP error reply: its status and the server's `detail` line. */
   class ApiError extends Error {
@@ -44,10 +76,11 @@
   /** Something the user has to do first (no key, no question). */
   class UsageError extends Error {}
 
-  // Local storage can be switched off; the page then works without remembering the key.
+  // The key is kept in session storage: this tab only, gone when it closes. Storage can
+  // be switched off; the page then works without remembering the key.
   function loadKey() {
     try {
-      return localStorage.getItem(KEY_STORAGE) || "";
+      return sessionStorage.getItem(KEY_STORAGE) || "";
     } catch {
       return "";
     }
@@ -55,8 +88,8 @@
 
   function saveKey(value) {
     try {
-      if (value) localStorage.setItem(KEY_STORAGE, value);
-      else localStorage.removeItem(KEY_STORAGE);
+      if (value) sessionStorage.setItem(KEY_STORAGE, value);
+      else sessionStorage.removeItem(KEY_STORAGE);
     } catch {
       // Not stored: the key stays in the field for this visit.
     }
@@ -124,25 +157,47 @@
     return response;
   }
 
-  function setBusy(busy) {
-    send.disabled = busy;
-    newButton.disabled = busy;
-    form.setAttribute("aria-busy", String(busy));
+  function setBusy(value) {
+    busy = value;
+    send.disabled = value;
+    newButton.disabled = value;
+    form.setAttribute("aria-busy", String(value));
+  }
+
+  function showConversation(id, title) {
+    conversationId = id;
+    conversationLine.textContent = title ? `${title}` : `Conversation ${id}`;
+    conversationLine.dataset.id = id;
+    for (const item of conversationList.children) {
+      const current = item.dataset.id === id;
+      item.classList.toggle("active", current);
+      if (current) item.setAttribute("aria-current", "true");
+      else item.removeAttribute("aria-current");
+    }
+  }
+
+  function clearLog() {
+    log.replaceChildren();
+    turns.clear();
+    closePanel();
   }
 
   function forgetConversation() {
     conversationId = null;
     conversationLine.textContent = "No conversation yet.";
     delete conversationLine.dataset.id;
+    for (const item of conversationList.children) {
+      item.classList.remove("active");
+      item.removeAttribute("aria-current");
+    }
   }
 
   async function startConversation() {
     const response = await api("v1/conversations", { method: "POST" });
     const body = await response.json();
-    conversationId = body.conversation_id;
-    conversationLine.textContent = `Conversation ${conversationId}`;
-    conversationLine.dataset.id = conversationId;
-    log.replaceChildren();
+    clearLog();
+    showConversation(body.conversation_id);
+    refreshList().catch((error) => showStatus(describe(error)));
     return conversationId;
   }
 
@@ -192,18 +247,268 @@
     return source.type === "web" ? "Web result" : "Document";
   }
 
+  function pageOf(source) {
+    return source.page !== undefined && source.page !== null ? `page ${source.page}` : "";
+  }
+
+  /** The longest text known for a source: the citation's passage or the source snippet. */
+  function chunkOf(source) {
+    return source.chunk && source.chunk.length > (source.snippet || "").length
+      ? source.chunk
+      : source.snippet || "";
+  }
+
+  /** Lower case, single spaces, no closing punctuation: "is the rewrite the question?" */
+  function normalized(text) {
+    return String(text || "").toLowerCase().replace(/\s+/g, " ").replace(/[\s?.!]+$/, "").trim();
+  }
+
+  // ---- The conversation list -------------------------------------------------------
+
+  async function refreshList(more = false) {
+    if (!keyInput.value.trim()) {
+      conversationList.replaceChildren();
+      moreButton.hidden = true;
+      return;
+    }
+    const cursor = more && nextCursor ? `&cursor=${encodeURIComponent(nextCursor)}` : "";
+    const response = await api(`v1/conversations?limit=50${cursor}`);
+    const body = await response.json();
+    // An item being renamed is kept as it is, so a refresh does not drop the user's edit.
+    const editing = new Map(
+      [...conversationList.querySelectorAll("li.conversation-item")]
+        .filter((item) => item.querySelector(".rename-form"))
+        .map((item) => [item.dataset.id, item]),
+    );
+    const items = (body.conversations || []).map((c) => editing.get(c.id) || listItem(c));
+    if (more) conversationList.append(...items);
+    else conversationList.replaceChildren(...items);
+    nextCursor = body.next_cursor || null;
+    moreButton.hidden = !nextCursor;
+    if (conversationId) {
+      const current = [...conversationList.children].find((i) => i.dataset.id === conversationId);
+      if (current) showConversation(conversationId, current.dataset.title);
+    }
+  }
+
+  function listItem(summary) {
+    const item = element("li", "conversation-item");
+    item.dataset.id = summary.id;
+    const title = summary.title || "Untitled conversation";
+    item.dataset.title = title;
+    const select = element("button", "conversation-title", title);
+    select.type = "button";
+    select.title = `${title} (${summary.turn_count} turn${summary.turn_count === 1 ? "" : "s"})`;
+    const rename = element("button", "rename secondary small", "Rename");
+    rename.type = "button";
+    rename.setAttribute("aria-label", `Rename ${title}`);
+    const remove = element("button", "delete secondary small", "Delete");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Delete ${title}`);
+    item.append(select, rename, remove);
+    if (summary.id === conversationId) {
+      item.classList.add("active");
+      item.setAttribute("aria-current", "true");
+    }
+    return item;
+  }
+
+  async function selectConversation(id) {
+    if (busy) return;
+    clearStatus();
+    setBusy(true);
+    try {
+      // The export holds each turn with what its markers cite (the plain read does not).
+      const response = await api(`v1/conversations/${encodeURIComponent(id)}/export`);
+      const body = await response.json();
+      clearLog();
+      showConversation(id, body.conversation && body.conversation.title);
+      for (const stored of body.turns || []) Turn.stored(stored);
+    } catch (error) {
+      showStatus(describe(error));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  function startRename(item) {
+    if (item.querySelector(".rename-form")) return;
+    const titleButton = item.querySelector(".conversation-title");
+    const renameForm = element("form", "rename-form");
+    const input = element("input", "rename-input");
+    input.value = item.dataset.title || "";
+    input.maxLength = 200;
+    input.setAttribute("aria-label", "New title");
+    renameForm.append(input);
+    titleButton.hidden = true;
+    item.prepend(renameForm);
+    input.focus();
+    input.select();
+    const cancel = () => {
+      renameForm.remove();
+      titleButton.hidden = false;
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") cancel();
+    });
+    renameForm.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const title = input.value.trim();
+      if (!title) return;
+      try {
+        await api(`v1/conversations/${encodeURIComponent(item.dataset.id)}`, {
+          method: "PATCH",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ title }),
+        });
+        cancel();
+        await refreshList();
+      } catch (error) {
+        showStatus(describe(error));
+        cancel();
+      }
+    });
+  }
+
+  async function deleteConversation(item) {
+    if (!window.confirm(`Delete the conversation "${item.dataset.title}"? This cannot be undone.`)) {
+      return;
+    }
+    try {
+      await api(`v1/conversations/${encodeURIComponent(item.dataset.id)}`, { method: "DELETE" });
+      if (item.dataset.id === conversationId) {
+        forgetConversation();
+        clearLog();
+      }
+      await refreshList();
+    } catch (error) {
+      showStatus(describe(error));
+    }
+  }
+
+  // ---- The [n] preview and the sources panel ---------------------------------------
+
+  function citeTarget(node) {
+    const link = node instanceof Element ? node.closest("a.cite") : null;
+    if (!link) return null;
+    const turn = turns.get(Number(link.dataset.turn));
+    const source = turn && turn.sources.get(Number(link.dataset.n));
+    return source ? { link, turn, source, n: Number(link.dataset.n) } : null;
+  }
+
+  function showPreview(link, source) {
+    preview.querySelector(".preview-title").textContent = sourceTitle(source);
+    const page = preview.querySelector(".preview-page");
+    page.textContent = pageOf(source);
+    page.hidden = !page.textContent;
+    const snippet = chunkOf(source);
+    preview.querySelector(".preview-snippet").textContent =
+      snippet.length > 280 ? `${snippet.slice(0, 280)}…` : snippet;
+    preview.hidden = false;
+    link.setAttribute("aria-describedby", "cite-preview");
+    const at = link.getBoundingClientRect();
+    const width = preview.offsetWidth;
+    const left = Math.max(8, Math.min(at.left, window.innerWidth - width - 8));
+    const below = at.bottom + 6 + preview.offsetHeight < window.innerHeight;
+    preview.style.left = `${left}px`;
+    preview.style.top = below ? `${at.bottom + 6}px` : `${Math.max(8, at.top - preview.offsetHeight - 6)}px`;
+  }
+
+  function hidePreview() {
+    preview.hidden = true;
+  }
+
+  function closePanel() {
+    panel.hidden = true;
+    panelBody.replaceChildren();
+    documentView.hidden = true;
+    documentText.textContent = "";
+    delete documentText.dataset.documentId;
+  }
+
+  /** The panel lists the turn's cited sources with their full passage; n is selected. */
+  function openPanel(turn, n) {
+    const items = [...turn.cited()].map((m) => panelItem(turn.sources.get(m), m, m === n));
+    panelBody.replaceChildren(...items);
+    panel.hidden = false;
+    const selected = panelBody.querySelector(".panel-source.selected");
+    if (selected) selected.scrollIntoView({ block: "nearest" });
+  }
+
+  function panelItem(source, n, selected) {
+    const item = element("section", selected ? "panel-source selected" : "panel-source");
+    item.dataset.n = String(n);
+    const head = element("p", "panel-head-line");
+    head.append(element("span", "badge", `[${n}]`), " ", element("strong", "panel-title", sourceTitle(source)));
+    const page = pageOf(source);
+    if (page) head.append(" ", element("span", "panel-page page", page));
+    item.append(head, element("blockquote", "panel-chunk", chunkOf(source)));
+    if (source.document_id) {
+      const open = element("button", "load-text secondary small", "Open document text");
+      open.type = "button";
+      open.addEventListener("click", () => loadDocumentText(source, open));
+      item.append(open);
+    } else if (source.url) {
+      try {
+        const url = new URL(source.url);
+        if (url.protocol === "http:" || url.protocol === "https:") {
+          const link = element("a", "panel-link", "Open the web page");
+          link.href = url.href;
+          link.rel = "noopener noreferrer";
+          link.target = "_blank";
+          item.append(link);
+        }
+      } catch {
+        // Not a URL: nothing to open.
+      }
+    }
+    return item;
+  }
+
+  /** The document's text, fetched with the key (a plain link could not send it). */
+  async function loadDocumentText(source, button) {
+    button.disabled = true;
+    try {
+      const response = await api(`v1/documents/${encodeURIComponent(source.document_id)}/text`);
+      const text = await response.text();
+      documentTitle.textContent = sourceTitle(source);
+      documentText.textContent = text;
+      documentText.dataset.documentId = source.document_id;
+      documentView.hidden = false;
+      const at = text.indexOf(source.snippet ? source.snippet.slice(0, 60) : "\u0000");
+      documentText.scrollTop = 0;
+      if (at > 0) {
+        // Roughly where the passage is: the share of the text before it.
+        documentText.scrollTop = (documentText.scrollHeight * at) / text.length - 40;
+      }
+      documentView.scrollIntoView({ block: "nearest" });
+    } catch (error) {
+      showStatus(describe(error));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // ---- A turn -----------------------------------------------------------------------
+
   /** A turn in the log: the question, then the answer as it streams, then its sources. */
   class Turn {
     constructor(text) {
       this.number = ++turnCount;
+      turns.set(this.number, this);
+      this.question = text;
       this.text = "";
       this.tokens = 0;
       this.sources = new Map();
       this.finished = false;
       this.node = element("li", "turn");
       this.node.dataset.state = "streaming";
-      const asked = element("p", "question");
-      asked.append(element("span", "who", "You"), element("span", "", text));
+      const asked = element("div", "asked");
+      const line = element("p", "question");
+      line.append(element("span", "who", "You"), element("span", "", text));
+      this.rewrite = element("p", "rewrite");
+      this.rewrite.hidden = true;
+      asked.append(line, this.rewrite);
       this.answer = element("article", "answer");
       this.answer.setAttribute("aria-busy", "true");
       this.answer.setAttribute("aria-label", `Answer ${this.number}`);
@@ -213,28 +518,62 @@
       this.body.dataset.tokens = "0";
       this.notice = element("p", "notice");
       this.notice.hidden = true;
+      this.repetition = element("p", "repetition-note");
+      this.repetition.hidden = true;
       this.list = element("ol", "sources");
       this.list.setAttribute("aria-label", "Sources");
       this.list.hidden = true;
       this.error = element("p", "answer-error");
       this.error.hidden = true;
-      this.answer.append(this.meta, this.body, this.notice, this.list, this.error);
+      this.answer.append(this.meta, this.body, this.notice, this.repetition, this.list, this.error);
       this.node.append(asked, this.answer);
       log.append(this.node);
       this.body.textContent = "…";
+    }
+
+    /** A turn read back from the conversation's export. */
+    static stored(data) {
+      const turn = new Turn(data.question || "");
+      for (const cited of data.citations || []) {
+        const n = Number(String(cited.marker || "").replace(/\D/g, ""));
+        if (!n) continue;
+        turn.sources.set(n, {
+          n,
+          type: cited.source_type,
+          title: cited.title,
+          document_id: cited.document_id,
+          page: cited.page,
+          url: cited.url,
+          snippet: cited.snippet || "",
+        });
+      }
+      turn.showRewrite(data.contextualized_query);
+      turn.finish({
+        turn_id: data.id,
+        answer: data.answer,
+        repetition_detected: data.repetition_detected,
+        // The export does not say whether the answer was the not-found one.
+        no_answer: false,
+      });
+      if (data.feedback) turn.showRating(data.feedback.rating, data.feedback.comment);
+      return turn;
     }
 
     sourceId(n) {
       return `turn-${this.number}-source-${n}`;
     }
 
+    showRewrite(query) {
+      if (query && normalized(query) !== normalized(this.question)) {
+        this.rewrite.textContent = `searched for: ${query}`;
+        this.rewrite.hidden = false;
+      }
+    }
+
     on(name, data) {
       switch (name) {
         case "rewrite":
-          if (data.query) {
-            this.meta.textContent = `Searched for: ${data.query}`;
-            this.meta.hidden = false;
-          }
+          this.showRewrite(data.query);
           break;
         case "sources":
           for (const source of data.sources || []) this.sources.set(Number(source.n), source);
@@ -250,6 +589,11 @@
           this.render();
           break;
         case "repetition":
+          this.meta.textContent = "Rewriting the answer to avoid repeating an earlier one…";
+          this.meta.hidden = false;
+          this.text = "";
+          this.render();
+          break;
         case "reset":
           // The server starts the answer again: what was shown so far is discarded.
           this.text = "";
@@ -267,11 +611,19 @@
       }
     }
 
+    /** The source numbers the answer's [n] markers resolve to, in order. */
+    cited() {
+      const found = new Set();
+      for (const match of this.text.matchAll(/\[(\d+)\]/g)) {
+        if (this.sources.has(Number(match[1]))) found.add(Number(match[1]));
+      }
+      return [...found].sort((a, b) => a - b);
+    }
+
     /** The answer text with each resolvable [n] as a link to source n, and the cited
      * sources listed under it. */
     render() {
       const parts = [];
-      const cited = [];
       const pattern = /\[(\d+)\]/g;
       let last = 0;
       let match;
@@ -282,15 +634,16 @@
         parts.push(this.text.slice(last, match.index));
         const link = element("a", "cite", `[${n}]`);
         link.href = `#${this.sourceId(n)}`;
-        link.title = sourceTitle(source);
+        link.dataset.n = String(n);
+        link.dataset.turn = String(this.number);
         link.setAttribute("aria-label", `source ${n}: ${sourceTitle(source)}`);
         parts.push(link);
         last = pattern.lastIndex;
-        if (!cited.includes(n)) cited.push(n);
       }
       parts.push(this.text.slice(last));
       this.body.replaceChildren(...parts);
-      this.list.replaceChildren(...cited.sort((a, b) => a - b).map((n) => this.sourceItem(n)));
+      const cited = this.cited();
+      this.list.replaceChildren(...cited.map((n) => this.sourceItem(n)));
       this.list.hidden = cited.length === 0;
     }
 
@@ -301,24 +654,9 @@
       item.dataset.n = String(n);
       const head = element("p", "source-head");
       head.append(element("span", "badge", `[${n}]`), " ");
-      let title = element("strong", "source-title", sourceTitle(source));
-      if (source.url) {
-        try {
-          const url = new URL(source.url);
-          if (url.protocol === "http:" || url.protocol === "https:") {
-            title = element("a", "source-title", sourceTitle(source));
-            title.href = url.href;
-            title.rel = "noopener noreferrer";
-            title.target = "_blank";
-          }
-        } catch {
-          // Not a URL: shown as text.
-        }
-      }
-      head.append(title);
-      if (source.page !== undefined && source.page !== null) {
-        head.append(" ", element("span", "page", `page ${source.page}`));
-      }
+      head.append(element("strong", "source-title", sourceTitle(source)));
+      const page = pageOf(source);
+      if (page) head.append(" ", element("span", "page", page));
       item.append(head);
       if (source.snippet) item.append(element("blockquote", "snippet", source.snippet));
       return item;
@@ -326,17 +664,89 @@
 
     finish(data) {
       this.finished = true;
+      // The stored citations may carry a longer passage than the source's snippet.
+      for (const c of data.citations || []) {
+        const source = this.sources.get(Number(String(c.marker || "").replace(/\D/g, "")));
+        if (source && c.content_snippet) source.chunk = c.content_snippet;
+      }
       this.text = data.answer || "";
       this.render();
+      this.meta.hidden = true;
       if (data.no_answer) {
         this.answer.classList.add("no-answer");
         this.notice.textContent = "Not found in the workspace's documents.";
         this.notice.hidden = false;
       }
-      if (data.turn_id) this.node.dataset.turnId = data.turn_id;
+      const flags = data.flags || {};
+      if (flags.repetition_unresolved) {
+        this.repetition.textContent =
+          "Could not avoid repeating information from an earlier answer.";
+        this.repetition.hidden = false;
+      } else if (data.repetition_detected) {
+        this.repetition.textContent = "Repeated information was replaced with new details.";
+        this.repetition.hidden = false;
+      }
+      if (data.turn_id) {
+        this.node.dataset.turnId = data.turn_id;
+        this.addFeedback();
+      }
       this.node.dataset.noAnswer = String(Boolean(data.no_answer));
       this.node.dataset.state = "done";
       this.answer.setAttribute("aria-busy", "false");
+    }
+
+    addFeedback() {
+      const box = element("div", "feedback");
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", "Rate this answer");
+      this.up = element("button", "thumb-up secondary small", "▲ Good");
+      this.up.setAttribute("aria-label", "Good answer");
+      this.down = element("button", "thumb-down secondary small", "▼ Bad");
+      this.down.setAttribute("aria-label", "Bad answer");
+      for (const button of [this.up, this.down]) {
+        button.type = "button";
+        button.setAttribute("aria-pressed", "false");
+      }
+      this.comment = element("input", "feedback-comment");
+      this.comment.placeholder = "Optional comment (Enter sends)";
+      this.comment.maxLength = 2000;
+      this.comment.setAttribute("aria-label", "Comment on this answer");
+      this.rated = element("span", "feedback-state");
+      this.up.addEventListener("click", () => this.rate("up"));
+      this.down.addEventListener("click", () => this.rate("down"));
+      this.comment.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") {
+          event.preventDefault();
+          this.rate(this.feedback.dataset.rating || "up");
+        }
+      });
+      box.append(this.up, this.down, this.comment, this.rated);
+      this.feedback = box;
+      this.answer.append(box);
+    }
+
+    async rate(rating) {
+      const comment = this.comment.value.trim();
+      try {
+        const response = await api(`v1/messages/${encodeURIComponent(this.node.dataset.turnId)}/feedback`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify(comment ? { rating, comment } : { rating }),
+        });
+        const stored = await response.json();
+        this.showRating(stored.rating, stored.comment);
+      } catch (error) {
+        showStatus(describe(error));
+      }
+    }
+
+    showRating(rating, comment) {
+      if (!this.feedback) return;
+      this.feedback.dataset.rating = rating;
+      this.up.setAttribute("aria-pressed", String(rating === "up"));
+      this.down.setAttribute("aria-pressed", String(rating === "down"));
+      if (comment) this.comment.value = comment;
+      this.rated.textContent = comment ? "Rated, with your comment. Thanks!" : "Rated. Thanks!";
     }
 
     fail(message) {
@@ -367,6 +777,7 @@
       if (!turn.finished) {
         throw new Error("the answer stream ended early; the stored answer is in the conversation");
       }
+      refreshList().catch(() => {});
     } catch (error) {
       const message = describe(error);
       showStatus(message);
@@ -378,15 +789,69 @@
     }
   }
 
+  // ---- Uploads ------------------------------------------------------------------------
+
+  function showUpload(state, message, chunks) {
+    uploadStatus.dataset.status = state;
+    if (chunks !== undefined) uploadStatus.dataset.nChunks = String(chunks);
+    else delete uploadStatus.dataset.nChunks;
+    uploadStatus.textContent = message;
+    uploadStatus.hidden = false;
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** Upload the file, then poll its document every 0.5 s until ready or failed. */
+  async function upload(file) {
+    showUpload("uploading", `Uploading ${file.name}…`);
+    try {
+      const data = new FormData();
+      data.append("file", file, file.name);
+      const response = await api("v1/documents", { method: "POST", body: data });
+      let doc = await response.json();
+      const name = doc.title || file.name;
+      while (doc.status === "processing") {
+        showUpload("processing", `${name}: processing, ${doc.n_chunks} chunks so far…`, doc.n_chunks);
+        await sleep(500);
+        doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
+      }
+      if (doc.status === "ready") {
+        const s = doc.n_chunks === 1 ? "" : "s";
+        showUpload("ready", `${name}: ready, ${doc.n_chunks} chunk${s}.`, doc.n_chunks);
+      } else {
+        showUpload("failed", `${name}: failed: ${doc.error || doc.status}`, doc.n_chunks);
+      }
+    } catch (error) {
+      showUpload("failed", `${file.name}: ${describe(error)}`);
+    } finally {
+      uploadInput.value = "";
+    }
+  }
+
+  // ---- Wiring -------------------------------------------------------------------------
+
+  try {
+    // An older page kept the key in local storage, across visits: no longer.
+    localStorage.removeItem(KEY_STORAGE);
+  } catch {
+    // Storage switched off: nothing kept.
+  }
   keyInput.value = loadKey();
   keyInput.addEventListener("input", () => saveKey(keyInput.value.trim()));
   // A conversation belongs to the workspace of the key that started it.
-  keyInput.addEventListener("change", forgetConversation);
+  keyInput.addEventListener("change", () => {
+    forgetConversation();
+    clearLog();
+    refreshList().catch((error) => showStatus(describe(error)));
+  });
 
   forgetButton.addEventListener("click", () => {
     keyInput.value = "";
     saveKey("");
     forgetConversation();
+    clearLog();
+    conversationList.replaceChildren();
+    moreButton.hidden = true;
     clearStatus();
     keyInput.focus();
   });
@@ -402,6 +867,52 @@
     } finally {
       setBusy(false);
     }
+  });
+
+  conversationList.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const item = target && target.closest("li.conversation-item");
+    if (!item) return;
+    if (target.closest(".conversation-title")) selectConversation(item.dataset.id);
+    else if (target.closest(".rename")) startRename(item);
+    else if (target.closest(".delete")) deleteConversation(item);
+  });
+
+  moreButton.addEventListener("click", () => {
+    refreshList(true).catch((error) => showStatus(describe(error)));
+  });
+
+  // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
+  log.addEventListener("mouseover", (event) => {
+    const cite = citeTarget(event.target);
+    if (cite) showPreview(cite.link, cite.source);
+  });
+  log.addEventListener("mouseout", (event) => {
+    if (citeTarget(event.target) && !citeTarget(event.relatedTarget)) hidePreview();
+  });
+  log.addEventListener("focusin", (event) => {
+    const cite = citeTarget(event.target);
+    if (cite) showPreview(cite.link, cite.source);
+  });
+  log.addEventListener("focusout", hidePreview);
+  log.addEventListener("click", (event) => {
+    const cite = citeTarget(event.target);
+    if (cite) {
+      hidePreview();
+      openPanel(cite.turn, cite.n);
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      if (!preview.hidden) hidePreview();
+      else if (!panel.hidden) closePanel();
+    }
+  });
+  byId("close-panel").addEventListener("click", closePanel);
+
+  uploadInput.addEventListener("change", () => {
+    const file = uploadInput.files && uploadInput.files[0];
+    if (file) upload(file);
   });
 
   form.addEventListener("submit", (event) => {
@@ -421,4 +932,6 @@
       if (!send.disabled) form.requestSubmit();
     }
   });
+
+  if (keyInput.value.trim()) refreshList().catch((error) => showStatus(describe(error)));
 })();
