@@ -192,3 +192,41 @@ def test_a_failed_ingest_names_the_cause_without_internal_addresses() -> None:
     reason = failure_reason(MilvusException(message="fail connecting to 127.0.0.1:41234"))
     assert "vector index" in reason and "41234" not in reason
     assert failure_reason(IngestError("a.txt: empty file")) == "a.txt: empty file"
+
+
+async def test_a_large_document_reports_its_chunks_as_they_are_embedded(
+    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import convrag.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "EMBED_SLICE", 4)
+    doc = tmp_path / "long.md"
+    doc.write_text(
+        "\n\n".join(f"Paragraph {i}. " + "Leave accrues every month. " * 20 for i in range(12))
+    )
+    seen: list[tuple[int, int]] = []
+
+    async def record(document_id: str, done: int, total: int) -> None:
+        seen.append((done, total))
+
+    report = await ingest_documents(
+        services, workspace, load_path(doc, max_bytes=10**6), chunk_progress=record
+    )
+    total = report.chunks_written
+    assert total > 8
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and len(seen) > 3
+
+
+async def test_a_processing_document_shows_its_progress_until_it_is_ready(
+    services: Services, workspace: str
+) -> None:
+    from convrag.ids import document_id_for
+
+    doc_id = document_id_for(workspace, "upload:big.md")
+    await services.db.upsert_document_status(
+        workspace, doc_id, "upload:big.md", status="processing"
+    )
+    await services.db.set_document_progress(workspace, doc_id, 40, 130)
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and (row["n_chunks"], row["chunks_total"]) == (40, 130)

@@ -16,12 +16,15 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
+from convrag.embeddings import Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
@@ -52,6 +55,11 @@ class IngestReport:
 
 
 ProgressFn = Callable[[int], None]
+ChunkProgressFn = Callable[[str, int, int], Awaitable[None]]
+"""Called with (document id, chunks embedded, chunks in all) while an ingest embeds."""
+
+#: Chunks embedded between two progress reports of a large document.
+EMBED_SLICE = 64
 
 
 async def ingest_documents(
@@ -61,8 +69,11 @@ async def ingest_documents(
     *,
     batch_docs: int = 128,
     progress: ProgressFn | None = None,
+    chunk_progress: ChunkProgressFn | None = None,
 ) -> IngestReport:
-    """Ingest already-loaded documents; ``progress`` is called with documents done."""
+    """Ingest already-loaded documents; ``progress`` is called with documents done, and
+    ``chunk_progress`` with (document id, chunks embedded, chunks in all) as embedding
+    goes, ``EMBED_SLICE`` chunks at a time."""
     check_id(workspace_id)
     settings = services.settings
     chunker = Chunker(settings.chunk_size, settings.chunk_overlap)
@@ -106,7 +117,7 @@ async def ingest_documents(
             embed_inputs: list[str] = []
             for w in writes:
                 embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
-            vectors = await services.bulk.embed(embed_inputs)
+            vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
             rows: list[VectorRow] = []
             i = 0
             for n, w in enumerate(writes):
@@ -139,6 +150,33 @@ async def ingest_documents(
             # engines to reload; a one-shot CLI ingest should not wait for them at all.
             services.spawn(services.searcher.warm(workspace_id))
     return report
+
+
+async def _embed_with_progress(
+    services: Services,
+    writes: Sequence[DocumentWrite],
+    texts: list[str],
+    chunk_progress: ChunkProgressFn | None,
+) -> Matrix:
+    """Embed ``texts`` (the chunks of ``writes``, in order); with ``chunk_progress``, in
+    slices, reporting each document's chunks done after every slice."""
+    if chunk_progress is None:
+        return await services.bulk.embed(texts)
+    bounds: list[tuple[str, int, int]] = []
+    at = 0
+    for w in writes:
+        bounds.append((w.document_id, at, at + len(w.chunks)))
+        at += len(w.chunks)
+    for doc_id, first, last in bounds:
+        await chunk_progress(doc_id, 0, last - first)
+    parts = []
+    for start in range(0, len(texts), EMBED_SLICE):
+        parts.append(await services.bulk.embed(texts[start : start + EMBED_SLICE]))
+        done = min(start + EMBED_SLICE, len(texts))
+        for doc_id, first, last in bounds:
+            if first < done and start < last:
+                await chunk_progress(doc_id, min(done, last) - first, last - first)
+    return np.concatenate(parts) if parts else np.zeros((0, services.embedder.dim), np.float32)
 
 
 def _delete_stale(index: VectorIndex, workspace_id: str, document_id: str, keep: set[str]) -> None:
@@ -193,9 +231,12 @@ async def accept_upload(
 
     await mark("processing")
 
+    async def progress(document_id: str, done: int, total: int) -> None:
+        await services.db.set_document_progress(workspace_id, document_id, done, total)
+
     async def run() -> None:
         try:
-            await ingest_documents(services, workspace_id, docs)
+            await ingest_documents(services, workspace_id, docs, chunk_progress=progress)
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
 

@@ -273,6 +273,9 @@ class DocumentOut(BaseModel):
     status: str
     error: str | None
     n_chunks: int
+    """Its chunks; while ``processing``, the chunks embedded so far."""
+    chunks_total: int = 0
+    """While ``processing``: how many chunks it has (0 until they are counted)."""
     created_at: datetime
     updated_at: datetime
 

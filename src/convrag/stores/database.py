@@ -144,6 +144,9 @@ MIGRATIONS: list[str] = [
     # Restart recovery looks for unfinished turns; they are few, so a partial index.
     """CREATE INDEX turns_processing ON conversation_turns (updated_at)
         WHERE status = 'processing'""",
+    # Ingest progress: while a document is processing, ``n_chunks`` counts the chunks
+    # embedded so far and ``chunks_total`` how many it has.
+    """ALTER TABLE documents ADD COLUMN chunks_total INTEGER NOT NULL DEFAULT 0""",
 ]
 
 
@@ -687,6 +690,17 @@ class Database:
                     error,
                     Jsonb(metadata or {}),
                 ),
+            )
+
+    async def set_document_progress(
+        self, workspace_id: str, document_id: str, done: int, total: int
+    ) -> None:
+        """Record how many of a processing document's chunks are embedded so far."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now()
+                   WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
+                (done, total, workspace_id, document_id),
             )
 
     async def existing_documents(

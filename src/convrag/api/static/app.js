@@ -811,7 +811,8 @@
       let doc = await response.json();
       const name = doc.title || file.name;
       while (doc.status === "processing") {
-        showUpload("processing", `${name}: processing, ${doc.n_chunks} chunks so far…`, doc.n_chunks);
+        const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
+        showUpload("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
         await sleep(500);
         doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
       }
