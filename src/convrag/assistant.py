@@ -94,9 +94,9 @@ class Assistant:
         had stored it (a conflict with another run's turn leaves that one alone). Best
         effort: when the database itself is down, the turn stays ``processing`` until
         restart recovery."""
-        from convrag.nodes.load_history import TurnConflict
+        from convrag.nodes.load_history import ConversationBusy, TurnConflict
 
-        if isinstance(exc, TurnConflict):
+        if isinstance(exc, (TurnConflict, ConversationBusy)):
             return
         try:
             await self.services.db.fail_turn(workspace_id, turn_id, failure_reason(exc))

@@ -235,9 +235,10 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 
     db = services.db
     conv = await db.create_conversation(workspace)
+    conv2 = await db.create_conversation(workspace)  # one message at a time per conversation
     old, fresh = str(uuid.uuid4()), str(uuid.uuid4())
-    for turn_id in (old, fresh):
-        started = await db.start_turn(TurnStart(workspace, conv, turn_id, "A question?"), 5)
+    for c, turn_id in ((conv, old), (conv2, fresh)):
+        started = await db.start_turn(TurnStart(workspace, c, turn_id, "A question?"), 5)
         assert started is not None and started.started and started.prior is None
     old_doc, fresh_doc = str(uuid.uuid4()), str(uuid.uuid4())
     for doc, source in ((old_doc, "upload:old.txt"), (fresh_doc, "upload:fresh.txt")):
@@ -255,7 +256,7 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
     assert turns >= 1 and docs >= 1
     marked = await db.get_turn(workspace, conv, old)
     assert marked is not None and (marked.status, marked.error) == ("failed", INTERRUPTED_TURN)
-    live = await db.get_turn(workspace, conv, fresh)
+    live = await db.get_turn(workspace, conv2, fresh)
     assert live is not None and live.status == "processing"  # another worker's, maybe
     row = await db.get_document(workspace, old_doc)
     assert row is not None and (row["status"], row["error"]) == ("failed", INTERRUPTED_DOCUMENT)
@@ -265,11 +266,11 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
     # running one is left alone, and another workspace sees no conversation.
     again = await db.start_turn(TurnStart(workspace, conv, old, "A question?"), 5)
     assert again is not None and again.started and again.prior == "failed"
-    busy = await db.start_turn(TurnStart(workspace, conv, fresh, "A question?"), 5)
+    busy = await db.start_turn(TurnStart(workspace, conv2, fresh, "A question?"), 5)
     assert busy is not None and not busy.started and busy.prior == "processing"
     assert await db.start_turn(TurnStart(workspace + "-b", conv, old, "?", create=False), 5) is None
     assert await db.fail_turn(workspace + "-b", fresh, "nope") is False
-    assert await db.get_turn(workspace + "-b", conv, fresh) is None
+    assert await db.get_turn(workspace + "-b", conv2, fresh) is None
 
 
 async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
@@ -293,3 +294,23 @@ async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_
     assert await db.complete_turn(done) is True  # a resumed run answers it after all
     assert await db.complete_turn(done) is False  # idempotent on the turn id
     assert [t.question for t in await db.all_turns(workspace, conv)] == ["First?", "Second?"]
+
+
+async def test_a_conversation_answers_one_message_at_a_time_across_processes(
+    services: Services, workspace: str
+) -> None:
+    """The 'processing' row is the lock another worker sees: a second turn of the same
+    conversation is not started while the first is being answered."""
+    import uuid as _uuid
+
+    from convrag.stores.database import TurnStart
+
+    db = services.db
+    conv = await db.create_conversation(workspace)
+    first = await db.start_turn(TurnStart(workspace, conv, str(_uuid.uuid4()), "one?"), 5)
+    second = await db.start_turn(TurnStart(workspace, conv, str(_uuid.uuid4()), "two?"), 5)
+    assert first is not None and first.started and not first.busy
+    assert second is not None and not second.started and second.busy
+    other = await db.create_conversation(workspace)
+    elsewhere = await db.start_turn(TurnStart(workspace, other, str(_uuid.uuid4()), "x?"), 5)
+    assert elsewhere is not None and elsewhere.started

@@ -38,6 +38,7 @@ from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import Assistant
 from convrag.citations import markers
 from convrag.context import Context
+from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
 from convrag.state import InputState
@@ -208,7 +209,7 @@ class TurnRunner:
 
 
 def _code(exc: Exception) -> str:
-    if isinstance(exc, TurnConflict):
+    if isinstance(exc, (TurnConflict, BusyElsewhere)):
         return "conflict"
     if isinstance(exc, PermissionError):
         return "not_found"

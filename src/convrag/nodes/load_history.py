@@ -14,6 +14,17 @@ from convrag.state import LoadHistoryUpdate, State
 from convrag.stores.database import TurnStart, TurnStatus
 
 
+class ConversationBusy(Exception):
+    """Another message of the conversation is being answered, perhaps by another process:
+    a conversation answers one message at a time."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id} is still answering the previous message; "
+            "retry when it is done (messages are not queued)"
+        )
+
+
 class TurnConflict(Exception):
     """The caller's turn id names a turn that is already answered or still being
     answered by another run: this run must not answer it again."""
@@ -68,6 +79,8 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     if started is None:
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
     if not started.started:
+        if started.busy and started.prior is None:
+            raise ConversationBusy(conversation_id)
         raise TurnConflict(turn_id, started.prior)
     turns = started.history
     override = state.get("history_override")

@@ -420,6 +420,9 @@ class StartedTurn:
     being answered by another run)."""
     started: bool
     """Whether this start wrote the turn as ``processing`` (new, or a failed one again)."""
+    busy: bool = False
+    """Whether another turn of the conversation is being answered (by any process), so
+    this one was not started: a conversation answers one message at a time."""
 
 
 class _CappedBackoff(AttemptWithBackoff):
@@ -1395,9 +1398,16 @@ async def _last_turns(
 # its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
 # survives the service being killed; only a crash of PostgreSQL itself within a fraction
 # of a second could lose it. set_config(..., true) lasts for this statement's transaction.
+#: A 'processing' turn younger than this keeps its conversation busy for other processes
+#: (longer than any turn's time limits; a killed process's turn stops blocking after it).
+BUSY_FOR_S = 180
+
 _START_TURN = f"""
 WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mode),
      conv AS (SELECT id, workspace_id FROM conversations WHERE id = %(c)s),
+     busy AS (SELECT 1 FROM conversation_turns
+              WHERE conversation_id = %(c)s AND status = 'processing' AND id <> %(t)s
+                AND updated_at > now() - interval '{BUSY_FOR_S} seconds'),
      prior AS (SELECT status FROM conversation_turns
                WHERE id = %(t)s AND conversation_id = %(c)s AND workspace_id = %(ws)s),
      ins AS (
@@ -1408,7 +1418,7 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
               COALESCE((SELECT max(turn_number) FROM conversation_turns
                         WHERE conversation_id = conv.id), 0) + 1,
               %(q)s, '', 'processing', %(k)s
-       FROM conv WHERE conv.workspace_id = %(ws)s
+       FROM conv WHERE conv.workspace_id = %(ws)s AND NOT EXISTS (SELECT 1 FROM busy)
        ON CONFLICT (id) DO UPDATE
          SET status = 'processing', error = NULL, updated_at = now(),
              question = EXCLUDED.question
@@ -1417,7 +1427,8 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
            AND conversation_turns.conversation_id = EXCLUDED.conversation_id
        RETURNING 1)
 SELECT c.workspace_id AS owner, (SELECT status FROM prior) AS prior,
-       EXISTS (SELECT 1 FROM ins) AS started, (SELECT commit_mode FROM fast) AS commit_mode,
+       EXISTS (SELECT 1 FROM ins) AS started, EXISTS (SELECT 1 FROM busy) AS busy,
+       (SELECT commit_mode FROM fast) AS commit_mode,
        t.*
 FROM conv c
 LEFT JOIN LATERAL ({_TURN_COLUMNS}
@@ -1431,7 +1442,7 @@ def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
     workspace's (or there is none)."""
     if not rows or rows[0]["owner"] != workspace_id:
         return None
-    meta = ("owner", "prior", "started", "commit_mode")
+    meta = ("owner", "prior", "started", "busy", "commit_mode")
     return StartedTurn(
         history=[
             TurnRecord(**{k: v for k, v in r.items() if k not in meta})
@@ -1440,6 +1451,7 @@ def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
         ],
         prior=rows[0]["prior"],
         started=bool(rows[0]["started"]),
+        busy=bool(rows[0]["busy"]),
     )
 
 
