@@ -1,8 +1,8 @@
 """The suite's LLM: ``convrag.testing.openai_stub`` answering at once, in its own process.
 
-* A rewrite request (the rewrite prompt) gets a plausible standalone question: the latest
-  question followed by the first question of the history, so follow-up retrieval runs on a
-  query of realistic length.
+* A rewrite request (the rewrite gate's JSON prompt) gets a valid JSON verdict with a
+  plausible standalone question: the latest question followed by the first question of
+  the history, so follow-up retrieval runs on a query of realistic length.
 * Every other request gets a short answer that cites ``[1]`` and names no entity, so the
   repetition check never triggers a regeneration and each turn makes the same LLM calls.
 
@@ -13,6 +13,7 @@ Usage: ``python benchmarks/bench_stub.py --port 0`` prints
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from typing import Any
 
@@ -29,7 +30,9 @@ _FIRST_USER = re.compile(r"^User: (.*)$", re.MULTILINE)
 
 
 def is_rewrite(body: dict[str, Any]) -> bool:
-    return "Rewritten standalone question:" in last_message_text(body)
+    return '"classification"' in last_message_text(body) and "Latest user question:" in (
+        last_message_text(body)
+    )
 
 
 def rewrite_reply(body: dict[str, Any]) -> str:
@@ -37,7 +40,8 @@ def rewrite_reply(body: dict[str, Any]) -> str:
     latest = _LATEST.search(text)
     first = _FIRST_USER.search(text)
     question = latest.group(1).strip() if latest else "the question"
-    return f"{question} ({first.group(1).strip()})" if first else question
+    query = f"{question} ({first.group(1).strip()})" if first else question
+    return json.dumps({"classification": "follow_up", "query": query})
 
 
 def main() -> None:
