@@ -436,9 +436,8 @@ async def test_a_docx_upload_is_ingested_in_the_background(
     assert doc["title"] == "Onboarding guide" and doc["n_chunks"] == 1
 
 
-async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_citations(
-    base_url: str, services: Services, tmp_path: Path
-) -> None:
+async def _pdf_travel_tenant(services: Services, tmp_path: Path) -> dict[str, str]:
+    """A workspace holding a two-page travel PDF (trains on page 1, hotels on page 2)."""
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
     path = tmp_path / "travel.pdf"
     path.write_bytes(
@@ -450,7 +449,13 @@ async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_cita
         )
     )
     await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    return {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+
+
+async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_citations(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    tenant = await _pdf_travel_tenant(services, tmp_path)
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         events = await _sse(
@@ -1054,18 +1059,7 @@ async def test_feedback_on_an_answer_is_replaced_counted_and_shown_with_its_turn
 async def test_an_export_holds_every_turn_with_its_citations_as_json_and_markdown(
     base_url: str, services: Services, tmp_path: Path
 ) -> None:
-    workspace = f"ws-{uuid.uuid4().hex[:10]}"
-    path = tmp_path / "travel.pdf"
-    path.write_bytes(
-        pdf_bytes(
-            [
-                ["Trains", "Book every train ticket through the travel desk."],
-                ["Hotels", "The nightly hotel cap is 200 dollars in every city."],
-            ]
-        )
-    )
-    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    tenant = await _pdf_travel_tenant(services, tmp_path)
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         await _ask(client, base_url, tenant, conv, "What is the nightly hotel cap?")

@@ -77,6 +77,15 @@ def fail(message: object, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+MtragDataOpt = Annotated[
+    Path,
+    typer.Option(
+        help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
+    ),
+]
+DomainOpt = Annotated[str, typer.Option(help="clapnq, cloud, or another domain folder.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")]
+
 WorkspaceOpt = Annotated[
     str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
 ]
@@ -287,18 +296,9 @@ def keys_create(workspace: WorkspaceOpt) -> None:
 
 @eval_app.command("mtrag")
 def eval_mtrag(
-    data: Annotated[
-        Path,
-        typer.Option(
-            help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
-        ),
-    ],
-    domain: Annotated[
-        str, typer.Option(help="clapnq, cloud, or another domain folder.")
-    ] = "clapnq",
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the JSON report here.")
-    ] = None,
+    data: MtragDataOpt,
+    domain: DomainOpt = "clapnq",
+    out_file: OutOpt = None,
     strategy: Annotated[
         list[str] | None,
         typer.Option("--strategy", "-s", help="Run only these strategies (repeatable)."),
@@ -321,18 +321,9 @@ def eval_mtrag(
 
 @eval_app.command("answers")
 def eval_answers(
-    data: Annotated[
-        Path,
-        typer.Option(
-            help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
-        ),
-    ],
-    domain: Annotated[
-        str, typer.Option(help="clapnq, cloud, or another domain folder.")
-    ] = "clapnq",
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the JSON report here.")
-    ] = None,
+    data: MtragDataOpt,
+    domain: DomainOpt = "clapnq",
+    out_file: OutOpt = None,
     llm: Annotated[
         bool,
         typer.Option(
@@ -379,9 +370,7 @@ def eval_rewrite(
             "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl)."
         ),
     ],
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the JSON report here.")
-    ] = None,
+    out_file: OutOpt = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
 ) -> None:
     """Rewrite quality: BLEU and token F1 of the rules rewrite against CANARD's human

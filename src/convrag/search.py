@@ -125,6 +125,8 @@ class HybridSearcher:
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._embeddings: dict[str, asyncio.Future[Matrix]] = {}
+        # Finished vectors, not futures: a future belongs to the event loop that made it.
+        self._recent: dict[str, list[float]] = {}
 
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` now, to overlap work that comes before the search.
@@ -132,7 +134,7 @@ class HybridSearcher:
         ``load_history`` calls it with the raw message: most messages are standalone, so
         the search embeds that same text and finds it ready.
         """
-        if query not in self._embeddings:
+        if query not in self._embeddings and query not in self._recent:
             if len(self._embeddings) >= 64:
                 self._embeddings.pop(next(iter(self._embeddings)))
             self._embeddings[query] = asyncio.ensure_future(
@@ -140,13 +142,22 @@ class HybridSearcher:
             )
 
     async def embed_query(self, query: str) -> list[float]:
+        """The query's vector: prefetched, embedded lately (a follow-up mixes in the
+        previous turn's query, which that turn embedded), or embedded now."""
+        recent = self._recent.get(query)
+        if recent is not None:
+            return recent
         pending = self._embeddings.pop(query, None)
         vec = (
             await pending
             if pending is not None
             else await asyncio.to_thread(self.embedder.embed, [query])
         )
-        return [float(x) for x in vec[0]]
+        vector = [float(x) for x in vec[0]]
+        if len(self._recent) >= 256:
+            self._recent.pop(next(iter(self._recent)))
+        self._recent[query] = vector
+        return vector
 
     async def _refresh(self, workspace_id: str, version: int) -> None:
         """Make the in-process engines of a workspace current with ``version``.

@@ -10,6 +10,7 @@ import httpx
 from convrag.services import Services
 from tests import test_server as server_tests
 
+_auth = server_tests._auth
 app_server = server_tests.app_server
 base_url = server_tests.base_url
 tenant = server_tests.tenant
@@ -31,10 +32,6 @@ campaigns in Kheda and Bardoli against British tax policies.
 Sickle cell disease is an inherited blood disorder. Treatment for sickle cell disease may
 include antibiotics, pain medication and blood transfusions. Severe sickle cell disease can
 shorten life expectancy, and some complications such as stroke can be fatal."""
-
-
-def _auth(tenant: dict[str, str]) -> dict[str, str]:
-    return {"Authorization": f"Bearer {tenant['key']}"}
 
 
 async def _upload(

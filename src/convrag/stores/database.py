@@ -1074,27 +1074,13 @@ class Database:
                      (id, workspace_id, conversation_id, turn_number, question, answer,
                       contextualized_query, entities_mentioned, intent, confidence, sources,
                       web_search_triggered, repetition_detected, metadata)
-                   SELECT %s, %s, %s,
+                   SELECT %(id)s, %(ws)s, %(c)s,
                           COALESCE((SELECT max(turn_number) FROM conversation_turns
-                                    WHERE conversation_id = %s), 0) + 1,
-                          %s, %s, %s, %s, %s, %s, %s, %s, %s, %s
+                                    WHERE conversation_id = %(c)s), 0) + 1,
+                          %(question)s, %(answer)s, %(query)s, %(entities)s, %(intent)s,
+                          %(confidence)s, %(sources)s, %(web)s, %(repeated)s, %(metadata)s
                    ON CONFLICT (id) DO NOTHING""",
-                (
-                    turn.id,
-                    turn.workspace_id,
-                    turn.conversation_id,
-                    turn.conversation_id,
-                    turn.question,
-                    turn.answer,
-                    turn.contextualized_query,
-                    turn.entities,
-                    turn.intent,
-                    turn.confidence,
-                    Jsonb(turn.sources),
-                    turn.web_search_triggered,
-                    turn.repetition_detected,
-                    Jsonb(turn.metadata),
-                ),
+                _turn_values(turn),
             )
             if cur.rowcount == 0:
                 return False
@@ -1170,26 +1156,14 @@ class Database:
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 """UPDATE conversation_turns
-                   SET status = 'done', error = NULL, updated_at = now(), answer = %s,
-                       contextualized_query = %s, entities_mentioned = %s, intent = %s,
-                       confidence = %s, sources = %s, web_search_triggered = %s,
-                       repetition_detected = %s, metadata = %s
-                   WHERE workspace_id = %s AND conversation_id = %s AND id = %s
+                   SET status = 'done', error = NULL, updated_at = now(), answer = %(answer)s,
+                       contextualized_query = %(query)s, entities_mentioned = %(entities)s,
+                       intent = %(intent)s, confidence = %(confidence)s, sources = %(sources)s,
+                       web_search_triggered = %(web)s, repetition_detected = %(repeated)s,
+                       metadata = %(metadata)s
+                   WHERE workspace_id = %(ws)s AND conversation_id = %(c)s AND id = %(id)s
                      AND status <> 'done'""",
-                (
-                    turn.answer,
-                    turn.contextualized_query,
-                    turn.entities,
-                    turn.intent,
-                    turn.confidence,
-                    Jsonb(turn.sources),
-                    turn.web_search_triggered,
-                    turn.repetition_detected,
-                    Jsonb(turn.metadata),
-                    turn.workspace_id,
-                    turn.conversation_id,
-                    turn.id,
-                ),
+                _turn_values(turn),
             )
             if cur.rowcount == 0:
                 exists = await (
@@ -1366,6 +1340,26 @@ def _conversation(row: dict[str, Any]) -> ConversationRecord:
     first_question = row.pop("first_question")
     row["title"] = row["title"] or title_from_question(first_question)
     return ConversationRecord(**row)
+
+
+def _turn_values(turn: NewTurn) -> dict[str, Any]:
+    """A turn's columns as named query parameters: one mapping for both ways a turn is
+    written (whole by :meth:`Database.save_turn`, completed by ``complete_turn``)."""
+    return {
+        "id": turn.id,
+        "ws": turn.workspace_id,
+        "c": turn.conversation_id,
+        "question": turn.question,
+        "answer": turn.answer,
+        "query": turn.contextualized_query,
+        "entities": turn.entities,
+        "intent": turn.intent,
+        "confidence": turn.confidence,
+        "sources": Jsonb(turn.sources),
+        "web": turn.web_search_triggered,
+        "repeated": turn.repetition_detected,
+        "metadata": Jsonb(turn.metadata),
+    }
 
 
 async def _last_turns(
