@@ -141,10 +141,14 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
             return real.embed(texts)
 
     monkeypatch.setattr(searcher, "embedder", Counting())
-    searcher.prefetch("how many days of annual leave")
-    hits = await searcher.search(workspace, "how many days of annual leave", top_k=1, mode="dense")
+    # A question no other test asks: the searcher keeps recent query vectors.
+    query = f"how many days of annual leave ({workspace})"
+    searcher.prefetch(query)
+    hits = await searcher.search(workspace, query, top_k=1, mode="dense")
     assert "25 days" in hits[0].text
-    assert calls == [["how many days of annual leave"]]
+    assert calls == [[query]]
+    again = await searcher.search(workspace, query, top_k=1, mode="dense")
+    assert again[0].text == hits[0].text and calls == [[query]]  # not embedded twice
 
 
 async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds(
