@@ -233,6 +233,8 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
     return {
         "stub_ttft_ms": stats(stub_ms),
         "service_ttft_ms": stats([t.ttft_ms or 0.0 for t in turns]),
+        "model_ms_before_first_token": stats([model_ms(t) for t in turns]),
+        "service_ttft_less_model_ms": stats([(t.ttft_ms or 0.0) - model_ms(t) for t in turns]),
         "service_ttft_by_turn_ms": {str(k): stats(v) for k, v in per_turn.items()},
         "service_ttft_by_classification_ms": {k: stats(v) for k, v in by_class.items()},
         "service_time_to_rewrite_event_ms": stats([t.rewrite_ms or 0.0 for t in turns]),
@@ -240,6 +242,17 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
         "service_turn_total_ms": stats([t.total_ms for t in turns]),
         "server_node_timings_ms": {k: stats(v) for k, v in sorted(nodes.items())},
     }
+
+
+MODEL_TIMINGS = ("rewrite_llm", "embed_query")
+"""The server's timings of model work before the first token: the rewrite's LLM call and
+the wait for the query's embedding."""
+
+
+def model_ms(turn: TurnTiming) -> float:
+    """Model time a turn spent before its first token (see :data:`MODEL_TIMINGS`)."""
+    timings = turn.server_timings or {}
+    return sum(timings.get(k, 0.0) for k in MODEL_TIMINGS)
 
 
 async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: int,
@@ -301,18 +314,24 @@ async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
     if want_ttft:
         stub_p50 = seq["stub_ttft_ms"]["p50"]
         svc_p50 = seq["service_ttft_ms"]["p50"]
-        over = svc_p50 - stub_p50
+        own_p50 = seq["service_ttft_less_model_ms"]["p50"]
+        over = own_p50 - stub_p50
         figures.append(Figure(
             "ttft_overhead_ms", over, "ms", 20.0, "p50 ≤ 20 ms", baseline=stub_p50,
             met=over <= 20.0, ratio_override=svc_p50 / stub_p50,
             extra={"service_ttft_p50": svc_p50, "service_ttft_p95": seq["service_ttft_ms"]["p95"],
                    "stub_ttft_p50": stub_p50,
-                   "overhead_p95": seq["service_ttft_ms"]["p95"] - seq["stub_ttft_ms"]["p95"]},
+                   "model_ms_p50": seq["model_ms_before_first_token"]["p50"],
+                   "overhead_with_model_time_p50": svc_p50 - stub_p50,
+                   "overhead_p95": seq["service_ttft_less_model_ms"]["p95"]
+                   - seq["stub_ttft_ms"]["p95"]},
             detail={"corpus": corpus, "mode": "quick" if quick else "full",
                     "protocol": "MTRAG ClapNQ conversations, turns 1-3 each, one turn at a "
-                                "time; TTFT = POST to the first `token` SSE event; the "
-                                "stub's TTFT is measured with the openai SDK right before "
-                                "each turn",
+                                "time; TTFT = POST to the first `token` SSE event, less the "
+                                "model time the server reports before it (the rewrite's "
+                                "LLM call, the wait for the query embedding); the stub's "
+                                "TTFT is measured with the openai SDK right before each "
+                                "turn",
                     "server_startup_rss_mib": startup_rss, **seq}))
     seq_rate = 1000.0 / seq["service_turn_total_ms"]["mean"]
     for n, c in conc.items():

@@ -9,6 +9,7 @@ Figures (see benchmarks/README.md for what each measures and its caveats):
   hybrid_search_100k_ms  the same at 100k chunks (skipped by --quick)
   ingest_throughput      chunks/s of ingest_documents vs the raw embedding model
   ttft_overhead_ms       time to first token added by the HTTP service over the stub's own
+                         (model time, the rewrite's LLM call and the query embedding, apart)
   concurrent_32          32 streaming conversations at once: turns/s, p95, errors
   concurrent_64          64 of them
   server_rss_100k_mb     server process RSS with 100k chunks indexed (--quick: 10k)

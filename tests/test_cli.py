@@ -140,3 +140,88 @@ def test_keys_list_shows_each_key_by_fingerprint_and_revocation_never_the_key(
     assert set(listed[0]) == {"id", "prefix", "fingerprint", "created_at", "revoked", "revoked_at"}
     bad = _run(["keys", "list", "-w", "no spaces"], cli_data)
     assert bad.returncode == 2 and "invalid workspace id" in bad.stderr
+
+
+def test_keys_revoke_takes_the_id_prefix_or_fingerprint_that_keys_list_shows(
+    cli_data: Path,
+) -> None:
+    workspace = "cli-revoke"
+    keys = [_run(["keys", "create", "-w", workspace], cli_data).stdout.strip() for _ in range(4)]
+    listed = [
+        json.loads(line)
+        for line in _run(["keys", "list", "-w", workspace], cli_data).stdout.splitlines()
+    ]
+    by_id, by_start, by_prefix, by_fingerprint = listed
+
+    refs = (by_id["id"], by_start["id"][:8], by_prefix["prefix"], by_fingerprint["fingerprint"])
+    for ref in refs:
+        done = _run(["keys", "revoke", ref, "-w", workspace], cli_data)
+        assert done.returncode == 0, done.stderr
+    after = [
+        json.loads(line)
+        for line in _run(["keys", "list", "-w", workspace], cli_data).stdout.splitlines()
+    ]
+    assert [k["revoked"] for k in after] == [True] * 4
+    assert json.loads(done.stdout)["revoked"] == by_fingerprint["id"]
+
+    again = _run(["keys", "revoke", by_id["id"]], cli_data)
+    assert again.returncode == 1 and "already revoked" in again.stderr
+    assert keys[0] not in again.stderr
+
+
+def test_keys_revoke_refuses_a_name_that_matches_no_key_or_is_too_short(cli_data: Path) -> None:
+    workspace = "cli-revoke-unknown"
+    _run(["keys", "create", "-w", workspace], cli_data)
+    none = _run(["keys", "revoke", "ffffffff-0000", "-w", workspace], cli_data)
+    assert none.returncode == 1 and "no key in workspace cli-revoke-unknown" in none.stderr
+    assert "convrag keys list" in none.stderr
+    short = _run(["keys", "revoke", "ab", "-w", workspace], cli_data)
+    assert short.returncode == 2 and "too short" in short.stderr
+    still = _run(["keys", "list", "-w", workspace], cli_data).stdout.splitlines()
+    assert [json.loads(line)["revoked"] for line in still] == [False]
+
+
+def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two keys whose ids start alike (random ids rarely do, so the store is faked)."""
+    from collections.abc import AsyncIterator
+    from contextlib import asynccontextmanager
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    import convrag.services
+    from convrag.cli import app
+    from convrag.stores.database import ApiKeyRecord
+
+    now = datetime.now(UTC)
+    twins = [
+        ApiKeyRecord(f"abcd{n}000-0000-4000-8000-000000000000", f"crk_{n}xyz", "0" * 12, now, None)
+        for n in (1, 2)
+    ]
+    revoked: list[str] = []
+
+    class Keys:
+        async def find_api_keys(self, ref: str, workspace_id: str | None) -> list[ApiKeyRecord]:
+            return [k for k in twins if k.id.startswith(ref)]
+
+        async def revoke_api_key_id(self, key_id: str) -> bool:
+            revoked.append(key_id)
+            return True
+
+    @asynccontextmanager
+    async def fake_services() -> AsyncIterator[SimpleNamespace]:
+        yield SimpleNamespace(db=Keys())
+
+    monkeypatch.setattr(convrag.services, "open_services", fake_services)
+    monkeypatch.setattr(convrag.services, "install_sigterm_handler", lambda: None)
+    monkeypatch.setattr("convrag.cli.warn_if_new_store", lambda settings: None)
+
+    both = CliRunner().invoke(app, ["keys", "revoke", "abcd"])
+    assert both.exit_code == 1 and revoked == []
+    assert "matches 2 active keys" in both.stderr
+    assert twins[0].id in both.stderr and twins[1].id in both.stderr
+    one = CliRunner().invoke(app, ["keys", "revoke", "abcd2"])
+    assert one.exit_code == 0 and revoked == [twins[1].id]

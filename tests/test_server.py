@@ -10,6 +10,7 @@ import re
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from convrag.api.deps import RateLimiter
+from convrag.api.deps import RateLimiter, encode_cursor
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.server import create_app
@@ -220,11 +221,37 @@ async def test_another_workspaces_ids_give_404_on_every_route(
         conversations = await client.get(f"{base_url}/v1/conversations", headers=b)
         assert conversations.status_code == 200
         assert conversations.json() == {"conversations": [], "next_cursor": None}
+        # A's cursors page through A's lists only: B gets empty pages with them.
+        await _conversation(client, base_url, tenant)
+        a_page = await client.get(
+            f"{base_url}/v1/conversations", params={"limit": 1}, headers=_auth(tenant)
+        )
+        a_cursor = a_page.json()["next_cursor"]
+        assert a_cursor
+        b_page = await client.get(
+            f"{base_url}/v1/conversations", params={"limit": 1, "cursor": a_cursor}, headers=b
+        )
+        assert b_page.json() == {"conversations": [], "next_cursor": None}
+        before_all = encode_cursor(
+            "documents", (datetime(2000, 1, 1, tzinfo=UTC), str(uuid.UUID(int=0)))
+        )
+        doc_page = {"limit": 1, "cursor": before_all}
+        mine_page = await client.get(
+            f"{base_url}/v1/documents", params=doc_page, headers=_auth(tenant)
+        )
+        assert [d["id"] for d in mine_page.json()] == [doc_id]
+        theirs = await client.get(f"{base_url}/v1/documents", params=doc_page, headers=b)
+        assert theirs.status_code == 200 and theirs.json() == []
+        assert "Link" not in theirs.headers and "X-Next-Cursor" not in theirs.headers
+        # The one model is public to every key; it names nothing of A's.
+        models = await client.get(f"{base_url}/v1/models", headers=b)
+        assert [m["id"] for m in models.json()["data"]] == ["convrag"]
         # A's data is intact after B's attempts.
         detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
         assert detail.json()["turns"][0]["feedback"]["rating"] == "up"
         mine = await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))
-        assert mine.json()["conversations"][0]["title"] == "What is Prasad Chaudhari's salary?"
+        titles = {c["id"]: c["title"] for c in mine.json()["conversations"]}
+        assert titles[conv] == "What is Prasad Chaudhari's salary?"
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 200
@@ -1094,6 +1121,39 @@ async def test_an_export_holds_every_turn_with_its_citations_as_json_and_markdow
         assert "'json' or 'md'" in bad.json()["detail"]
 
 
+async def test_a_reloaded_conversation_flags_not_found_and_repetition_as_streamed(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    tenant = await _travel_tenant(services, tmp_path)
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        streamed = [
+            (await _sse(client, url, {"content": q}, _auth(tenant)))[-1][1]
+            for q in (
+                "What is the meal allowance in Europe?",
+                "And in North America?",
+                "What is the capital of France?",
+            )
+        ]
+        assert [d["no_answer"] for d in streamed] == [False, False, True]
+        assert streamed[1]["repetition_detected"] and streamed[1]["flags"]["repetition_unresolved"]
+        read = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        export_url = f"{base_url}/v1/conversations/{conv}/export"
+        exported = await client.get(export_url, headers=_auth(tenant))
+        md = (await client.get(export_url, params={"format": "md"}, headers=_auth(tenant))).text
+    for reloaded in (read.json()["turns"], exported.json()["turns"]):
+        for turn, done in zip(reloaded, streamed, strict=True):
+            assert turn["id"] == done["turn_id"]
+            assert turn["no_answer"] == done["no_answer"]
+            assert turn["repetition_detected"] == done["repetition_detected"]
+            assert turn["flags"] == done["flags"]
+    second, third = md.split("## 2. ")[1].split("## 3. ")
+    assert "_Could not avoid repeating information from an earlier answer._" in second
+    assert "_Not found in the workspace's documents._" in third
+    assert "_Not found" not in second and "repeating" not in third
+
+
 async def test_a_documents_text_is_its_chunks_joined_and_reads_in_character_ranges(
     base_url: str, tenant: dict[str, str], services: Services
 ) -> None:
@@ -1253,11 +1313,15 @@ NEW_ROUTES = {
     ("get", "/v1/documents/{document_id}/text"): {404, 409, 422},
     ("get", "/v1/documents"): {422},
 }
+#: Every route the everyday API added (the matrix of
+#: ``test_another_workspaces_ids_give_404_on_every_route`` tries each with another key).
+EVERYDAY_ROUTES = {*NEW_ROUTES, ("get", "/v1/models")}
 
 
 async def test_the_new_routes_document_their_4xx_answers_in_openapi(base_url: str) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         spec = (await client.get(f"{base_url}/openapi.json")).json()
+    assert all(method in spec["paths"].get(path, {}) for method, path in EVERYDAY_ROUTES)
     for (method, path), codes in NEW_ROUTES.items():
         responses = spec["paths"][path][method]["responses"]
         assert {str(c) for c in codes} <= set(responses), (method, path, sorted(responses))

@@ -1,4 +1,4 @@
-"""The ``convrag`` command line: config, ingest, search, ask, serve, keys, documents, eval.
+"""The ``convrag`` command line: config, ingest, search, ask, serve, keys, documents, sweep, eval.
 
 Every command honours ``CONVRAG_DATA_DIR`` (and the other settings), so two data
 directories never mix.
@@ -279,6 +279,28 @@ def documents_delete(document_id: str, workspace: WorkspaceOpt) -> None:
     print(json.dumps({"deleted": document_id}))
 
 
+@app.command()
+def sweep() -> None:
+    """Delete conversations inactive for longer than CONVERSATION_TTL_DAYS, in every
+    workspace, from every store (a running service also does this hourly); prints how
+    many."""
+    from convrag.assistant import open_assistant
+    from convrag.conversations import sweep_expired
+
+    try:
+        ttl = get_settings().conversation_ttl_days
+    except ValueError as exc:  # pydantic's ValidationError: the bad setting, by name
+        raise fail(exc) from exc
+    if not ttl:
+        raise fail("CONVERSATION_TTL_DAYS is not set: conversations are kept forever")
+
+    async def go() -> int:
+        async with open_assistant() as bot:
+            return await sweep_expired(bot, ttl)
+
+    print(json.dumps({"deleted": _run(go), "ttl_days": ttl}))
+
+
 @keys_app.command("create")
 def keys_create(workspace: WorkspaceOpt) -> None:
     """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
@@ -390,6 +412,15 @@ def eval_rewrite(
 def serve(
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes on the one port. Above 1, this process owns the embedded "
+            "PostgreSQL and Milvus Lite (those with no URL set) and the workers connect to "
+            "them by URL.",
+        ),
+    ] = 1,
 ) -> None:
     """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
 
@@ -400,7 +431,35 @@ def serve(
 
     settings = get_settings()
     warn_if_new_store(settings)
-    run(host, port, settings)
+    if workers == 1:
+        run(host, port, settings)
+        return
+    _serve_workers(host, port, workers, settings)
+
+
+def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> None:
+    """Run ``workers`` uvicorn worker processes, stateless: this process starts the
+    embedded servers and hands their URLs to the workers through the environment (which
+    a spawned worker reads its settings from), and stops them after the last worker."""
+    import os
+
+    import uvicorn
+
+    from convrag.services import install_sigterm_handler, shared_stores
+
+    # Until uvicorn takes SIGTERM over, it must still unwind the servers started here.
+    install_sigterm_handler()
+    with shared_stores(settings) as env:
+        os.environ.update(env)
+        uvicorn.run(
+            "convrag.api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            timeout_graceful_shutdown=10,
+        )
 
 
 @app.command()
@@ -482,18 +541,72 @@ def keys_list(workspace: WorkspaceOpt) -> None:
         )
 
 
+#: The fewest characters of an id or fingerprint ``keys revoke`` takes as naming a key.
+MIN_KEY_REF_CHARS = 4
+
+
 @keys_app.command("revoke")
-def keys_revoke(key: Annotated[str, typer.Argument(help="The key to revoke.")]) -> None:
-    """Revoke an API key (a running server stops accepting it within 30 s)."""
+def keys_revoke(
+    key: Annotated[
+        str,
+        typer.Argument(
+            metavar="KEY_OR_ID",
+            help="The key, or how `keys list` shows it: its id (or the first 4 or more "
+            "characters of it), its prefix, or its fingerprint.",
+        ),
+    ],
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", "-w", help="Look only among this workspace's keys."),
+    ] = None,
+) -> None:
+    """Revoke an API key (a running server stops accepting it within 30 s).
+
+    Name it by the key itself or by what ``keys list`` shows of it; a name that matches
+    no key, or more than one active key, revokes nothing and says so (exit 1).
+    """
+    from convrag.ids import check_id
     from convrag.services import open_services
+    from convrag.stores.database import ApiKeyRecord
 
-    async def go() -> bool:
+    ref = key.strip()
+
+    async def go() -> tuple[list[ApiKeyRecord], bool]:
+        if workspace is not None:
+            check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
+        if len(ref) < MIN_KEY_REF_CHARS:
+            raise ValueError(
+                f"{key!r} is too short to name a key: give the key, its id, its prefix or "
+                f"its fingerprint as `convrag keys list` shows them (at least "
+                f"{MIN_KEY_REF_CHARS} characters)"
+            )
         async with open_services() as services:
-            return await services.db.revoke_api_key(key)
+            matched = await services.db.find_api_keys(ref, workspace)
+            active = [k for k in matched if not k.revoked]
+            if len(active) != 1:
+                return matched, False
+            return active, await services.db.revoke_api_key_id(active[0].id)
 
-    if not _run(go):
-        raise fail("no active key like that", code=1)
-    print(json.dumps({"revoked": key[:8] + "…"}))
+    matched, revoked = _run(go)
+    active = [k for k in matched if not k.revoked]
+    where = f" in workspace {workspace}" if workspace else ""
+    if len(active) > 1:
+        listed = ", ".join(f"{k.id} ({k.prefix})" for k in active)
+        raise fail(
+            f"{ref!r} matches {len(active)} active keys{where}: {listed}; "
+            "give more of the id, or the whole id",
+            code=1,
+        )
+    if not revoked:
+        if gone := active or matched:
+            raise fail(f"key {gone[0].id} ({gone[0].prefix}) is already revoked", code=1)
+        raise fail(
+            f"no key{where} matches {ref!r}; `convrag keys list -w WORKSPACE` shows each "
+            "key's id, prefix and fingerprint",
+            code=1,
+        )
+    k = active[0]
+    print(json.dumps({"revoked": k.id, "prefix": k.prefix, "fingerprint": k.fingerprint}))
 
 
 def main() -> None:  # pragma: no cover - console entry

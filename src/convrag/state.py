@@ -210,7 +210,9 @@ class State(InputState, total=False):
     errors: Annotated[dict[str, str], TURN_MERGED]
     """Per-step errors that did not fail the turn, keyed by step."""
     timings: Annotated[dict[str, float], TURN_TIMINGS]
-    """Milliseconds spent per node this turn."""
+    """Milliseconds spent per node this turn, and the model time inside nodes that the
+    service's latency figures count apart: ``rewrite_llm`` (the rewrite's LLM call) and
+    ``embed_query`` (waiting for the query's embedding)."""
     persisted: Annotated[bool, TURN_BOOL]
     """Whether persist wrote the turn (False when it was already there)."""
 
@@ -234,6 +236,7 @@ class RewriteUpdate(TypedDict, total=False):
     rewrite_method: RewriteMethod
     flags: dict[str, Any]
     errors: dict[str, str]
+    timings: dict[str, float]
 
 
 class DocumentHitsUpdate(TypedDict, total=False):
@@ -248,6 +251,7 @@ class VectorHitsUpdate(TypedDict, total=False):
     vector_hits: list[Source]
     flags: dict[str, Any]
     errors: dict[str, str]
+    timings: dict[str, float]
 
 
 class MergeUpdate(TypedDict, total=False):

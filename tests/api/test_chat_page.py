@@ -48,7 +48,8 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WAIT_S = 120.0
 SKIP_BROWSER = os.environ.get("CONVRAG_SKIP_BROWSER") == "1"
 SCREENSHOT = os.environ.get("CONVRAG_SCREENSHOT", "")
-NEW_TITLE = "Salary questions"
+#: Longer than the sidebar is wide: it is shown cut with an ellipsis.
+NEW_TITLE = "Salary questions: Prasad Chaudhari's total and basic salary, allowances and position"
 #: A small document the page uploads; nothing in it answers the test's questions.
 UPLOADED_MD = "# Office plants\n\nThe ficus by the window is watered on Mondays.\n"
 
@@ -260,6 +261,13 @@ def _drive(base: str, key: str) -> Seen:
         wait.until(
             lambda d: d.execute_script(titles_js, f"{item_css} .conversation-title") == [NEW_TITLE]
         )
+        # The long title stays on one line, cut with an ellipsis; its tooltip has all of it.
+        cut = driver.execute_script(
+            "const e = document.querySelector(arguments[0]), s = getComputedStyle(e);"
+            "return [s.textOverflow, s.whiteSpace, e.scrollWidth > e.clientWidth, e.title];",
+            f"{item_css} .conversation-title",
+        )
+        assert cut[:3] == ["ellipsis", "nowrap", True] and cut[3].startswith(NEW_TITLE), cut
 
         # A new conversation empties the view; deleting it (confirmed) drops it from the list.
         by_id("new-conversation").click()
@@ -287,6 +295,10 @@ def _drive(base: str, key: str) -> Seen:
         assert loaded.find_element(By.CSS_SELECTOR, ".feedback").get_attribute("data-rating") == (
             "up"
         )
+        # The not-found answer is flagged as it was when it streamed.
+        reloaded = driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")[1]
+        assert reloaded.get_attribute("data-no-answer") == "true"
+        assert "Not found" in reloaded.find_element(By.CSS_SELECTOR, ".notice").text
 
         # Upload a small Markdown file: its status is polled until ready, with its chunks.
         with tempfile.TemporaryDirectory(prefix="convrag-upload-") as folder:

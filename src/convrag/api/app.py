@@ -4,7 +4,9 @@ chat page's static files.
 The lifespan opens the assistant (and, unless given services, the stores) once per
 process and keeps what the routes share on ``app.state``: the services, the assistant,
 the turn runner, the rate limiter and the API key cache. At start it marks turns and
-uploads that a dead process left unfinished as failed. On shutdown it lets running
+uploads that a dead process left unfinished as failed and, with
+``CONVERSATION_TTL_DAYS`` set, starts the hourly sweep of expired conversations (stopped
+first on shutdown). On shutdown it lets running
 turns finish, since they persist their answer, before the stores close.
 """
 
@@ -33,6 +35,7 @@ from convrag.api.routers import conversations, documents, messages, openai, oper
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
+from convrag.conversations import sweep_periodically
 from convrag.services import Services
 from convrag.stores.database import INTERRUPTED_AFTER
 
@@ -53,6 +56,9 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             )
             assistant.services.warm_after_ingest = True
             await _recover_interrupted(assistant.services)
+            if assistant.services.settings.conversation_ttl_days:
+                sweeper = asyncio.create_task(sweep_periodically(assistant))
+                stack.push_async_callback(_cancel, sweeper)  # before the stores close
             app.state.services = assistant.services
             app.state.assistant = assistant
             app.state.runner = TurnRunner(assistant)
@@ -90,6 +96,12 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     return app
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel a background task and wait until it has stopped."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def _recover_interrupted(services: Services) -> None:

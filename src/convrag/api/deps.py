@@ -27,7 +27,7 @@ from convrag.assistant import Assistant
 from convrag.config import Settings
 from convrag.ids import canonical_uuid
 from convrag.services import Services
-from convrag.stores.database import After
+from convrag.stores.database import After, Database
 
 _bearer = HTTPBearer(auto_error=False, description="A workspace API key (`convrag keys create`).")
 
@@ -58,23 +58,19 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 
 
 class RateLimiter:
-    """A token bucket per API key: ``per_minute`` requests, refilled continuously."""
+    """A token bucket per API key: ``per_minute`` requests, refilled continuously.
+
+    The buckets live in PostgreSQL (:meth:`Database.take_request_token`), so every worker
+    and replica on one database enforces one limit per key, at one round trip a request.
+    """
 
     def __init__(self, per_minute: int) -> None:
-        self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self.capacity = per_minute
 
-    def retry_after(self, key: str) -> int:
-        """0 when the request may pass (and is counted), else seconds to wait."""
-        now = time.monotonic()
-        tokens, last = self._buckets.get(key, (self.capacity, now))
-        tokens = min(self.capacity, tokens + (now - last) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[key] = (tokens - 1.0, now)
-            return 0
-        self._buckets[key] = (tokens, now)
-        return max(1, math.ceil((1.0 - tokens) / self.rate))
+    async def retry_after(self, db: Database, key: str) -> int:
+        """0 when the request may pass (and is counted), else whole seconds to wait."""
+        wait = await db.take_request_token(key, self.capacity)
+        return 0 if wait is None else max(1, math.ceil(wait))
 
 
 class KeyCache:
@@ -120,11 +116,11 @@ async def get_workspace(
             headers={"WWW-Authenticate": "Bearer"},
         )
     limiter: RateLimiter = request.app.state.limiter
-    wait = limiter.retry_after(credentials.credentials)
+    wait = await limiter.retry_after(services.db, credentials.credentials)
     if wait:
         raise HTTPException(
             status.HTTP_429_TOO_MANY_REQUESTS,
-            f"rate limit of {int(limiter.capacity)} requests/minute exceeded",
+            f"rate limit of {limiter.capacity} requests/minute exceeded",
             headers={"Retry-After": str(wait)},
         )
     return workspace

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from convrag.records import SourceOut
+from convrag.stores.database import CitedSource
 
 MAX_MESSAGE_CHARS = 8000
 MAX_IDEMPOTENCY_KEY_CHARS = 200
@@ -190,6 +191,12 @@ class TurnOut(BaseModel):
     error: str | None = None
     feedback: FeedbackOut | None = None
     """The user's rating of this answer, if any."""
+    no_answer: bool = False
+    """The answer was the "not found" one: nothing in the workspace was relevant enough."""
+    flags: dict[str, Any] = Field(default_factory=dict)
+    """The flags the answer was given with, as its ``done`` event carried them:
+    ``no_answer``, ``repetition_unresolved`` (it still repeats an earlier answer),
+    ``web_search_triggered``, ..."""
 
 
 class ConversationDetail(BaseModel):
@@ -197,26 +204,10 @@ class ConversationDetail(BaseModel):
     turns: list[TurnOut]
 
 
-class CitedSourceOut(BaseModel):
-    """What a marker of an exported answer cites (a
-    :class:`~convrag.stores.database.CitedSource`)."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    marker: str
-    source_type: str
-    title: str | None
-    document_id: str | None
-    page: int | None
-    """The 1-based PDF page of the cited passage; null when its document has no pages."""
-    url: str | None
-    snippet: str
-
-
 class ExportedTurn(TurnOut):
     """A turn in an export: the stored turn and what each of its markers cites."""
 
-    citations: list[CitedSourceOut] = Field(validation_alias="cited_sources")
+    citations: list[CitedSource] = Field(validation_alias="cited_sources")
 
 
 class ConversationExport(BaseModel):

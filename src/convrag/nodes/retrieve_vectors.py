@@ -20,6 +20,7 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     query = state.get("rewritten_query") or state["message"]
     wanted = max(2 * ctx.top_k, 10)
     reranker = services.reranker
+    timings: dict[str, float] = {}
     results = await services.searcher.search(
         state["workspace_id"],
         query,
@@ -28,6 +29,7 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
         anchor_boost=ctx.anchor_boost,
         context_query=previous_question(history),
         context_weight=ctx.history_weight,
+        timings=timings,
     )
     hits = [
         Source(
@@ -45,11 +47,11 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
         for r in results
     ]
     if reranker is None:
-        return VectorHitsUpdate(vector_hits=hits)
+        return VectorHitsUpdate(vector_hits=hits, timings=timings)
     reranked, failure = await rerank_sources(
         reranker, query, hits, services.settings.rerank_timeout_s
     )
-    update = VectorHitsUpdate(vector_hits=reranked[:wanted])
+    update = VectorHitsUpdate(vector_hits=reranked[:wanted], timings=timings)
     if failure is not None:
         update["flags"] = {"rerank_fallback": failure}
         update["errors"] = {"rerank": failure}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -25,6 +26,7 @@ from convrag import prompts
 from convrag.context import Context
 from convrag.events import RewriteEvent, emit
 from convrag.llm import attempt, chat_model, resolve_model
+from convrag.nodes.policy import ms_since
 from convrag.records import HistoryTurn
 from convrag.rewriting import Classification, Turn, classify, contextualize
 from convrag.rewriting.classify import is_no_retrieval
@@ -188,7 +190,10 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
         if classification == "follow_up" and model_name is None:
             query, method = rules_rewrite(message, history), "rules"
     else:
+        start = time.perf_counter()
         decision, failure = await llm_rewrite(message, history, model_name, ctx)
+        # Model time, which the service's own latency figures count apart.
+        update["timings"] = {"rewrite_llm": ms_since(start)}
         if decision is not None:
             classification, method = decision.classification, "llm"
             if classification != "no_retrieval":

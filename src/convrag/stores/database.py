@@ -8,14 +8,17 @@ a migration that has shipped, append a new one.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, cast
+from weakref import WeakKeyDictionary
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection, errors
@@ -147,6 +150,14 @@ MIGRATIONS: list[str] = [
     # Ingest progress: while a document is processing, ``n_chunks`` counts the chunks
     # embedded so far and ``chunks_total`` how many it has.
     """ALTER TABLE documents ADD COLUMN chunks_total INTEGER NOT NULL DEFAULT 0""",
+    # The request rate limit's token bucket per API key (by hash), shared by every worker.
+    # UNLOGGED: a bucket lost in a crash only refills early, and its writes skip the WAL.
+    """CREATE UNLOGGED TABLE rate_limits (
+        key_hash TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        passed BOOLEAN NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    )""",
 ]
 
 
@@ -297,6 +308,7 @@ class CitedSource:
     title: str | None
     document_id: str | None
     page: int | None
+    """The 1-based PDF page of the cited passage; None when its document has no pages."""
     url: str | None
     snippet: str
 
@@ -328,6 +340,17 @@ class TurnRecord:
     """Why a ``failed`` turn failed (short, for the client); None otherwise."""
     intent: str | None = None
     """The turn's classification (standalone, follow_up, no_retrieval), once answered."""
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        """The flags the turn was answered with, as its ``done`` event carried them
+        (``no_answer``, ``repetition_unresolved``, ``web_search_triggered``, ...)."""
+        return dict((self.metadata or {}).get("flags") or {})
+
+    @property
+    def no_answer(self) -> bool:
+        """Whether the answer was the "not found" one (nothing relevant enough)."""
+        return bool(self.flags.get("no_answer"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,7 +461,28 @@ class _CappedBackoff(AttemptWithBackoff):
 
 
 class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
-    """The connection pool, reconnecting with :class:`_CappedBackoff`."""
+    """The connection pool, reconnecting with :class:`_CappedBackoff`.
+
+    A connection is checked (one empty query) before it is lent only when it has sat
+    idle for :attr:`CHECK_IDLE_S`: one that served a request a moment ago is almost
+    certainly alive, and checking every loan doubled the round trips of a turn. A
+    connection broken in that moment fails its query (a 503) and is then replaced.
+    """
+
+    CHECK_IDLE_S = 1.0
+
+    def __init__(self, conninfo: str, **kwargs: Any) -> None:
+        self._returned_at: WeakKeyDictionary[AsyncConnection[DictRow], float] = (
+            WeakKeyDictionary()
+        )
+        super().__init__(conninfo, check=self._check_if_idle, reset=self._note_return, **kwargs)
+
+    async def _note_return(self, conn: AsyncConnection[DictRow]) -> None:
+        self._returned_at[conn] = time.monotonic()
+
+    async def _check_if_idle(self, conn: AsyncConnection[DictRow]) -> None:
+        if time.monotonic() - self._returned_at.get(conn, 0.0) >= self.CHECK_IDLE_S:
+            await AsyncConnectionPool.check_connection(conn)
 
     async def _add_connection(
         self, attempt: AttemptWithBackoff | None, growing: bool = False
@@ -471,10 +515,9 @@ class Database:
             open=False,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
             connection_class=AsyncConnection[DictRow],
-            # A connection is checked before it is lent, so one broken by a restart is
-            # replaced instead of failing a request; waiting for one is bounded, and a
+            # An idle connection is checked before it is lent, so one broken by a restart
+            # is replaced instead of failing a request; waiting for one is bounded, and a
             # lost server is retried every few seconds, not with a long back-off.
-            check=AsyncConnectionPool.check_connection,
             timeout=10.0,
             reconnect_timeout=3600.0,
         )
@@ -504,6 +547,23 @@ class Database:
         except (errors.SerializationFailure, errors.DeadlockDetected):
             return False
         return True
+
+    @asynccontextmanager
+    async def exclusive(self, lock_id: int) -> AsyncIterator[None]:
+        """Hold PostgreSQL advisory lock ``lock_id`` for the block: one process at a time
+        of all those sharing this database runs it (say, creating a shared collection).
+
+        It polls instead of waiting in ``pg_advisory_lock``: a waiting statement is an open
+        transaction, and the holder's ``CREATE INDEX CONCURRENTLY`` (the checkpointer's
+        setup) waits for every open transaction, which would deadlock the two unseen.
+        """
+        async with self.pool.connection() as conn:
+            while not await _fetch_bool(conn, "SELECT pg_try_advisory_lock(%s)", lock_id):
+                await asyncio.sleep(0.1)
+            try:
+                yield
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (lock_id,))
 
     async def _migrate(self) -> int:
         async with self.pool.connection() as conn, conn.transaction():
@@ -557,6 +617,60 @@ class Database:
                 (hash_key(key),),
             )
             return cur.rowcount > 0
+
+    async def find_api_keys(self, ref: str, workspace_id: str | None = None) -> list[ApiKeyRecord]:
+        """The keys, revoked ones included, that ``ref`` names the way ``keys list`` shows
+        them: the key itself, its id or the start of it, its ``prefix``, or its
+        fingerprint or the start of it; only the workspace's when ``workspace_id`` is given.
+        """
+        escaped = ref.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT id::text AS id, prefix,
+                              left(key_hash, %(fp)s) AS fingerprint, created_at, revoked_at
+                       FROM api_keys
+                       WHERE (%(ws)s::text IS NULL OR workspace_id = %(ws)s)
+                         AND (key_hash = %(hash)s OR prefix = %(ref)s
+                              OR id::text LIKE %(start)s OR key_hash LIKE %(start)s)
+                       ORDER BY created_at, id""",
+                    {
+                        "fp": FINGERPRINT_CHARS,
+                        "ws": workspace_id,
+                        "hash": hash_key(ref),
+                        "ref": ref,
+                        "start": escaped + "%",
+                    },
+                )
+            ).fetchall()
+        return [ApiKeyRecord(**r) for r in rows]
+
+    async def revoke_api_key_id(self, key_id: str) -> bool:
+        """Revoke the key with this id; False when it is unknown or already revoked."""
+        if not is_uuid(key_id):
+            return False
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
+                (key_id,),
+            )
+            return cur.rowcount > 0
+
+    async def take_request_token(self, key: str, per_minute: int) -> float | None:
+        """Count one request of API key ``key`` against its token bucket of ``per_minute``
+        requests, refilled continuously; None when it may pass, else the seconds until
+        a token is back.
+
+        One statement: every worker sharing this database shares the bucket, and a
+        request pays one round trip. A refused request takes no token.
+        """
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(_TAKE_TOKEN, {"k": hash_key(key), "cap": float(per_minute)})
+            ).fetchone()
+        if row is None or row["passed"]:
+            return None
+        return (1.0 - float(row["tokens"])) * 60.0 / per_minute
 
     async def list_api_keys(self, workspace_id: str) -> list[ApiKeyRecord]:
         """The workspace's keys, oldest first, revoked ones included; never the keys
@@ -931,6 +1045,31 @@ class Database:
                 (workspace_id, conversation_id),
             )
             return cur.rowcount > 0
+
+    async def expired_conversations(
+        self, older_than: timedelta, *, limit: int
+    ) -> list[tuple[str, str]]:
+        """``(workspace_id, conversation_id)`` of at most ``limit`` conversations, in every
+        workspace, whose last activity is older than ``older_than`` on the database's
+        clock, least recently active first.
+
+        A turn that started (or changed status) since the cut-off counts as activity too:
+        ``last_activity_at`` moves only when a turn is answered, and a conversation whose
+        new message is being answered right now must not be deleted under it.
+        """
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.workspace_id, c.id::text AS id FROM conversations c
+                       WHERE c.last_activity_at < now() - %(age)s
+                         AND NOT EXISTS (SELECT 1 FROM conversation_turns t
+                                         WHERE t.conversation_id = c.id
+                                           AND t.updated_at >= now() - %(age)s)
+                       ORDER BY c.last_activity_at, c.id LIMIT %(n)s""",
+                    {"age": older_than, "n": limit},
+                )
+            ).fetchall()
+        return [(r["workspace_id"], r["id"]) for r in rows]
 
     async def open_conversation(
         self, workspace_id: str, conversation_id: str, limit: int, *, create: bool = True
@@ -1392,6 +1531,20 @@ async def _last_turns(
 # its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
 # survives the service being killed; only a crash of PostgreSQL itself within a fraction
 # of a second could lose it. set_config(..., true) lasts for this statement's transaction.
+#: One request against a key's bucket (see :meth:`Database.take_request_token`): refill
+#: ``cap`` tokens per minute since the last request, capped at ``cap``, then take one if
+#: a whole one is there.
+_TAKE_TOKEN = """
+INSERT INTO rate_limits AS b (key_hash, tokens, passed, updated_at)
+VALUES (%(k)s, %(cap)s - 1, TRUE, clock_timestamp())
+ON CONFLICT (key_hash) DO UPDATE
+SET (tokens, passed, updated_at) = (
+    SELECT CASE WHEN r.tokens >= 1 THEN r.tokens - 1 ELSE r.tokens END, r.tokens >= 1, r.at
+    FROM (SELECT least(%(cap)s, b.tokens + %(cap)s / 60.0 * greatest(0.0,
+                       extract(epoch FROM clock_timestamp() - b.updated_at)::float8)) AS tokens,
+                 greatest(b.updated_at, clock_timestamp()) AS at) r)
+RETURNING tokens, passed"""
+
 #: A 'processing' turn younger than this keeps its conversation busy for other processes
 #: (longer than any turn's time limits; a killed process's turn stops blocking after it).
 BUSY_FOR_S = 180
@@ -1429,6 +1582,12 @@ LEFT JOIN LATERAL ({_TURN_COLUMNS}
     WHERE workspace_id = c.workspace_id AND conversation_id = c.id AND status = 'done'
       AND id <> %(t)s
     ORDER BY turn_number DESC LIMIT %(n)s) t ON TRUE"""
+
+
+async def _fetch_bool(conn: AsyncConnection[DictRow], query: str, *params: object) -> bool:
+    """The boolean that a one-row, one-column ``query`` returns."""
+    row = await (await conn.execute(query, params)).fetchone()
+    return row is not None and bool(next(iter(row.values())))
 
 
 def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:

@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -128,6 +129,35 @@ class EmbeddedServer(ABC):
             with contextlib.suppress(asyncio.CancelledError):
                 await supervisor
             await asyncio.to_thread(server.stop)
+            atexit.unregister(server.stop)
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls, data_dir: Path, *, check_every_s: float = 5.0) -> Iterator[str]:
+        """:meth:`running` for a process with no event loop (the parent of ``serve
+        --workers``): a daemon thread revives the server while the block runs."""
+        server = cls(data_dir)
+        uri = server.start()
+        atexit.register(server.stop)
+        done = threading.Event()
+
+        def supervise() -> None:
+            while not done.wait(check_every_s):
+                try:
+                    if server.revive():
+                        log.warning("%s had stopped; restarted at %s", cls.__name__, uri)
+                except Exception:  # keep supervising: the next check tries again
+                    log.exception("restarting %s failed", cls.__name__)
+
+        supervisor = threading.Thread(target=supervise, name=f"{cls.__name__}-supervisor")
+        supervisor.daemon = True
+        supervisor.start()
+        try:
+            yield uri
+        finally:
+            done.set()
+            supervisor.join()
+            server.stop()
             atexit.unregister(server.stop)
 
     def __enter__(self) -> str:

@@ -21,7 +21,6 @@ from convrag.api.deps import (
 )
 from convrag.api.errors import not_found
 from convrag.api.schemas import (
-    CitedSourceOut,
     ConversationDetail,
     ConversationExport,
     ConversationOut,
@@ -32,6 +31,7 @@ from convrag.api.schemas import (
     error_responses,
 )
 from convrag.conversations import delete_conversation as delete_everywhere
+from convrag.stores.database import CitedSource
 
 router = APIRouter(tags=["conversations"])
 
@@ -145,7 +145,8 @@ async def export_conversation(
 
 def to_markdown(export: ConversationExport) -> str:
     """The conversation as Markdown: a heading with its title, then each turn's question
-    and answer, its citations as a numbered list under the answer."""
+    and answer, the page's notes on it (not found, repetition), its citations as a
+    numbered list under the answer."""
     c = export.conversation
     started, active = (
         t.astimezone(UTC).strftime("%Y-%m-%d %H:%M") for t in (c.created_at, c.updated_at)
@@ -159,6 +160,8 @@ def to_markdown(export: ConversationExport) -> str:
     for turn in export.turns:
         lines += ["", f"## {turn.turn_number}. {_one_line(turn.question)}", ""]
         lines += [turn.answer or "_(no answer)_"]
+        if notes := _answer_notes(turn):
+            lines += ["", " ".join(f"_{note}_" for note in notes)]
         if turn.citations:
             lines += ["", "**Sources**", ""]
             lines += [f"{n}. {_citation(t)}" for n, t in enumerate(turn.citations, start=1)]
@@ -168,7 +171,20 @@ def to_markdown(export: ConversationExport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _citation(cited: CitedSourceOut) -> str:
+def _answer_notes(turn: TurnOut) -> list[str]:
+    """What the chat page says under a stored answer about how it was given: "not found",
+    and a repetition replaced or left in."""
+    notes = []
+    if turn.no_answer:
+        notes.append("Not found in the workspace's documents.")
+    if turn.flags.get("repetition_unresolved"):
+        notes.append("Could not avoid repeating information from an earlier answer.")
+    elif turn.repetition_detected:
+        notes.append("Repeated information was replaced with new details.")
+    return notes
+
+
+def _citation(cited: CitedSource) -> str:
     """One entry of a Sources list: the marker, the title, where it is, and the snippet."""
     where = []
     if cited.page is not None:

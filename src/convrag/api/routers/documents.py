@@ -7,7 +7,7 @@ name, format and size, and map ingestion errors to 4xx answers.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, File, HTTPException, Query, Request, Response, UploadFile, status
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +19,7 @@ from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.schemas import DocumentOut, UploadOut, error_responses
 from convrag.documents import SUPPORTED, IngestError
 from convrag.ingest import accept_upload, delete_document
+from convrag.services import Services
 
 router = APIRouter(tags=["documents"])
 
@@ -173,10 +174,15 @@ async def get_document(
 ) -> DocumentOut:
     """The document's row: its ingest ``status`` (``processing``, ``ready`` or
     ``failed`` with ``error``) and number of chunks."""
+    return DocumentOut.model_validate(await _document_row(services, workspace, document_id))
+
+
+async def _document_row(services: Services, workspace: str, document_id: str) -> dict[str, Any]:
+    """The workspace's document row, or the 404 for one it does not hold."""
     row = await services.db.get_document(workspace, document_id)
     if row is None:
         raise not_found("document", document_id)
-    return DocumentOut.model_validate(row)
+    return row
 
 
 @router.get(
@@ -216,9 +222,7 @@ async def document_text(
     ``offset`` and ``limit`` count characters (Unicode code points), for reading a large
     document a part at a time.
     """
-    row = await services.db.get_document(workspace, document_id)
-    if row is None:
-        raise not_found("document", document_id)
+    row = await _document_row(services, workspace, document_id)
     if row["status"] != "ready":
         HTTP_ERRORS.labels("409").inc()
         why = f": {row['error']}" if row["status"] == "failed" and row["error"] else ""

@@ -552,8 +552,8 @@
         turn_id: data.id,
         answer: data.answer,
         repetition_detected: data.repetition_detected,
-        // The export does not say whether the answer was the not-found one.
-        no_answer: false,
+        no_answer: Boolean(data.no_answer),
+        flags: data.flags || {},
       });
       if (data.feedback) turn.showRating(data.feedback.rating, data.feedback.comment);
       return turn;

@@ -1,0 +1,338 @@
+"""More than one process on one database: ``convrag serve --workers 2`` (which owns the
+embedded PostgreSQL and Milvus Lite and hands their URLs to its workers) and a second,
+separate ``convrag serve`` pointed at the same stores by ``DATABASE_URL`` / ``MILVUS_URI``.
+
+The servers are real subprocesses on free ports, with an OpenAI-compatible stub as the
+LLM. Every wait is bounded, and the module's last test stops them and checks that no
+worker, PostgreSQL or Milvus Lite server outlives them; the fixture's teardown stops
+whatever a failed test left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from convrag.stores.database import Database
+from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
+from convrag.testing.openai_stub import OpenAIStub, Reply
+
+EXE = str(Path(sys.executable).with_name("convrag"))
+START_TIMEOUT_S = 240.0
+STOP_TIMEOUT_S = 60.0
+#: Questions with this word get a slow answer: the turn stays running while a second
+#: message arrives.
+SLOW = "zebra"
+RATE_LIMIT = 20
+FACT = "The parking permit at the Zanzibar office costs 40 euros per month."
+CROSSING = f"The {SLOW} crossing on Main Street is repainted every spring."
+QUESTION = "How much does the parking permit at the Zanzibar office cost per month?"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The pids of the uvicorn workers (multiprocessing children) of process ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@dataclass
+class Server:
+    """One ``convrag serve`` subprocess."""
+
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        pytest.fail(f"{self.name} did not answer /healthz in {START_TIMEOUT_S} s:\n{self.tail()}")
+
+    def stop(self) -> int:
+        """SIGTERM, then SIGKILL (of its process group too) if it does not exit in time."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait(10)
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@dataclass
+class Cluster:
+    """``serve --workers 2`` (``workers``) and a separate server (``other``) sharing the
+    stores that ``workers`` owns."""
+
+    data_dir: Path
+    database_url: str
+    workers: Server
+    other: Server
+    holders: list[Any] = field(default_factory=list)
+
+    def leave_stores(self) -> None:
+        """Stop holding the embedded servers, so that ``workers`` alone owns them."""
+        while self.holders:
+            self.holders.pop().stop()
+
+    def by_name(self, name: str) -> Server:
+        return self.workers if name == "workers" else self.other
+
+
+def _spawn(name: str, port: int, log: Path, env: dict[str, str], *args: str) -> Server:
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [EXE, "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # the fallback SIGKILL reaches the workers too
+        )
+    return Server(name, port, proc, log)
+
+
+def _stop_orphans(data_dir: Path) -> None:
+    """Last resort after a failed test: stop the PostgreSQL or Milvus Lite server that no
+    live process holds any more, by joining it (which drops dead holders) and leaving it
+    as its last holder."""
+    if (data_dir / "pg" / "postmaster.pid").exists():
+        with EmbeddedPostgres(data_dir):
+            pass
+    if (data_dir / "milvus" / "server.json").exists():
+        with ManagedMilvusLite(data_dir):
+            pass
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    logs = tmp_path_factory.mktemp("workers")
+    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
+    data_dir = Path("/tmp") / f"convrag-workers-{uuid.uuid4().hex[:8]}"
+    with OpenAIStub.in_thread() as stub:
+        stub.add_rule(SLOW, Reply(content=" ".join(["Stripes"] * 12) + " [1].", token_delay_s=0.25))
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": stub.base_url,
+            "OPENAI_API_KEY": "test-key",
+            "LLM_MODEL": "openai:stub-model",
+            "RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT),
+            "INGEST_EMBEDDING": "thread",
+        }
+        workers = _spawn(
+            "serve --workers 2",
+            _free_port(),
+            logs / "workers.log",
+            {**env, "CONVRAG_DATA_DIR": str(data_dir)},
+            "--workers",
+            "2",
+        )
+        other: Server | None = None
+        holders: list[Any] = []
+        try:
+            workers.wait_ready()
+            # Join the stores the way another convrag command would, for their URLs.
+            pg, milvus = EmbeddedPostgres(data_dir), ManagedMilvusLite(data_dir)
+            holders.extend([pg, milvus])
+            database_url, milvus_uri = pg.start(), milvus.start()
+            other = _spawn(
+                "serve (separate)",
+                _free_port(),
+                logs / "other.log",
+                {
+                    **env,
+                    "CONVRAG_DATA_DIR": str(logs / "unused"),
+                    "DATABASE_URL": database_url,
+                    "MILVUS_URI": milvus_uri,
+                    "MILVUS_LITE": "true",
+                },
+            )
+            other.wait_ready()
+            yield Cluster(data_dir, database_url, workers, other, holders)
+        finally:
+            if other is not None:
+                other.stop()
+            for holder in holders:
+                holder.stop()
+            workers.stop()
+            _stop_orphans(data_dir)
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def _key(cluster: Cluster) -> tuple[str, dict[str, str]]:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    async with Database.from_url(cluster.database_url, max_size=1) as db:
+        key = await db.create_api_key(workspace)
+    return workspace, {"Authorization": f"Bearer {key}"}
+
+
+async def _upload(
+    client: httpx.AsyncClient, cluster: Cluster, workspace: str, headers: dict[str, str], text: str
+) -> str:
+    """Upload ``text`` through ``serve --workers`` and wait until it is ready; its id."""
+    upload = await client.post(
+        f"{cluster.workers.url}/v1/documents",
+        files={"file": (f"{uuid.uuid4().hex[:8]}.txt", text.encode(), "text/plain")},
+        headers=headers,
+    )
+    assert upload.status_code == 202, upload.text
+    document = str(upload.json()["id"])
+    async with Database.from_url(cluster.database_url, max_size=1) as db:
+        for _ in range(600):
+            row = await db.get_document(workspace, document)
+            if row is not None and row["status"] != "processing":
+                break
+            await asyncio.sleep(0.1)
+    assert row is not None and row["status"] == "ready", row
+    return document
+
+
+async def _message(
+    client: httpx.AsyncClient, server: Server, conversation: str, headers: dict[str, str]
+) -> tuple[int, list[str]]:
+    """POST a slow message; its status and, when streamed, the names of its events."""
+    url = f"{server.url}/v1/conversations/{conversation}/messages"
+    body = {"content": f"When is the {SLOW} crossing on Main Street repainted?"}
+    async with client.stream("POST", url, json=body, headers=headers) as resp:
+        if resp.status_code != 200:
+            await resp.aread()
+            return resp.status_code, []
+        return 200, [
+            line.removeprefix("event:").strip()
+            async for line in resp.aiter_lines()
+            if line.startswith("event:")
+        ]
+
+
+@pytest.mark.parametrize(("first", "second"), [("workers", "workers"), ("workers", "other")])
+async def test_two_messages_at_once_to_one_conversation_answer_one_and_409_the_other(
+    cluster: Cluster, first: str, second: str
+) -> None:
+    workspace, headers = await _key(cluster)
+    async with httpx.AsyncClient(timeout=120) as client:
+        # With nothing relevant in the workspace, the answer would not ask the LLM.
+        await _upload(client, cluster, workspace, headers, CROSSING)
+        created = await client.post(f"{cluster.workers.url}/v1/conversations", headers=headers)
+        conversation = created.json()["conversation_id"]
+        replies = await asyncio.gather(
+            _message(client, cluster.by_name(first), conversation, headers),
+            _message(client, cluster.by_name(second), conversation, headers),
+        )
+    assert sorted(status for status, _ in replies) == [200, 409]
+    answered = next(events for status, events in replies if status == 200)
+    assert answered[-1] == "done", answered
+    async with (
+        Database.from_url(cluster.database_url, max_size=1) as db,
+        db.pool.connection() as conn,
+    ):
+        rows = await (
+            await conn.execute(
+                "SELECT status FROM conversation_turns WHERE conversation_id = %s",
+                (conversation,),
+            )
+        ).fetchall()
+    assert [r["status"] for r in rows] == ["done"]
+
+
+async def _sources_of_answer(
+    client: httpx.AsyncClient, server: Server, headers: dict[str, str]
+) -> set[str]:
+    """The document ids among the sources of a fresh conversation's answer to QUESTION."""
+    created = await client.post(f"{server.url}/v1/conversations", headers=headers)
+    reply = await client.post(
+        f"{server.url}/v1/conversations/{created.json()['conversation_id']}/messages",
+        json={"content": QUESTION},
+        headers={**headers, "Accept": "application/json"},
+    )
+    assert reply.status_code == 200, reply.text
+    return {s["document_id"] for s in reply.json()["sources"] if s["document_id"]}
+
+
+async def test_a_document_uploaded_through_one_process_is_found_then_forgotten_by_another(
+    cluster: Cluster,
+) -> None:
+    workspace, headers = await _key(cluster)
+    async with httpx.AsyncClient(timeout=120) as client:
+        # The other process loads its in-process engines for the empty workspace first,
+        # so what follows has to notice another process's writes.
+        assert await _sources_of_answer(client, cluster.other, headers) == set()
+        document = await _upload(client, cluster, workspace, headers, FACT)
+        assert document in await _sources_of_answer(client, cluster.other, headers)
+        deleted = await client.delete(
+            f"{cluster.workers.url}/v1/documents/{document}", headers=headers
+        )
+        assert deleted.status_code == 204, deleted.text
+        assert document not in await _sources_of_answer(client, cluster.other, headers)
+
+
+async def test_the_rate_limit_is_one_per_key_across_processes(cluster: Cluster) -> None:
+    _, headers = await _key(cluster)
+    async with httpx.AsyncClient(timeout=60) as client:
+        replies = [
+            await client.get(f"{server.url}/v1/documents", headers=headers)
+            for _ in range(RATE_LIMIT)
+            for server in (cluster.workers, cluster.other)
+        ]
+    codes = [r.status_code for r in replies]
+    assert set(codes) == {200, 429}
+    # Each process alone would let all of them through; together they let through the
+    # bucket's size, plus what refilled meanwhile.
+    assert RATE_LIMIT <= codes.count(200) < RATE_LIMIT + 5
+    refused = next(r for r in replies if r.status_code == 429)
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert refused.json()["detail"] == f"rate limit of {RATE_LIMIT} requests/minute exceeded"
+
+
+def test_stopping_serve_stops_its_workers_and_the_embedded_servers(cluster: Cluster) -> None:
+    workers = _workers_of(cluster.workers.proc.pid)
+    assert len(workers) == 2, "serve --workers 2 runs its workers as child processes"
+    cluster.other.stop()
+    cluster.leave_stores()  # now the serve process is the stores' only holder
+    assert cluster.workers.stop() == 0, cluster.workers.tail()
+    assert not [pid for pid in workers if pid_alive(pid)]
+    assert not (cluster.data_dir / "pg" / "postmaster.pid").exists()
+    assert not (cluster.data_dir / "milvus" / "server.json").exists()
