@@ -203,3 +203,15 @@ async def test_the_previous_question_steers_dense_search_but_scores_stay_the_que
 
 def ctx_top(results: list[Any]) -> str:
     return "Paris" if "Paris" in results[0].text else "Berlin"
+
+
+async def test_in_process_hits_carry_their_documents_title_so_no_lookup_is_needed(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    doc = tmp_path / "parking.md"
+    doc.write_text("# Parking rules\n\nStaff park on level 2 of the north garage.")
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    (hit,) = await services.searcher.search(workspace, "where do staff park", top_k=1)
+    stored = await services.db.get_chunks(workspace, [hit.chunk_id])
+    assert hit.title is not None and hit.title == stored[0].title
+    assert hit.page is None  # not a PDF

@@ -42,6 +42,10 @@ class SearchResult(Hit):
     bm25_rank: int | None = None
     anchored: bool = False
     source_type: str = "chunk"
+    title: str | None = None
+    """The chunk's document title, when the in-process engines know it (else None)."""
+    page: int | None = None
+    """The chunk's 1-based PDF page, when known."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -128,6 +132,8 @@ class HybridSearcher:
         self._embeddings: dict[str, asyncio.Future[Matrix]] = {}
         # Finished vectors, not futures: a future belongs to the event loop that made it.
         self._recent: dict[str, list[float]] = {}
+        self._labels: dict[str, tuple[int, dict[str, tuple[str | None, int | None]]]] = {}
+        """Per workspace: the version loaded, and each chunk's (title, page)."""
 
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` now, to overlap work that comes before the search.
@@ -180,6 +186,7 @@ class HybridSearcher:
 
     async def _rebuild(self, workspace_id: str, version: int) -> None:
         rows = await self.db.chunk_rows(workspace_id)
+        self._labels[workspace_id] = (version, await self.db.chunk_labels(workspace_id))
         triples = [(c, d, t) for c, d, t, _ in rows]
         if self.keywords is not None:
             await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
@@ -267,9 +274,14 @@ class HybridSearcher:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
         pool = candidates or max(4 * top_k, 20)
+        labels: dict[str, tuple[str | None, int | None]] = {}
         if self.dense is not None or self.keywords is not None:
             # In-process engines follow the workspace's index_version (one cheap query).
-            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
+            version = await self.db.index_version(workspace_id)
+            await self._refresh(workspace_id, version)
+            loaded = self._labels.get(workspace_id)
+            if loaded is not None and loaded[0] == version:
+                labels = loaded[1]
         dense: list[Hit] = []
         keyword: list[Hit] = []
         if mode == "hybrid":
@@ -296,7 +308,12 @@ class HybridSearcher:
                 replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0)
                 for r in fused
             ]
-        return fused[:top_k]
+        return [
+            replace(r, title=labels[r.chunk_id][0], page=labels[r.chunk_id][1])
+            if r.chunk_id in labels
+            else r
+            for r in fused[:top_k]
+        ]
 
 
 _QUESTION_REF = re.compile(

@@ -79,14 +79,12 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
             seen.add(src["id"])
             merged.append(src)
     kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
-    # One lookup brings what the hits lack: a chunk's title, and its PDF page.
-    stored = {
-        c.id: c
-        for c in await services.db.get_chunks(
-            state["workspace_id"],
-            [s["id"] for s in kept if s["source_type"] in ("chunk", "document")],
-        )
-    }
+    # One lookup brings what the hits lack (the in-process engines label theirs): a
+    # chunk's title, and its PDF page.
+    unlabelled = [
+        s["id"] for s in kept if s["source_type"] in ("chunk", "document") and s["title"] is None
+    ]
+    stored = {c.id: c for c in await services.db.get_chunks(state["workspace_id"], unlabelled)}
     kept = [
         {**s, "title": s["title"] or stored[s["id"]].title, "page": stored[s["id"]].page}
         if s["id"] in stored

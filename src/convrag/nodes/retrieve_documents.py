@@ -28,6 +28,7 @@ async def retrieve_documents(state: State, runtime: Runtime[Context]) -> Documen
             text=r.text,
             url=None,
             score=1.0,
+            page=r.page,
         )
         for r in rows
     ]

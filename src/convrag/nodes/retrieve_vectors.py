@@ -36,13 +36,14 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
             id=r.chunk_id,
             source_type="chunk",
             document_id=r.document_id,
-            title=None,
+            title=r.title,
             text=r.text,
             url=None,
             score=r.score,
             dense_score=r.dense_score,
             bm25_score=r.bm25_score,
             anchored=r.anchored,
+            page=r.page,
         )
         for r in results
     ]

@@ -918,6 +918,20 @@ class Database:
             ).fetchall()
         return [(r["id"], r["d"], r["text"], r["embedding"]) for r in rows]
 
+    async def chunk_labels(self, workspace_id: str) -> dict[str, tuple[str | None, int | None]]:
+        """Each chunk's document title and PDF page, by chunk id, for the in-process search
+        engines to label their hits without a lookup per question."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id::text AS id, d.title, (c.metadata->>'page')::int AS page
+                       FROM chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.workspace_id = %s""",
+                    (workspace_id,),
+                )
+            ).fetchall()
+        return {r["id"]: (r["title"], r["page"]) for r in rows}
+
     async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
         """All (chunk_id, document_id, text) of a workspace."""
         return [(c, d, t) for c, d, t, _ in await self.chunk_rows(workspace_id)]
@@ -948,7 +962,7 @@ class Database:
             rows = await (
                 await conn.execute(
                     """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s AND c.text ~* %s
                        ORDER BY d.updated_at DESC, c.position LIMIT %s""",

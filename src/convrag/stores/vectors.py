@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +31,9 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
+
+_BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+"""bm25s's default token pattern, for tokenising as it does."""
 
 KIND_CHUNK = "chunk"
 KIND_MEMORY = "memory"
@@ -374,28 +378,14 @@ class Bm25sKeywordIndex:
         A question whose most specific word appears in none of its sources is likely about
         something the workspace does not hold, however close the sources' topic is.
         """
-        import bm25s
-
         entry = self._cache.get(workspace_id)
         if entry is None or entry[1] is None:
             return 0.0
         retriever = entry[1]
-        stemmer = self._stemmer()
-        asked = bm25s.tokenize(
-            [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-        )[0]
+        asked = self._stems([query])
         if not asked:
             return 0.0
-        present: set[str] = set()
-        for tokens in bm25s.tokenize(
-            list(texts) or [""],
-            stopwords="en",
-            stemmer=stemmer,
-            return_ids=False,
-            show_progress=False,
-        ):
-            present.update(tokens)
-        missing = set(asked) - present
+        missing = asked - self._stems(texts)
         if not missing:
             return 0.0
         n_docs = float(retriever.scores["num_docs"])
@@ -408,6 +398,16 @@ class Bm25sKeywordIndex:
             return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
         return max(idf(t) for t in missing)
+
+    def _stems(self, texts: Sequence[str]) -> set[str]:
+        """The stems of ``texts`` as the index tokenises them (``bm25s.tokenize`` with
+        English stopwords and this stemmer), as a set: each distinct word is stemmed once,
+        with no per-token Python loop."""
+        from bm25s.stopwords import STOPWORDS_EN
+
+        words = set(_BM25S_TOKEN.findall("\n".join(texts).lower()))
+        words.difference_update(STOPWORDS_EN)
+        return set(self._stemmer().stemWords(list(words)))
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         import bm25s
