@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid, is_uuid
+from convrag.llm import resolve_model
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
 from convrag.stores.database import TurnStart, TurnStatus
@@ -60,7 +61,13 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
     services = ctx.deps
-    services.searcher.prefetch(message)  # overlaps the history round trip and the rewrite
+    # The message is usually the query of a first turn, and of a standalone turn without
+    # an LLM: embedding it now overlaps the history round trip and the rewrite. With an
+    # LLM, a later turn searches for the LLM's rewrite instead, and embedding the message
+    # too would only compete with that turn's work for the cores.
+    llm_rewrites = resolve_model(ctx.rewrite_model or ctx.llm_model, services.settings) is not None
+    if not llm_rewrites:
+        services.searcher.prefetch(message)
     request = state.get("turn_request") or None
     turn_id = request["turn_id"] if request else str(uuid.uuid4())
     if not is_uuid(turn_id):
@@ -100,6 +107,8 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
             )
             for t in turns
         ]
+    if llm_rewrites and not history:
+        services.searcher.prefetch(message)
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
     previous = previous_question(history)
     if previous is not None and ctx.history_weight > 0.0:
