@@ -53,6 +53,13 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
     assert "25 days" in hits[0]["text"]
     other = _run(["search", "annual leave days", "-w", "other", "--json"], cli_data)
     assert json.loads(other.stdout) == []
+    reindexed = _run(["reindex", "-w", "cli", "-q"], cli_data)
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert json.loads(reindexed.stdout) == {
+        "workspace": "cli",
+        "chunks": 1,
+        "model": "local:all-MiniLM-L6-v2-int8",
+    }
 
 
 def test_bad_input_exits_2_with_the_problem_named(cli_data: Path, tmp_path: Path) -> None:

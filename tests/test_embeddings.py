@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pydantic import SecretStr
 
 from convrag.config import Settings
-from convrag.embeddings import OnnxMiniLM, OpenAIEmbedder
+from convrag.embeddings import OnnxMiniLM, OpenAIEmbedder, get_embedder
 from convrag.testing.openai_stub import OpenAIStub
 
 
@@ -40,3 +41,8 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
         child = await bulk.embed(texts)
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
+
+
+def test_an_unknown_local_model_names_the_models_that_ship() -> None:
+    with pytest.raises(ValueError, match="'local:all-MiniLM-L6-v2-int8'"):
+        get_embedder(Settings(embedding_model="local:no-such-model"))

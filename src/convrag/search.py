@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from convrag.embeddings import Embedder, Matrix
+from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
 from convrag.ids import check_id
 from convrag.stores.database import ChunkRow, Database
 from convrag.stores.vectors import (
@@ -277,7 +277,9 @@ class HybridSearcher:
         labels: dict[str, tuple[str | None, int | None]] = {}
         if self.dense is not None or self.keywords is not None:
             # In-process engines follow the workspace's index_version (one cheap query).
-            version = await self.db.index_version(workspace_id)
+            version, model = await self.db.index_state(workspace_id)
+            if model is not None and model != self.embedder.name:
+                raise EmbeddingMismatch(workspace_id, model, self.embedder.name)
             await self._refresh(workspace_id, version)
             loaded = self._labels.get(workspace_id)
             if loaded is not None and loaded[0] == version:

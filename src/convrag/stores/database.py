@@ -158,6 +158,9 @@ MIGRATIONS: list[str] = [
         passed BOOLEAN NOT NULL,
         updated_at TIMESTAMPTZ NOT NULL
     )""",
+    # The embedding model a workspace's vectors were made with (NULL: not recorded yet;
+    # the next ingest records its own). Vectors of two models cannot be compared.
+    """ALTER TABLE workspaces ADD COLUMN embedding_model TEXT""",
 ]
 
 
@@ -588,6 +591,71 @@ class Database:
             await conn.execute(
                 "INSERT INTO workspaces (id) VALUES (%s) ON CONFLICT DO NOTHING", (workspace_id,)
             )
+
+    async def claim_embedding_model(self, workspace_id: str, model: str) -> str:
+        """The embedding model of the workspace's vectors: the recorded one, or ``model``
+        recorded now when none is (a new workspace, or one from before the record)."""
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    """INSERT INTO workspaces (id, embedding_model) VALUES (%s, %s)
+                       ON CONFLICT (id) DO UPDATE SET embedding_model =
+                           COALESCE(workspaces.embedding_model, EXCLUDED.embedding_model)
+                       RETURNING embedding_model""",
+                    (workspace_id, model),
+                )
+            ).fetchone()
+        assert row is not None
+        return str(row["embedding_model"])
+
+    async def index_state(self, workspace_id: str) -> tuple[int, str | None]:
+        """The workspace's ``index_version`` and the embedding model of its vectors (None
+        when not recorded), in one read."""
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT index_version, embedding_model FROM workspaces WHERE id = %s",
+                    (workspace_id,),
+                )
+            ).fetchone()
+        if row is None:
+            return 0, None
+        return int(row["index_version"]), row["embedding_model"]
+
+    async def reindexable_chunks(self, workspace_id: str) -> list[tuple[str, str, str, str | None]]:
+        """Every (chunk_id, document_id, text, document title) of a workspace, in document
+        order: what ingest embedded, to embed again."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title
+                       FROM chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
+                    (workspace_id,),
+                )
+            ).fetchall()
+        return [(r["id"], r["d"], r["text"], r["title"]) for r in rows]
+
+    async def store_reindexed(
+        self, workspace_id: str, vectors: Sequence[tuple[str, bytes]], model: str | None = None
+    ) -> None:
+        """Replace the stored vectors of these chunks; with ``model`` (the last batch of a
+        reindex), also record it as the workspace's and move its ``index_version``, in the
+        same transaction."""
+        async with self.pool.connection() as conn, conn.transaction():
+            if vectors:
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "UPDATE chunks SET embedding = %s WHERE workspace_id = %s AND id = %s",
+                        [(blob, workspace_id, cid) for cid, blob in vectors],
+                    )
+            if model is not None:
+                await conn.execute(
+                    """UPDATE workspaces SET embedding_model = %s,
+                              index_version = index_version + 1
+                       WHERE id = %s""",
+                    (model, workspace_id),
+                )
 
     async def index_version(self, workspace_id: str) -> int:
         async with self.pool.connection() as conn:
