@@ -7,11 +7,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convrag.documents import Chunker, IngestError, load_path
+from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch
-from convrag.ingest import delete_document, ingest_documents, reindex_workspace
+from convrag.ingest import (
+    EMBED_SLICE,
+    IngestStopped,
+    accept_upload,
+    delete_document,
+    ingest_documents,
+    reindex_workspace,
+    resume_stopped_uploads,
+)
 from convrag.search import HybridSearcher
 from convrag.services import Services
+from convrag.stores.database import STOPPED_DOCUMENT
 from tests.documents.samples import pdf_bytes, write
 
 EMPLOYEE = (
@@ -277,3 +286,67 @@ async def test_reindex_embeds_every_chunk_again_and_records_the_services_model(
     assert model == services.embedder.name and new_version > version
     hits = await services.searcher.search(workspace, "how many days of annual leave", top_k=1)
     assert "25 days" in hits[0].text and (hits[0].dense_score or 0.0) > 0.3
+
+
+def _long_text(sentences: int) -> str:
+    return " ".join(
+        f"Rule {i}: staff on shift {i} park on level {i % 7} of garage {i % 3}."
+        for i in range(sentences)
+    )
+
+
+async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_start(
+    services: Services, workspace: str
+) -> None:
+    services.stopping.set()
+    try:
+        (doc_id,) = await accept_upload(services, workspace, "rules.txt", b"Staff park on level 2.")
+        await services.drain()
+        row = await services.db.get_document(workspace, doc_id)
+        assert row is not None and row["status"] == "processing"
+        assert row["error"] == STOPPED_DOCUMENT
+        assert any(ws == workspace for ws, _ in await services.db.stopped_uploads())
+    finally:
+        services.stopping.clear()
+    assert await resume_stopped_uploads(services) >= 1
+    await services.drain()
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
+    assert all(ws != workspace for ws, _ in await services.db.stopped_uploads())
+
+
+async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothing_half_written(
+    services: Services, workspace: str
+) -> None:
+    docs = [SourceDocument("long.txt", "Long", _long_text(1500), {})]
+    slices: list[int] = []
+
+    async def progress(_: str, done: int, total: int) -> None:
+        slices.append(done)
+        if done > 0:  # the first slice is embedded: the service starts shutting down
+            services.stopping.set()
+
+    try:
+        with pytest.raises(IngestStopped):
+            await ingest_documents(services, workspace, docs, chunk_progress=progress)
+    finally:
+        services.stopping.clear()
+    assert slices[-1] == EMBED_SLICE  # one slice embedded, then it stopped
+    assert await services.db.chunk_texts(workspace) == []
+
+
+async def test_a_stopped_upload_whose_file_is_gone_is_marked_failed(
+    services: Services, workspace: str
+) -> None:
+    services.stopping.set()
+    try:
+        (doc_id,) = await accept_upload(services, workspace, "gone.txt", b"Gone soon.")
+        await services.drain()
+    finally:
+        services.stopping.clear()
+    for ws, path in await services.db.stopped_uploads():
+        if ws == workspace and path:
+            Path(path).unlink()
+    await resume_stopped_uploads(services)
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "failed" and "upload" in row["error"]

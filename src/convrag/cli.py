@@ -479,6 +479,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
 
     import uvicorn
 
+    from convrag.server import GRACEFUL_S
     from convrag.services import install_sigterm_handler, shared_stores
 
     # Until uvicorn takes SIGTERM over, it must still unwind the servers started here.
@@ -492,7 +493,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
             port=port,
             workers=workers,
             log_level="info",
-            timeout_graceful_shutdown=10,
+            timeout_graceful_shutdown=GRACEFUL_S,
         )
 
 

@@ -35,6 +35,16 @@ if TYPE_CHECKING:
     from convrag.services import Services
 
 
+class IngestStopped(Exception):
+    """The service is shutting down: the ingest stopped at a batch boundary, with the
+    batches before it stored and nothing half-written."""
+
+
+def _check_running(services: Services) -> None:
+    if services.stopping.is_set():
+        raise IngestStopped("the service is shutting down")
+
+
 @dataclass(slots=True)
 class IngestReport:
     """What an ingest run did."""
@@ -86,6 +96,7 @@ async def ingest_documents(
     report = IngestReport()
     seen: set[str] = set()
     for start in range(0, len(documents), batch_docs):
+        _check_running(services)
         batch = [d for d in documents[start : start + batch_docs] if d.source not in seen]
         seen.update(d.source for d in batch)
         existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
@@ -177,6 +188,7 @@ async def _embed_with_progress(
         await chunk_progress(doc_id, 0, last - first)
     parts = []
     for start in range(0, len(texts), EMBED_SLICE):
+        _check_running(services)
         parts.append(await services.bulk.embed(texts[start : start + EMBED_SLICE]))
         done = min(start + EMBED_SLICE, len(texts))
         for doc_id, first, last in bounds:
@@ -242,15 +254,41 @@ async def accept_upload(
     path = upload_dir / filename
     path.write_bytes(data)
     try:
-        docs = await asyncio.to_thread(
-            load_path,
-            path,
-            max_bytes=settings.max_file_bytes,
-            max_decompressed_bytes=settings.max_decompressed_bytes,
-        )
+        return await _ingest_saved(services, workspace_id, path)
     except IngestError as exc:
         path.unlink(missing_ok=True)
         raise IngestError(str(exc).replace(str(path), filename)) from exc
+
+
+async def resume_stopped_uploads(services: Services) -> int:
+    """At start: ingest again, from their saved files, the uploads a shutdown stopped.
+    An upload whose file is gone is marked failed. Returns how many were taken up."""
+    resumed = 0
+    for workspace_id, upload_path in await services.db.stopped_uploads():
+        path = Path(upload_path) if upload_path else None
+        try:
+            if path is None or not path.is_file():
+                raise IngestError("the saved file is gone")
+            await _ingest_saved(services, workspace_id, path)
+            resumed += 1
+        except IngestError:
+            await services.db.fail_stopped_uploads(workspace_id, upload_path)
+    if resumed:
+        log.info("resumed %d uploads a shutdown had stopped", resumed)
+    return resumed
+
+
+async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> list[str]:
+    """Read a saved upload, record its documents ``processing`` and ingest them in the
+    background (see :func:`accept_upload`)."""
+    settings = services.settings
+    filename = path.name
+    docs = await asyncio.to_thread(
+        load_path,
+        path,
+        max_bytes=settings.max_file_bytes,
+        max_decompressed_bytes=settings.max_decompressed_bytes,
+    )
     if len(docs) == 1:
         # Each upload is saved under a fresh directory; naming the document by the file's
         # name instead makes uploading the same name again replace it, as ingesting the
@@ -258,6 +296,7 @@ async def accept_upload(
         doc = docs[0]
         meta = {**doc.metadata, "path": str(path), "filename": filename}
         docs = [replace(doc, source=f"upload:{filename}", metadata=meta)]
+    ids = list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
 
     async def mark(status: str, error: str | None = None) -> None:
         for d in docs:
@@ -268,6 +307,7 @@ async def accept_upload(
                 status=status,
                 title=d.title,
                 error=error,
+                upload_path=str(path),
             )
 
     await mark("processing")
@@ -278,11 +318,13 @@ async def accept_upload(
     async def run() -> None:
         try:
             await ingest_documents(services, workspace_id, docs, chunk_progress=progress)
+        except IngestStopped:  # the next start takes it up again
+            await services.db.mark_stopped(workspace_id, ids)
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
 
     services.spawn(run())
-    return list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
+    return ids
 
 
 def failure_reason(exc: Exception) -> str:

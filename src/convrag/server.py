@@ -13,7 +13,12 @@ from __future__ import annotations
 from convrag.api.app import create_app
 from convrag.config import Settings
 
-__all__ = ["create_app", "run"]
+__all__ = ["GRACEFUL_S", "create_app", "run"]
+
+
+GRACEFUL_S = 5
+"""Seconds uvicorn lets open connections (answer streams) finish after SIGTERM; with the
+lifespan's own bounded steps, a shutdown takes about 10 s at most."""
 
 
 def run(host: str, port: int, settings: Settings | None = None) -> None:
@@ -21,5 +26,9 @@ def run(host: str, port: int, settings: Settings | None = None) -> None:
     import uvicorn
 
     uvicorn.run(
-        create_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=10
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=GRACEFUL_S,
     )

@@ -57,6 +57,9 @@ class Services:
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the process shuts down: long background work (an upload's ingest) stops
+    at its next batch boundary instead of holding the shutdown up."""
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run work off the hot path, keeping a reference so it is not collected."""
@@ -69,6 +72,12 @@ class Services:
         while self.background:
             await asyncio.gather(*list(self.background), return_exceptions=True)
         await self.memory.flush()
+
+    async def stop(self) -> None:
+        """At shutdown: ask background work to stop at its next boundary, then wait for
+        it (:meth:`drain`)."""
+        self.stopping.set()
+        await self.drain()
 
 
 #: The advisory lock that serialises the setup of processes sharing a database.
@@ -149,7 +158,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         services = Services(
             settings, db, index, embedder, searcher, db_url, milvus_uri, memory, bulk, web, reranker
         )
-        stack.push_async_callback(services.drain)
+        stack.push_async_callback(services.stop)
         yield services
 
 

@@ -4,10 +4,12 @@ chat page's static files.
 The lifespan opens the assistant (and, unless given services, the stores) once per
 process and keeps what the routes share on ``app.state``: the services, the assistant,
 the turn runner, the rate limiter and the API key cache. At start it marks turns and
-uploads that a dead process left unfinished as failed and, with
-``CONVERSATION_TTL_DAYS`` set, starts the hourly sweep of expired conversations (stopped
-first on shutdown). On shutdown it lets running
-turns finish, since they persist their answer, before the stores close.
+uploads that a dead process left unfinished as failed, resumes the uploads a shutdown
+stopped and, with ``CONVERSATION_TTL_DAYS`` set, starts the hourly sweep of expired
+conversations (stopped first on shutdown). On shutdown it gives running turns up to
+:data:`SHUTDOWN_TURN_WAIT_S` to finish (they persist their answer; one cut short is
+recovered as failed and answered again on a keyed retry), and an upload's ingest stops
+at its next batch boundary, to resume at the next start, before the stores close.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
 from convrag.conversations import sweep_periodically
+from convrag.ingest import resume_stopped_uploads
 from convrag.services import Services
 from convrag.stores.database import INTERRUPTED_AFTER
 
@@ -56,6 +59,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             )
             assistant.services.warm_after_ingest = True
             await _recover_interrupted(assistant.services)
+            await _resume_stopped_uploads(assistant.services)
             if assistant.services.settings.conversation_ttl_days:
                 sweeper = asyncio.create_task(sweep_periodically(assistant))
                 stack.push_async_callback(_cancel, sweeper)  # before the stores close
@@ -68,7 +72,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             # Let running turns finish (they persist) before the stores close.
             pending = list(app.state.runner.active.values())
             if pending:
-                await asyncio.wait(pending, timeout=30)
+                await asyncio.wait(pending, timeout=SHUTDOWN_TURN_WAIT_S)
 
     # FastAPIOffline: /docs and /redoc from assets shipped in a wheel, not a CDN.
     app = FastAPIOffline(
@@ -102,6 +106,20 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     """Cancel a background task and wait until it has stopped."""
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+SHUTDOWN_TURN_WAIT_S = 3.0
+"""How long shutdown waits for running turns, after the HTTP server's own graceful
+period (:data:`~convrag.server.GRACEFUL_S`) in which their streams could end."""
+
+
+async def _resume_stopped_uploads(services: Services) -> None:
+    """At start: uploads whose ingest a shutdown stopped go on in the background. A
+    database that is not there yet only delays this to the next start."""
+    try:
+        await resume_stopped_uploads(services)
+    except Exception:
+        log.warning("resuming the uploads a shutdown stopped failed", exc_info=True)
 
 
 async def _recover_interrupted(services: Services) -> None:

@@ -161,6 +161,10 @@ MIGRATIONS: list[str] = [
     # The embedding model a workspace's vectors were made with (NULL: not recorded yet;
     # the next ingest records its own). Vectors of two models cannot be compared.
     """ALTER TABLE workspaces ADD COLUMN embedding_model TEXT""",
+    # An upload's saved file, so that an ingest a shutdown interrupted (``interrupted``)
+    # is taken up again when the service starts.
+    """ALTER TABLE documents ADD COLUMN upload_path TEXT""",
+    """ALTER TABLE documents ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT false""",
 ]
 
 
@@ -185,6 +189,9 @@ INTERRUPTED_TURN = "interrupted: the service restarted"
 
 INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
 """The reason restart recovery gives a document left ``processing`` by a dead process."""
+
+STOPPED_DOCUMENT = "interrupted by a shutdown: the ingest resumes when the service starts"
+"""What a document whose ingest a shutdown stopped shows until the service resumes it."""
 
 
 def hash_key(key: str) -> str:
@@ -855,16 +862,20 @@ class Database:
         content_hash: str = "",
         error: str | None = None,
         metadata: dict[str, Any] | None = None,
+        upload_path: str | None = None,
     ) -> None:
-        """Create or update the document row alone (used for background ingest status)."""
+        """Create or update the document row alone (used for background ingest status);
+        ``upload_path`` is the saved file a ``processing`` upload is read from."""
         await self.ensure_workspace(workspace_id)
         async with self.pool.connection() as conn:
             await conn.execute(
                 """INSERT INTO documents (id, workspace_id, source, title, content_hash, status,
-                                          error, metadata)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+                                          error, metadata, upload_path)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (workspace_id, source) DO UPDATE
-                   SET status = EXCLUDED.status, error = EXCLUDED.error, updated_at = now()""",
+                   SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
+                       upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
+                       updated_at = now()""",
                 (
                     document_id,
                     workspace_id,
@@ -874,7 +885,41 @@ class Database:
                     status,
                     error,
                     Jsonb(metadata or {}),
+                    upload_path,
                 ),
+            )
+
+    async def mark_stopped(self, workspace_id: str, document_ids: Sequence[str]) -> None:
+        """Flag ``processing`` documents whose ingest a shutdown stopped: the next start
+        resumes them (:meth:`stopped_uploads`) instead of waiting to call them failed."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET interrupted = true, error = %s, updated_at = now()
+                   WHERE workspace_id = %s AND id = ANY(%s::uuid[]) AND status = 'processing'""",
+                (STOPPED_DOCUMENT, workspace_id, list(document_ids)),
+            )
+
+    async def stopped_uploads(self) -> list[tuple[str, str | None]]:
+        """(workspace id, saved file) of each upload a shutdown stopped, once per file; the
+        file is None when it was not recorded."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT DISTINCT workspace_id, upload_path FROM documents
+                       WHERE status = 'processing' AND interrupted"""
+                )
+            ).fetchall()
+        return [(r["workspace_id"], r["upload_path"]) for r in rows]
+
+    async def fail_stopped_uploads(self, workspace_id: str, upload_path: str | None) -> None:
+        """Give up on the stopped upload of ``upload_path`` (its file is gone)."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET status = 'failed', interrupted = false, error = %s,
+                          updated_at = now()
+                   WHERE workspace_id = %s AND status = 'processing' AND interrupted
+                     AND upload_path IS NOT DISTINCT FROM %s""",
+                (INTERRUPTED_DOCUMENT, workspace_id, upload_path),
             )
 
     async def set_document_progress(
@@ -1468,7 +1513,8 @@ class Database:
             )
             docs = await conn.execute(
                 """UPDATE documents SET status = 'failed', error = %s, updated_at = now()
-                   WHERE status = 'processing' AND updated_at < now() - %s""",
+                   WHERE status = 'processing' AND NOT interrupted
+                     AND updated_at < now() - %s""",
                 (INTERRUPTED_DOCUMENT, older_than),
             )
             return turns.rowcount, docs.rowcount
