@@ -159,19 +159,26 @@ class HashedEmbedder:
     """A fast stand-in embedder (feature hashing) used only to pad a corpus to full size.
 
     Query-time embedding always uses the real model; this only fills the index with
-    rows of the right count and text so that search cost matches the full corpus.
+    rows of the right count and text so that search cost matches the full corpus. It
+    goes by the real model's name, so the workspace's model record accepts its rows.
     """
 
-    name = "hashed-bench"
     dim = 384
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return np.asarray([hashed_embedding(t, self.dim) for t in texts], dtype=np.float32)
 
 
 def padded_services(services: Any) -> Any:
-    """The services with the stand-in embedder (for padding ingests only)."""
-    return dataclasses.replace(services, embedder=HashedEmbedder())
+    """The services with the stand-in embedder (for padding ingests only), for ingest's
+    bulk embedding too."""
+    from convrag.embeddings import ThreadEmbedder
+
+    hashed = HashedEmbedder(services.embedder.name)
+    return dataclasses.replace(services, embedder=hashed, bulk=ThreadEmbedder(hashed))
 
 
 async def ensure_clapnq(services: Any, total: int, real: int) -> Json:
