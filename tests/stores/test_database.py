@@ -314,3 +314,37 @@ async def test_a_conversation_answers_one_message_at_a_time_across_processes(
     other = await db.create_conversation(workspace)
     elsewhere = await db.start_turn(TurnStart(workspace, other, str(_uuid.uuid4()), "x?"), 5)
     assert elsewhere is not None and elsewhere.started
+
+
+async def test_a_turn_whose_process_is_gone_neither_blocks_its_conversation_nor_its_retry(
+    services: Services, workspace: str
+) -> None:
+    from datetime import timedelta
+
+    from convrag.stores.database import INTERRUPTED_TURN, TurnStart
+
+    db = services.db
+    assert db.owner is not None  # this process holds its liveness lock
+    conv = await db.create_conversation(workspace)
+    live, orphan, nxt = (str(uuid.uuid4()) for _ in range(3))
+    started = await db.start_turn(TurnStart(workspace, conv, live, "A question?"), 5)
+    assert started is not None and started.started
+    blocked = await db.start_turn(TurnStart(workspace, conv, nxt, "Another?"), 5)
+    assert blocked is not None and blocked.busy and not blocked.started
+    assert not await db.turn_orphaned(live, timedelta(minutes=10))
+
+    async with db.pool.connection() as conn:  # as if a killed process had started it
+        await conn.execute(
+            "UPDATE conversation_turns SET id = %s, owner = %s WHERE id = %s",
+            (orphan, db.owner + 1 if db.owner < 2**31 - 1 else 1, live),
+        )
+    assert await db.turn_orphaned(orphan, timedelta(minutes=10))
+    again = await db.start_turn(TurnStart(workspace, conv, nxt, "Another?"), 5)
+    assert again is not None and again.started and not again.busy
+
+    turns, _ = await db.recover_interrupted(timedelta(minutes=10))
+    assert turns >= 1
+    marked = await db.get_turn(workspace, conv, orphan)
+    assert marked is not None and (marked.status, marked.error) == ("failed", INTERRUPTED_TURN)
+    running = await db.get_turn(workspace, conv, nxt)
+    assert running is not None and running.status == "processing"  # its process lives

@@ -9,6 +9,7 @@ a migration that has shipped, append a new one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import secrets
 import time
@@ -165,6 +166,9 @@ MIGRATIONS: list[str] = [
     # is taken up again when the service starts.
     """ALTER TABLE documents ADD COLUMN upload_path TEXT""",
     """ALTER TABLE documents ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT false""",
+    # The process answering a ``processing`` turn: the key of the advisory lock it holds
+    # while it lives (see ``Database.owner``). NULL for turns from before the column.
+    """ALTER TABLE conversation_turns ADD COLUMN owner INTEGER""",
 ]
 
 
@@ -189,6 +193,22 @@ INTERRUPTED_TURN = "interrupted: the service restarted"
 
 INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
 """The reason restart recovery gives a document left ``processing`` by a dead process."""
+
+OWNER_LOCKS = 7214003
+"""The advisory-lock class of the processes' liveness locks: a process holds
+``pg_advisory_lock(OWNER_LOCKS, owner)`` on a connection of its own while it lives, and
+PostgreSQL drops the lock when that connection dies with the process."""
+
+
+def _owner_alive(column: str) -> str:
+    """SQL true when the process that ``column`` names still holds its liveness lock (or
+    is unknown: a turn from before owners were recorded)."""
+    return (
+        f"({column} IS NULL OR EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+        f" AND l.classid = {OWNER_LOCKS} AND l.objid = {column}::oid AND l.objsubid = 2"
+        " AND l.granted))"
+    )
+
 
 STOPPED_DOCUMENT = "interrupted by a shutdown: the ingest resumes when the service starts"
 """What a document whose ingest a shutdown stopped shows until the service resumes it."""
@@ -514,6 +534,47 @@ class Database:
         self.pool = pool
         self.checkpoints = AsyncPostgresSaver(pool)
         """The graph's checkpointer: LangGraph's Postgres saver, on this pool."""
+        self.owner: int | None = None
+        """This process's liveness key, recorded on the turns it starts: while it holds
+        the advisory lock (:data:`OWNER_LOCKS`, ``owner``), its ``processing`` turns are
+        being answered; once it is gone (killed, crashed), they are orphans that another
+        message may take over at once instead of after :data:`BUSY_FOR_S`."""
+
+    @asynccontextmanager
+    async def _liveness_lock(self, url: str) -> AsyncIterator[None]:
+        """Hold this process's liveness lock on a connection of its own while the block
+        runs, taking it again should that connection be lost (a database restart)."""
+        owner = secrets.randbelow(2**31 - 2) + 1
+
+        async def lock() -> AsyncConnection[Any]:
+            conn = await AsyncConnection.connect(url, autocommit=True)
+            await conn.execute("SELECT pg_advisory_lock(%s, %s)", (OWNER_LOCKS, owner))
+            return conn
+
+        conn = await lock()
+        self.owner = owner
+
+        async def keep() -> None:
+            nonlocal conn
+            while True:
+                await asyncio.sleep(5.0)
+                try:
+                    await conn.execute("SELECT 1")
+                except Exception:
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+                    with contextlib.suppress(Exception):
+                        conn = await lock()
+
+        keeper = asyncio.get_running_loop().create_task(keep())
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            self.owner = None
+            await conn.close()
 
     @classmethod
     @asynccontextmanager
@@ -533,7 +594,9 @@ class Database:
         )
         await pool.open(wait=True)
         try:
-            yield cls(pool)
+            db = cls(pool)
+            async with db._liveness_lock(url):
+                yield db
         finally:
             await pool.close()
 
@@ -1380,6 +1443,7 @@ class Database:
             "q": start.question,
             "k": start.idempotency_key,
             "n": limit,
+            "o": self.owner,
         }
         try:
             async with self.pool.connection() as conn:
@@ -1477,20 +1541,19 @@ class Database:
             ).fetchone()
         return None if row is None else TurnRecord(**row)
 
-    async def turn_age_s(self, turn_id: str) -> float | None:
-        """Seconds since the turn's status last changed, by the database's clock (every
-        worker reads the same clock); None when there is no such turn."""
+    async def turn_orphaned(self, turn_id: str, older_than: timedelta) -> bool:
+        """Whether a ``processing`` turn has nobody answering it: the process that
+        started it is gone, or it has not changed for ``older_than``."""
         if not is_uuid(turn_id):
-            return None
+            return False
         async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT extract(epoch FROM now() - updated_at)::float AS age "
-                    "FROM conversation_turns WHERE id = %s",
-                    (turn_id,),
-                )
-            ).fetchone()
-        return None if row is None else float(row["age"])
+            return await _fetch_bool(
+                conn,
+                f"""SELECT (NOT {_owner_alive("owner")} OR updated_at < now() - %s) AS orphan
+                    FROM conversation_turns WHERE id = %s AND status = 'processing'""",
+                older_than,
+                turn_id,
+            )
 
     async def recover_interrupted(self, older_than: timedelta) -> tuple[int, int]:
         """Mark turns and documents left ``processing`` for longer than ``older_than``
@@ -1500,15 +1563,16 @@ class Database:
         Run at service start. Several workers share the database, so a row another live
         worker is working on must not be touched: only rows older than the age rule are,
         and the age must be longer than any live turn or ingest runs (a turn is bounded
-        by the LLM's timeouts; an ingest updates its row only when it ends). A row that
-        a dead process left younger than that stays ``processing`` until a later start
-        (history ignores it; a retry of its idempotency key takes it up once it is old).
+        by the LLM's timeouts; an ingest updates its row only when it ends). A turn
+        whose process is known to be gone (its liveness lock is free) is failed at once,
+        whatever its age.
         """
         async with self.pool.connection() as conn, conn.transaction():
             turns = await conn.execute(
-                """UPDATE conversation_turns SET status = 'failed', error = %s,
+                f"""UPDATE conversation_turns SET status = 'failed', error = %s,
                           updated_at = now()
-                   WHERE status = 'processing' AND updated_at < now() - %s""",
+                   WHERE status = 'processing'
+                     AND (updated_at < now() - %s OR NOT {_owner_alive("owner")})""",
                 (INTERRUPTED_TURN, older_than),
             )
             docs = await conn.execute(
@@ -1682,21 +1746,22 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
      conv AS (SELECT id, workspace_id FROM conversations WHERE id = %(c)s),
      busy AS (SELECT 1 FROM conversation_turns
               WHERE conversation_id = %(c)s AND status = 'processing' AND id <> %(t)s
-                AND updated_at > now() - interval '{BUSY_FOR_S} seconds'),
+                AND updated_at > now() - interval '{BUSY_FOR_S} seconds'
+                AND {_owner_alive("owner")}),
      prior AS (SELECT status FROM conversation_turns
                WHERE id = %(t)s AND conversation_id = %(c)s AND workspace_id = %(ws)s),
      ins AS (
        INSERT INTO conversation_turns
          (id, workspace_id, conversation_id, turn_number, question, answer, status,
-          idempotency_key)
+          idempotency_key, owner)
        SELECT %(t)s, conv.workspace_id, conv.id,
               COALESCE((SELECT max(turn_number) FROM conversation_turns
                         WHERE conversation_id = conv.id), 0) + 1,
-              %(q)s, '', 'processing', %(k)s
+              %(q)s, '', 'processing', %(k)s, %(o)s
        FROM conv WHERE conv.workspace_id = %(ws)s AND NOT EXISTS (SELECT 1 FROM busy)
        ON CONFLICT (id) DO UPDATE
          SET status = 'processing', error = NULL, updated_at = now(),
-             question = EXCLUDED.question
+             question = EXCLUDED.question, owner = EXCLUDED.owner
          WHERE conversation_turns.status = 'failed'
            AND conversation_turns.workspace_id = EXCLUDED.workspace_id
            AND conversation_turns.conversation_id = EXCLUDED.conversation_id

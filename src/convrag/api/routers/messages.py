@@ -109,8 +109,8 @@ async def _previous_attempt(
 ) -> asyncio.Task[TurnResult] | AnswerOut | None:
     """What became of an earlier attempt at the keyed turn ``turn_id``: its task when it
     still runs in this process, its stored reply when it was answered, None when it must
-    run (new, failed, or left ``processing`` by a process gone for longer than
-    :data:`INTERRUPTED_AFTER`, which is marked failed first); 409 while it is being
+    run (new, failed, or left ``processing`` by a process that is gone, or for longer
+    than :data:`INTERRUPTED_AFTER`: it is marked failed first); 409 while it is being
     answered elsewhere."""
     task = runner.running(workspace, conversation_id, turn_id)
     if task is not None:
@@ -121,8 +121,7 @@ async def _previous_attempt(
     if turn.status == "done":
         citations = await services.db.citations(workspace, turn_id) or []
         return stored_answer(conversation_id, turn, citations)
-    age = await services.db.turn_age_s(turn_id)
-    if age is not None and age > INTERRUPTED_AFTER.total_seconds():
+    if await services.db.turn_orphaned(turn_id, INTERRUPTED_AFTER):
         await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
         return None
     HTTP_ERRORS.labels("409").inc()
