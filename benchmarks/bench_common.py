@@ -279,12 +279,13 @@ def _stop_process(proc: subprocess.Popen[Any], timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def stub_process(log_dir: Path) -> Iterator[str]:
+def stub_process(log_dir: Path, *, token_delay_s: float = 0.0) -> Iterator[str]:
     """The OpenAI stub (``bench_stub.py``) in a child process; yields its base URL."""
     log_dir.mkdir(parents=True, exist_ok=True)
     err = open(log_dir / "stub.log", "ab")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
-        [sys.executable, str(BENCH_DIR / "bench_stub.py"), "--port", str(free_port())],
+        [sys.executable, str(BENCH_DIR / "bench_stub.py"), "--port", str(free_port()),
+         "--token-delay", str(token_delay_s)],
         stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=clean_env(),
         text=True,
     )
