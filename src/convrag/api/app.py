@@ -22,18 +22,22 @@ from typing import Any
 
 import psycopg
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from psycopg_pool import PoolTimeout
 from pymilvus import MilvusException
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.formparsers import MultiPartException
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import BodySizeLimit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
+from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
@@ -93,13 +97,50 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         ),
     )
     app.exception_handler(RequestValidationError)(_validation_error)
+    app.exception_handler(StarletteHTTPException)(_http_error)
     for unavailable in STORE_UNAVAILABLE:
         app.exception_handler(unavailable)(_store_unavailable)
     for module in (operations, conversations, messages, openai, documents, ui):
         app.include_router(module.router)
     # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
+    _document_validation_errors(app)
     return app
+
+
+def _document_validation_errors(app: FastAPI) -> None:
+    """Make the OpenAPI document describe the 422 body that :func:`_validation_error`
+    sends. FastAPI documents every route's 422 as its own default shape (``detail``: a
+    list), which this service never sends; each reference to it is pointed at
+    :class:`~convrag.api.schemas.ValidationErrorOut` instead."""
+    default_ref = "#/components/schemas/HTTPValidationError"
+    ours = ValidationErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
+
+    def replace(node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("$ref") == default_ref:
+                return {"$ref": f"#/components/schemas/{ValidationErrorOut.__name__}"}
+            return {k: replace(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [replace(v) for v in node]
+        return node
+
+    generate = app.openapi
+    done: list[dict[str, Any]] = []  # the rewritten document, once made
+
+    def openapi() -> dict[str, Any]:
+        if not done:
+            document = replace(generate())
+            schemas = document.setdefault("components", {}).setdefault("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            schemas.update(ours.pop("$defs", {}))
+            schemas[ValidationErrorOut.__name__] = ours
+            app.openapi_schema = document
+            done.append(document)
+        return done[0]
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
@@ -162,6 +203,44 @@ async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResp
     problems = [_problem(e) for e in exc.errors()]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
     return JSONResponse({"detail": summary, "errors": problems}, status_code=422)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """FastAPI's answer for an ``HTTPException``, except for a body that could not be
+    parsed at all (FastAPI and Starlette answer a bare 400 for it): that is a 422 saying
+    what is wrong with the body, the same answer as for a body that is not JSON."""
+    problem = _unparsable_body(exc) if exc.status_code == 400 else None
+    if problem is None:
+        return await http_exception_handler(request, exc)
+    HTTP_ERRORS.labels("422").inc()
+    return JSONResponse({"detail": f"body: {problem['message']}", "errors": [problem]}, 422)
+
+
+def _unparsable_body(exc: StarletteHTTPException) -> dict[str, str] | None:
+    """The problem of a body that the framework could not parse, from the error that
+    made it answer 400; None for any other 400."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, UnicodeDecodeError):
+        return {
+            "field": "",
+            "message": f"the body is not valid JSON: it is not UTF-8 text "
+            f"(byte {cause.start}: {cause.reason})",
+            "type": "json_invalid",
+        }
+    if isinstance(cause, RecursionError):
+        return {
+            "field": "",
+            "message": "the body is not valid JSON: it is nested too deeply",
+            "type": "json_invalid",
+        }
+    if isinstance(cause, MultiPartException):
+        return {
+            "field": "",
+            "message": f"the body is not valid multipart/form-data ({cause.message.rstrip('.')}); "
+            "send the file as the multipart field `file`",
+            "type": "multipart_invalid",
+        }
+    return None
 
 
 #: Errors that mean a store is down or overloaded, not that the request is wrong.

@@ -82,6 +82,20 @@ def error_responses(
     return out
 
 
+def keyed_route_responses() -> dict[int | str, dict[str, Any]]:
+    """The answers every ``/v1`` route may give before its own code runs: no valid API
+    key (401), the key's rate limit (429, with ``Retry-After``), a store down or
+    restarting (503, with ``Retry-After``). Declared once per router."""
+    return error_responses(
+        {
+            401: "No API key, or one that is invalid or revoked.",
+            429: "The key's requests per minute (`RATE_LIMIT_PER_MINUTE`) are used up; "
+            "`Retry-After` says when to retry.",
+            503: "A store is unavailable or restarting; `Retry-After` says when to retry.",
+        }
+    )
+
+
 class RagOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -29,11 +29,12 @@ from convrag.api.schemas import (
     ConversationSummary,
     TurnOut,
     error_responses,
+    keyed_route_responses,
 )
 from convrag.conversations import delete_conversation as delete_everywhere
 from convrag.stores.database import CitedSource
 
-router = APIRouter(tags=["conversations"])
+router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
 _NOT_FOUND = "No such conversation in this workspace."
 

@@ -16,12 +16,12 @@ from fastapi.responses import PlainTextResponse
 from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
-from convrag.api.schemas import DocumentOut, UploadOut, error_responses
+from convrag.api.schemas import DocumentOut, UploadOut, error_responses, keyed_route_responses
 from convrag.documents import SUPPORTED, IngestError
 from convrag.ingest import accept_upload, delete_document
 from convrag.services import Services
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(tags=["documents"], responses=keyed_route_responses())
 
 #: The longest file name most file systems store (ext4, APFS, NTFS: 255 bytes or units).
 MAX_FILENAME_BYTES = 255

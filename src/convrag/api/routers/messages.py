@@ -42,6 +42,7 @@ from convrag.api.schemas import (
     FeedbackOut,
     MessageIn,
     error_responses,
+    keyed_route_responses,
 )
 from convrag.api.turns import (
     KEEPALIVE,
@@ -62,7 +63,7 @@ from convrag.services import Services
 from convrag.state import InputState, TurnRequest
 from convrag.stores.database import INTERRUPTED_AFTER, INTERRUPTED_TURN
 
-router = APIRouter(tags=["conversations"])
+router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
 
 def _sse(name: str, data: dict[str, Any]) -> str:

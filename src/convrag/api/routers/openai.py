@@ -42,7 +42,14 @@ from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
-from convrag.api.schemas import MAX_MESSAGE_CHARS, ChatCompletionIn, RagOptions, UsageOut
+from convrag.api.schemas import (
+    MAX_MESSAGE_CHARS,
+    ChatCompletionIn,
+    RagOptions,
+    UsageOut,
+    error_responses,
+    keyed_route_responses,
+)
 from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
@@ -55,7 +62,7 @@ from convrag.records import HistoryTurn
 from convrag.state import InputState
 from convrag.text.entities import extract_entities
 
-router = APIRouter(tags=["openai"])
+router = APIRouter(tags=["openai"], responses=keyed_route_responses())
 
 MODEL_ID = "convrag"
 """The one model this endpoint serves: the workspace's conversational RAG."""
@@ -89,7 +96,22 @@ async def list_models(workspace: WorkspaceDep) -> dict[str, Any]:
     }
 
 
-@router.post("/v1/chat/completions")
+@router.post(
+    "/v1/chat/completions",
+    responses={
+        200: {
+            "content": {"application/json": {}, "text/event-stream": {}},
+            "description": "A `chat.completion` object, or with `stream: true` its "
+            "`chat.completion.chunk`s as server-sent events ending with `data: [DONE]`.",
+        },
+        **error_responses(
+            {
+                422: "`messages` empty or not ending with a user message of 1 to 8,000 "
+                "characters, or a field of the wrong type."
+            }
+        ),
+    },
+)
 async def chat_completions(
     body: ChatCompletionIn,
     workspace: WorkspaceDep,
