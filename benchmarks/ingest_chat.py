@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import clapnq_documents, load_questions, log, stats
+from bench_common import clapnq_documents, load_questions, log, report, stats
 
 from convrag.assistant import open_assistant
 from convrag.config import Settings
@@ -86,12 +85,7 @@ def main() -> None:
     parser.add_argument("--idle-turns", type=int, default=30)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(run(args.mode, args.passages, args.idle_turns))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    report(asyncio.run(run(args.mode, args.passages, args.idle_turns)), args.out)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ["LANGSMITH_TRACING"] = "false"
 
-from bench_common import clean_env, cleanup_stack, free_port, log, stub_process
+from bench_common import clean_env, cleanup_stack, free_port, log, report, stub_process
 
 SAMPLES = Path(__file__).resolve().parent.parent / "src" / "convrag" / "sample_docs"
 WORKSPACE = "faults"
@@ -270,12 +270,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = asyncio.run(run(args.kills, args.token_delay, args.max_gap, args.seed))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    report(asyncio.run(run(args.kills, args.token_delay, args.max_gap, args.seed)), args.out)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import signal
@@ -32,7 +31,14 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ["LANGSMITH_TRACING"] = "false"
 
-from bench_common import load_conversations, log, server_process, stack_pids, stub_process
+from bench_common import (
+    load_conversations,
+    log,
+    report,
+    server_process,
+    stack_pids,
+    stub_process,
+)
 from bench_server import _client, new_conversation, prepare_clapnq, sse_turn
 
 MiB = 1024 * 1024
@@ -142,12 +148,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    result = asyncio.run(soak(args.data_dir, args.seconds, args.streams, args.rss_every))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+    report(asyncio.run(soak(args.data_dir, args.seconds, args.streams, args.rss_every)), args.out)
 
 
 if __name__ == "__main__":
