@@ -13,11 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,10 +25,8 @@ import pytest
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
 from convrag.testing.openai_stub import OpenAIStub, Reply
+from tests.serving import Server, free_port, spawn, stop_orphans
 
-EXE = str(Path(sys.executable).with_name("convrag"))
-START_TIMEOUT_S = 240.0
-STOP_TIMEOUT_S = 60.0
 #: Questions with this word get a slow answer: the turn stays running while a second
 #: message arrives.
 SLOW = "zebra"
@@ -41,12 +34,6 @@ RATE_LIMIT = 20
 FACT = "The parking permit at the Zanzibar office costs 40 euros per month."
 CROSSING = f"The {SLOW} crossing on Main Street is repainted every spring."
 QUESTION = "How much does the parking permit at the Zanzibar office cost per month?"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -61,46 +48,6 @@ def _workers_of(pid: int) -> list[int]:
         if ppid == pid and b"spawn_main" in cmdline:
             found.append(int(stat.parent.name))
     return found
-
-
-@dataclass
-class Server:
-    """One ``convrag serve`` subprocess."""
-
-    name: str
-    port: int
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        pytest.fail(f"{self.name} did not answer /healthz in {START_TIMEOUT_S} s:\n{self.tail()}")
-
-    def stop(self) -> int:
-        """SIGTERM, then SIGKILL (of its process group too) if it does not exit in time."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait(10)
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
 
 
 @dataclass
@@ -123,31 +70,6 @@ class Cluster:
         return self.workers if name == "workers" else self.other
 
 
-def _spawn(name: str, port: int, log: Path, env: dict[str, str], *args: str) -> Server:
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [EXE, "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # the fallback SIGKILL reaches the workers too
-        )
-    return Server(name, port, proc, log)
-
-
-def _stop_orphans(data_dir: Path) -> None:
-    """Last resort after a failed test: stop the PostgreSQL or Milvus Lite server that no
-    live process holds any more, by joining it (which drops dead holders) and leaving it
-    as its last holder."""
-    if (data_dir / "pg" / "postmaster.pid").exists():
-        with EmbeddedPostgres(data_dir):
-            pass
-    if (data_dir / "milvus" / "server.json").exists():
-        with ManagedMilvusLite(data_dir):
-            pass
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     logs = tmp_path_factory.mktemp("workers")
@@ -163,9 +85,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT),
             "INGEST_EMBEDDING": "thread",
         }
-        workers = _spawn(
+        workers = spawn(
             "serve --workers 2",
-            _free_port(),
+            free_port(),
             logs / "workers.log",
             {**env, "CONVRAG_DATA_DIR": str(data_dir)},
             "--workers",
@@ -179,9 +101,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             pg, milvus = EmbeddedPostgres(data_dir), ManagedMilvusLite(data_dir)
             holders.extend([pg, milvus])
             database_url, milvus_uri = pg.start(), milvus.start()
-            other = _spawn(
+            other = spawn(
                 "serve (separate)",
-                _free_port(),
+                free_port(),
                 logs / "other.log",
                 {
                     **env,
@@ -199,7 +121,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             for holder in holders:
                 holder.stop()
             workers.stop()
-            _stop_orphans(data_dir)
+            stop_orphans(data_dir)
             shutil.rmtree(data_dir, ignore_errors=True)
 
 

