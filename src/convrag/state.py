@@ -95,6 +95,15 @@ def per_turn_fields() -> dict[str, PerTurn[Any]]:
     return found
 
 
+def repetition_detected(state: Mapping[str, Any]) -> bool:
+    """Whether a turn's answer repeated what earlier answers said: a regeneration ran, or
+    the check found repetition that no regeneration was allowed to remove
+    (``max_regenerations`` 0). The one definition that the stream's ``done`` event, the
+    JSON reply and the stored turn share."""
+    repetition = state.get("repetition")
+    return bool(state.get("regenerations")) or bool(repetition and repetition["is_repetitive"])
+
+
 def start_turn(update: Mapping[str, Any]) -> dict[str, Any]:
     """``update`` as the first write of a new turn: every per-turn field starts afresh.
 

@@ -41,7 +41,7 @@ from convrag.context import Context
 from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
-from convrag.state import InputState
+from convrag.state import InputState, repetition_detected
 from convrag.stores.database import TurnRecord
 
 log = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ class TurnRunner:
                     "answer": state.get("answer", ""),
                     "citations": [_citation(c) for c in state.get("citations", [])],
                     "timings_ms": state.get("timings", {}),
-                    "repetition_detected": bool(state.get("regenerations")),
+                    "repetition_detected": repetition_detected(state),
                     "no_answer": bool(state.get("flags", {}).get("no_answer")),
                     "flags": state.get("flags", {}),
                 },
@@ -297,7 +297,7 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         rewritten_query=s.get("rewritten_query", s.get("message", "")),
         sources=result.sources,
         citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
-        repetition_detected=bool(s.get("regenerations")),
+        repetition_detected=repetition_detected(s),
         no_answer=bool(s.get("flags", {}).get("no_answer")),
         flags=s.get("flags", {}),
         timings_ms=s.get("timings", {}),
@@ -347,7 +347,7 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         rewritten_query=turn.contextualized_query or turn.question,
         sources=sources,
         citations=[CitationOut.model_validate(c) for c in citations],
-        repetition_detected=bool(meta.get("regenerations")),
+        repetition_detected=turn.repetition_detected,
         no_answer=bool(flags.get("no_answer")),
         flags=flags,
         timings_ms=dict(meta.get("timings_ms") or {}),

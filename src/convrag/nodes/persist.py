@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
-from convrag.state import PersistUpdate, State
+from convrag.state import PersistUpdate, State, repetition_detected
 from convrag.stores.database import NewTurn
 from convrag.stores.memory import MemoryItem
 
@@ -67,7 +67,6 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         }
         for n, s in enumerate(sources, start=1)
     ]
-    repetition = state.get("repetition")
     turn = NewTurn(
         id=state["turn_id"],
         workspace_id=state["workspace_id"],
@@ -78,8 +77,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         entities=list(state.get("entities") or []),
         sources=stored_sources,
         web_search_triggered=bool(flags.get("web_search_triggered")),
-        repetition_detected=bool(state.get("regenerations"))
-        or bool(repetition and repetition["is_repetitive"]),
+        repetition_detected=repetition_detected(state),
         intent=state.get("classification"),
         confidence=state.get("retrieval_confidence"),
         metadata={
