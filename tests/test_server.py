@@ -1456,3 +1456,15 @@ async def test_a_failed_turn_is_stored_as_failed_and_its_key_runs_again(
         )
         assert foreign.status_code == 404
         assert len(await _turn_rows(services, conv)) == 1
+
+
+async def test_an_upload_sent_as_a_form_field_not_a_file_names_the_fix(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents", data={"file": "just some text"}, headers=_auth(tenant)
+        )
+    assert resp.status_code == 422
+    detail = resp.json()["detail"]
+    assert "file" in detail and "filename" in detail and "UploadFile" not in detail

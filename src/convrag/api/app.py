@@ -190,11 +190,15 @@ def _problem(error: Any) -> dict[str, str]:
             "message": f"the body is not valid JSON{where}: {reason}".rstrip(": "),
             "type": "json_invalid",
         }
-    return {
-        "field": ".".join(str(p) for p in error["loc"] if p != "body"),
-        "message": error["msg"],
-        "type": error["type"],
-    }
+    field = ".".join(str(p) for p in error["loc"] if p != "body")
+    if "Expected UploadFile" in error["msg"]:  # a form field where a file part belongs
+        return {
+            "field": field,
+            "message": "expected a file: send it as a multipart file part with a filename "
+            f"(curl -F {field}=@notes.md)",
+            "type": "file_expected",
+        }
+    return {"field": field, "message": error["msg"], "type": error["type"]}
 
 
 async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
