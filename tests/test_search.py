@@ -11,6 +11,7 @@ from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.search import lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services
+from convrag.stores.database import IndexedChunk
 from convrag.stores.vectors import Hit
 
 
@@ -90,7 +91,7 @@ async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
     real = services.db.chunk_rows
 
-    async def slow_rows(ws: str) -> list[tuple[str, str, str, bytes | None]]:
+    async def slow_rows(ws: str) -> list[IndexedChunk]:
         await asyncio.sleep(0.5)  # a big workspace: the reload outlasts the search timeout
         return await real(ws)
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
+from convrag.llm import resolve_model
 from convrag.services import Services
 
 DEFAULT_RELEVANCE_FLOOR = 0.40
@@ -126,6 +127,11 @@ class Context:
                 "and pass Context(services=...), or use convrag.assistant.open_assistant()"
             )
         return self.services
+
+    def rewrite_model_name(self) -> str | None:
+        """The model the rewrite gate calls (``rewrite_model``, else ``llm_model``, else
+        the environment's), or None when the rules rewrite instead."""
+        return resolve_model(self.rewrite_model or self.llm_model, self.deps.settings)
 
     def __post_init__(self) -> None:
         problems = []

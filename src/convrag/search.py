@@ -186,15 +186,15 @@ class HybridSearcher:
 
     async def _rebuild(self, workspace_id: str, version: int) -> None:
         rows = await self.db.chunk_rows(workspace_id)
-        self._labels[workspace_id] = (version, await self.db.chunk_labels(workspace_id))
-        triples = [(c, d, t) for c, d, t, _ in rows]
+        self._labels[workspace_id] = (version, {r.id: (r.title, r.page) for r in rows})
+        triples = [(r.id, r.document_id, r.text) for r in rows]
         if self.keywords is not None:
             await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
         if self.dense is not None:
-            if all(e is not None for *_, e in rows):
+            if all(r.embedding is not None for r in rows):
                 matrix = np.empty((len(rows), self.index.dim), dtype=np.float32)
-                for i, (*_, blob) in enumerate(rows):
-                    matrix[i] = np.frombuffer(blob, dtype=np.float32)  # type: ignore[arg-type]
+                for i, r in enumerate(rows):
+                    matrix[i] = np.frombuffer(r.embedding, dtype=np.float32)  # type: ignore[arg-type]
             else:  # chunks written without a stored vector: ask Milvus
                 triples, matrix = await asyncio.to_thread(self.index.export_chunks, workspace_id)
             del rows  # the vectors' bytes: as large as the matrix

@@ -338,7 +338,6 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         for s in turn.sources
     ]
     meta = turn.metadata or {}
-    flags = dict(meta.get("flags") or {})
     return AnswerOut(
         conversation_id=conversation_id,
         turn_id=turn.id,
@@ -348,7 +347,7 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         sources=sources,
         citations=[CitationOut.model_validate(c) for c in citations],
         repetition_detected=turn.repetition_detected,
-        no_answer=bool(flags.get("no_answer")),
-        flags=flags,
+        no_answer=turn.no_answer,
+        flags=turn.flags,
         timings_ms=dict(meta.get("timings_ms") or {}),
     )

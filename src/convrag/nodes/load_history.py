@@ -9,7 +9,6 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid, is_uuid
-from convrag.llm import resolve_model
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
 from convrag.stores.database import TurnStart, TurnStatus
@@ -65,7 +64,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     # an LLM: embedding it now overlaps the history round trip and the rewrite. With an
     # LLM, a later turn searches for the LLM's rewrite instead, and embedding the message
     # too would only compete with that turn's work for the cores.
-    llm_rewrites = resolve_model(ctx.rewrite_model or ctx.llm_model, services.settings) is not None
+    llm_rewrites = ctx.rewrite_model_name() is not None
     if not llm_rewrites:
         services.searcher.prefetch(message)
     request = state.get("turn_request") or None

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from convrag import prompts
 from convrag.context import Context
 from convrag.events import RewriteEvent, emit
-from convrag.llm import attempt, chat_model, resolve_model
+from convrag.llm import attempt, chat_model
 from convrag.nodes.policy import ms_since
 from convrag.records import HistoryTurn
 from convrag.rewriting import Classification, Turn, classify, contextualize
@@ -184,7 +184,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
     query = message
     method: RewriteMethod = "unchanged"
     update = RewriteUpdate()
-    model_name = resolve_model(ctx.rewrite_model or ctx.llm_model, ctx.deps.settings)
+    model_name = ctx.rewrite_model_name()
     if model_name is None or not history or is_no_retrieval(clean(message)):
         classification = classify(message, turns)
         if classification == "follow_up" and model_name is None:

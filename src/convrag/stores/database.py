@@ -297,6 +297,19 @@ class ChunkRow:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A chunk as the in-process search engines load it."""
+
+    id: str
+    document_id: str
+    text: str
+    embedding: bytes | None
+    """Its vector as stored beside it (float32 bytes); None when only Milvus has it."""
+    title: str | None
+    page: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentWrite:
     """A document and its chunks ``(chunk_id, position, text)``, ready to store.
 
@@ -728,13 +741,7 @@ class Database:
                 )
 
     async def index_version(self, workspace_id: str) -> int:
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT index_version FROM workspaces WHERE id = %s", (workspace_id,)
-                )
-            ).fetchone()
-        return 0 if row is None else int(row["index_version"])
+        return (await self.index_state(workspace_id))[0]
 
     async def create_api_key(self, workspace_id: str) -> str:
         """Issue a new key for the workspace; only its hash is stored."""
@@ -1081,36 +1088,24 @@ class Database:
             )
             return cur.rowcount > 0
 
-    async def chunk_rows(self, workspace_id: str) -> list[tuple[str, str, str, bytes | None]]:
-        """All (chunk_id, document_id, text, embedding) of a workspace, for the in-process
-        search engines."""
+    async def chunk_rows(self, workspace_id: str) -> list[IndexedChunk]:
+        """Every chunk of a workspace with what the in-process search engines load: its
+        text, its stored vector, and the labels its hits carry (title, PDF page)."""
         async with self.pool.connection() as conn:
             rows = await (
                 await conn.execute(
-                    "SELECT id::text AS id, document_id::text AS d, text, embedding FROM chunks "
-                    "WHERE workspace_id = %s ORDER BY document_id, position",
-                    (workspace_id,),
-                )
-            ).fetchall()
-        return [(r["id"], r["d"], r["text"], r["embedding"]) for r in rows]
-
-    async def chunk_labels(self, workspace_id: str) -> dict[str, tuple[str | None, int | None]]:
-        """Each chunk's document title and PDF page, by chunk id, for the in-process search
-        engines to label their hits without a lookup per question."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id::text AS id, d.title, (c.metadata->>'page')::int AS page
+                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
+                              c.embedding, d.title, (c.metadata->>'page')::int AS page
                        FROM chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.workspace_id = %s""",
+                       WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
                     (workspace_id,),
                 )
             ).fetchall()
-        return {r["id"]: (r["title"], r["page"]) for r in rows}
+        return [IndexedChunk(**r) for r in rows]
 
     async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
         """All (chunk_id, document_id, text) of a workspace."""
-        return [(c, d, t) for c, d, t, _ in await self.chunk_rows(workspace_id)]
+        return [(c.id, c.document_id, c.text) for c in await self.chunk_rows(workspace_id)]
 
     async def get_chunks(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[ChunkRow]:
         """The chunks of ``chunk_ids`` in the workspace (any order), with their document's
@@ -1714,15 +1709,6 @@ async def _last_turns(
     return [TurnRecord(**r) for r in reversed(rows)]
 
 
-#: The common path of a turn's start, one statement: read the turn's prior status, insert
-#: it as ``processing`` with the next number (or take a failed one up again), and read the
-#: last answered turns. Every CTE sees the statement's snapshot, so ``prior`` is the status
-#: before this insert and the history does not include it. No row at all means there is
-#: no such conversation; a foreign one inserts nothing (``ws`` does not match).
-# The 'processing' row is a marker that persist's own (synchronous) commit completes:
-# its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
-# survives the service being killed; only a crash of PostgreSQL itself within a fraction
-# of a second could lose it. set_config(..., true) lasts for this statement's transaction.
 #: One request against a key's bucket (see :meth:`Database.take_request_token`): refill
 #: ``cap`` tokens per minute since the last request, capped at ``cap``, then take one if
 #: a whole one is there.
@@ -1737,8 +1723,19 @@ SET (tokens, passed, updated_at) = (
                  greatest(b.updated_at, clock_timestamp()) AS at) r)
 RETURNING tokens, passed"""
 
+
+#: The common path of a turn's start, one statement: read the turn's prior status, insert
+#: it as ``processing`` with the next number (or take a failed one up again), and read the
+#: last answered turns. Every CTE sees the statement's snapshot, so ``prior`` is the status
+#: before this insert and the history does not include it. No row at all means there is
+#: no such conversation; a foreign one inserts nothing (``ws`` does not match).
+# The 'processing' row is a marker that persist's own (synchronous) commit completes:
+# its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
+# survives the service being killed; only a crash of PostgreSQL itself within a fraction
+# of a second could lose it. set_config(..., true) lasts for this statement's transaction.
 #: A 'processing' turn younger than this keeps its conversation busy for other processes
-#: (longer than any turn's time limits; a killed process's turn stops blocking after it).
+#: (longer than any turn's time limits): the bound for a turn whose process recorded no
+#: liveness lock; one whose lock is free stops blocking at once.
 BUSY_FOR_S = 180
 
 _START_TURN = f"""

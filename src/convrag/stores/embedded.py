@@ -103,6 +103,15 @@ class EmbeddedServer(ABC):
         that cannot be restarted in place return False."""
         return False
 
+    def _supervise_once(self, uri: str) -> None:
+        """One supervision check: restart the server if it died, and log what happened;
+        a failure is logged and left to the next check."""
+        try:
+            if self.revive():
+                log.warning("%s had stopped; restarted at %s", type(self).__name__, uri)
+        except Exception:
+            log.exception("restarting %s failed", type(self).__name__)
+
     @classmethod
     @asynccontextmanager
     async def running(cls, data_dir: Path, *, check_every_s: float = 5.0) -> AsyncIterator[str]:
@@ -115,11 +124,7 @@ class EmbeddedServer(ABC):
         async def supervise() -> None:
             while True:
                 await asyncio.sleep(check_every_s)
-                try:
-                    if await asyncio.to_thread(server.revive):
-                        log.warning("%s had stopped; restarted at %s", cls.__name__, uri)
-                except Exception:  # keep supervising: the next check tries again
-                    log.exception("restarting %s failed", cls.__name__)
+                await asyncio.to_thread(server._supervise_once, uri)
 
         supervisor = asyncio.get_running_loop().create_task(supervise())
         try:
@@ -143,11 +148,7 @@ class EmbeddedServer(ABC):
 
         def supervise() -> None:
             while not done.wait(check_every_s):
-                try:
-                    if server.revive():
-                        log.warning("%s had stopped; restarted at %s", cls.__name__, uri)
-                except Exception:  # keep supervising: the next check tries again
-                    log.exception("restarting %s failed", cls.__name__)
+                server._supervise_once(uri)
 
         supervisor = threading.Thread(target=supervise, name=f"{cls.__name__}-supervisor")
         supervisor.daemon = True
