@@ -55,7 +55,7 @@ QUESTIONS = [
 ]
 
 
-def _prepare(data_dir: Path) -> str:
+def prepare_samples(data_dir: Path) -> str:
     """Ingest the sample documents and make an API key (in a child process)."""
     from convrag.config import Settings
     from convrag.documents import load_path
@@ -171,7 +171,7 @@ async def run(kills: int, token_delay: float, max_gap: float, seed: int) -> dict
     spawn = multiprocessing.get_context("spawn")
     try:
         with ProcessPoolExecutor(1, mp_context=spawn) as pool:
-            key = await asyncio.get_running_loop().run_in_executor(pool, _prepare, data_dir)
+            key = await asyncio.get_running_loop().run_in_executor(pool, prepare_samples, data_dir)
         with stub_process(data_dir, token_delay_s=token_delay) as stub_url:
             server = Server(data_dir, stub_url)
             starts = [await server.start()]

@@ -102,7 +102,6 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
         "rewrite",
         "retrieve_documents",
         "retrieve_vectors",
-        "merge_context",
         "web_search",
         "synthesize",
         "check_repetition",

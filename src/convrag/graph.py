@@ -1,10 +1,13 @@
 """The conversational graph, wired in one place.
 
-    load_history -> rewrite -+-> retrieve_documents -+-> merge_context -+-> web_search -+
-                             +-> retrieve_vectors ---+                  |               |
-                             +--------------(no_retrieval)------------- +-> synthesize <+
-    synthesize -> (tool call) web_search -> synthesize
+    load_history -> rewrite -+-> retrieve_documents -+-> synthesize <-> web_search
+                             +-> retrieve_vectors ---+   ^
+                             +------(no_retrieval)-------+
     synthesize -> check_repetition -> regenerate -> check_repetition ... -> persist -> END
+
+``synthesize`` first merges the two retrieval lists into the turn's sources; web search
+runs when that merge asks for it (requested, a freshness cue, low confidence) or when the
+answering LLM calls the ``google_search`` tool, and ``synthesize`` then answers.
 
 Routers return ``Literal`` node names. The regenerate loop is bounded by the
 ``regenerations`` counter in state, not by the recursion limit. Every node runs under its
@@ -26,7 +29,6 @@ from convrag.context import Context
 from convrag.nodes import (
     check_repetition,
     load_history,
-    merge_context,
     persist,
     regenerate,
     retrieve_documents,
@@ -35,6 +37,7 @@ from convrag.nodes import (
     synthesize,
     web_search,
 )
+from convrag.nodes.merge_context import retrieves
 from convrag.nodes.policy import NodeFn, NodePolicy, apply_policy
 from convrag.nodes.web_search import search_failed
 from convrag.services import Services
@@ -47,17 +50,13 @@ def route_after_rewrite(
     state: State, runtime: Runtime[Context]
 ) -> Sequence[Retrieval] | Literal["synthesize"]:
     """Both retrieval sources in one superstep, unless the message needs no retrieval."""
-    if state.get("classification") == "no_retrieval" or not runtime.context.rag_enabled:
+    if not retrieves(state, runtime.context):
         return "synthesize"
     return ["retrieve_documents", "retrieve_vectors"]
 
 
-def route_after_merge(state: State) -> Literal["web_search", "synthesize"]:
-    return "web_search" if state.get("web_search_reason") else "synthesize"
-
-
 def route_after_synthesize(state: State) -> Literal["web_search", "check_repetition"]:
-    """The answering LLM called google_search: run it, then answer again."""
+    """The merge or the answering LLM asked for a web search: run it, then answer."""
     return "web_search" if state.get("pending_web_query") else "check_repetition"
 
 
@@ -85,7 +84,6 @@ NODES: dict[str, NodeFn] = {
     "rewrite": rewrite,
     "retrieve_documents": retrieve_documents,
     "retrieve_vectors": retrieve_vectors,
-    "merge_context": merge_context,
     "web_search": web_search,
     "synthesize": synthesize,
     "check_repetition": check_repetition,
@@ -126,8 +124,7 @@ def build_graph(services: Services | None = None) -> StateGraph[State, Context, 
         route_after_rewrite,
         ["retrieve_documents", "retrieve_vectors", "synthesize"],
     )
-    g.add_edge(["retrieve_documents", "retrieve_vectors"], "merge_context")
-    g.add_conditional_edges("merge_context", route_after_merge, ["web_search", "synthesize"])
+    g.add_edge(["retrieve_documents", "retrieve_vectors"], "synthesize")
     g.add_edge("web_search", "synthesize")
     g.add_conditional_edges(
         "synthesize", route_after_synthesize, ["web_search", "check_repetition"]

@@ -274,6 +274,8 @@ class HybridSearcher:
         if mode not in ("hybrid", "dense", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
         pool = candidates or max(4 * top_k, 20)
+        if mode != "bm25":
+            self.prefetch(query)  # the embedding runs while the index state is read
         labels: dict[str, tuple[str | None, int | None]] = {}
         if self.dense is not None or self.keywords is not None:
             # In-process engines follow the workspace's index_version (one cheap query).

@@ -190,6 +190,8 @@ class State(InputState, total=False):
     """Best dense similarity of the retrieved chunks (0 when none)."""
     abstain: Annotated[bool, TURN_BOOL]
     """No source is relevant enough: answer "not found" unless the web finds something."""
+    merged: Annotated[bool, TURN_BOOL]
+    """The retrieval hits are merged into ``sources`` (``synthesize`` merges once a turn)."""
     web_search_reason: Annotated[str | None, TURN_NONE]
     """Why web search ran (policy trigger), or None."""
     web_results: Annotated[list[Source], TURN_LIST]
@@ -264,12 +266,16 @@ class VectorHitsUpdate(TypedDict, total=False):
 
 
 class MergeUpdate(TypedDict, total=False):
-    """What ``merge_context`` writes."""
+    """What ``merge_context`` writes (as the first step of ``synthesize``): the sources,
+    and the web search to run first when the policy asks for one."""
 
     sources: list[Source]
     retrieval_confidence: float
     abstain: bool
     web_search_reason: str | None
+    pending_web_query: str | None
+    merged: bool
+    timings: dict[str, float]
 
 
 class WebSearchUpdate(TypedDict, total=False):
@@ -293,6 +299,10 @@ class DraftUpdate(TypedDict, total=False):
     excluded_entities: list[str]
     flags: dict[str, Any]
     errors: dict[str, str]
+
+
+class SynthesizeUpdate(MergeUpdate, DraftUpdate, total=False):
+    """What ``synthesize`` writes: the merge of the sources, then a draft."""
 
 
 class RepetitionUpdate(TypedDict, total=False):

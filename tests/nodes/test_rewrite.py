@@ -61,9 +61,11 @@ async def _run(
     history: list[HistoryTurn],
     settings: Settings,
     stub: OpenAIStub | None,
+    prefetched: list[str] | None = None,
     **ctx: Any,
 ) -> tuple[RewriteUpdate, list[Any]]:
-    """Run the node alone; with ``stub``, the LLM is langchain-openai pointed at it."""
+    """Run the node alone; with ``stub``, the LLM is langchain-openai pointed at it. The
+    queries it asks the searcher to embed ahead land in ``prefetched``."""
     if stub is not None:
         settings = settings.model_copy(
             update={
@@ -74,7 +76,8 @@ async def _run(
         )
     else:
         ctx.setdefault("llm_model", "none")
-    services = cast(Services, SimpleNamespace(settings=settings))
+    searcher = SimpleNamespace(prefetch=(prefetched if prefetched is not None else []).append)
+    services = cast(Services, SimpleNamespace(settings=settings, searcher=searcher))
     events: list[Any] = []
     runtime = Runtime(context=Context(services=services, **ctx), stream_writer=events.append)
     state = cast(State, {"message": message, "history": history})
@@ -102,6 +105,19 @@ async def test_a_second_turn_is_classified_and_rewritten_in_one_structured_call(
     prompt = str(request["messages"][-1]["content"])
     assert SALARY_Q in prompt and '"classification"' in prompt
     assert events[-1]["query"] == standalone and events[-1]["method"] == "llm"
+
+
+async def test_the_standalone_query_is_embedded_ahead_of_the_search(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    standalone = "What is Prasad Chaudhari's basic salary?"
+    stub.add_rule(f"Latest user question: {FOLLOW_UP}", _json("follow_up", standalone))
+    prefetched: list[str] = []
+    await _run(FOLLOW_UP, SALARY, settings, stub, prefetched)
+    assert prefetched == [standalone]
+    prefetched.clear()
+    await _run("thanks!", SALARY, settings, stub, prefetched)
+    assert prefetched == []  # chit-chat searches nothing
 
 
 async def test_a_standalone_second_turn_is_classified_standalone_by_the_llm(

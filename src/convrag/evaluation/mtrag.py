@@ -2,8 +2,8 @@
 
 The pooled corpus is ingested (idempotently) into a workspace of its own. Every turn
 that has qrels is scored with Recall@1/3/5/10 and nDCG@5/10. convrag's strategy runs the
-service's real graph (load_history with the turn's history, rewrite, both retrievers,
-merge_context) and stops before synthesis: no copy of the pipeline.
+service's real graph (load_history with the turn's history, rewrite, both retrievers),
+stops before synthesis and merges the sources as synthesis does: no copy of the pipeline.
 
 Follow-up vs standalone comes from the dataset's own ``multi_turn`` label (Follow-up or
 Clarification vs N/A), not from convrag's classifier, so every strategy is split the same
@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -31,9 +31,10 @@ from convrag.evaluation.metrics import mean_scores, retrieval_scores
 from convrag.graph import build_graph
 from convrag.ids import document_id_for
 from convrag.ingest import ingest_documents
+from convrag.nodes.merge_context import merge_sources, retrieves
 from convrag.records import HistoryTurn
 from convrag.services import Services
-from convrag.state import InputState
+from convrag.state import InputState, State
 from convrag.text.entities import extract_entities
 
 BASELINES = (
@@ -164,7 +165,7 @@ class MtragEvaluation:
         self.passage_of: dict[str, str] = {}
         self.graph = build_graph(services).compile(
             checkpointer=InMemorySaver(),
-            interrupt_before=[] if answers else ["web_search", "synthesize"],
+            interrupt_before=[] if answers else ["synthesize"],
         )
 
     async def prepare(self, corpus: list[SourceDocument], progress: Callable[[int], None]) -> None:
@@ -230,6 +231,8 @@ class MtragEvaluation:
         state: dict[str, Any] = await self.graph.ainvoke(
             payload, {"configurable": {"thread_id": thread_id}}, context=ctx
         )
+        if not self.answers and retrieves(cast(State, state), ctx):
+            state.update(await merge_sources(cast(State, state), ctx))
         return state
 
     async def pipeline(self, turn: MtragTurn, **how: Any) -> list[str]:

@@ -7,7 +7,6 @@ its typed update. How the graph runs them (timing, time limits, degrading) is in
 
 from convrag.nodes.check_repetition import check_repetition
 from convrag.nodes.load_history import load_history
-from convrag.nodes.merge_context import merge_context
 from convrag.nodes.persist import persist
 from convrag.nodes.regenerate import regenerate
 from convrag.nodes.retrieve_documents import retrieve_documents
@@ -19,7 +18,6 @@ from convrag.nodes.web_search import web_search
 __all__ = [
     "check_repetition",
     "load_history",
-    "merge_context",
     "persist",
     "regenerate",
     "retrieve_documents",

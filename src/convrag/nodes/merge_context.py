@@ -1,9 +1,14 @@
 """merge_context: fuse the two retrieval sources, deduplicate, cut to the context budget,
-and decide whether web search should run (requested, a freshness cue, or low confidence)."""
+and decide whether web search should run (requested, a freshness cue, or low confidence).
+
+Not a node of its own: ``synthesize`` merges once per turn, first thing, when retrieval
+ran. A node here would cost a superstep between the search and the first token.
+"""
 
 from __future__ import annotations
 
 import re
+import time
 
 from langgraph.runtime import Runtime
 
@@ -67,9 +72,22 @@ def web_search_reason(state: State, ctx: Context, *, web_available: bool) -> str
     return None
 
 
+def retrieves(state: State, ctx: Context) -> bool:
+    """Whether the turn searches the workspace (both retrieval nodes run, then the merge)."""
+    return ctx.rag_enabled and state.get("classification") != "no_retrieval"
+
+
 async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
-    """Fuse, deduplicate and budget the sources; decide whether the web is needed."""
-    ctx = runtime.context
+    """Fuse, deduplicate and budget the sources, decide whether the web is needed, and
+    send the ``sources`` event."""
+    update = await merge_sources(state, runtime.context)
+    emit(runtime, SourcesEvent(event="sources", sources=sources_out(update["sources"])))
+    return update
+
+
+async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
+    """:func:`merge_context` without the event (the retrieval evaluation reads it)."""
+    started = time.perf_counter()
     services = ctx.deps
     seen: set[str] = set()
     merged: list[Source] = []
@@ -110,7 +128,14 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     )
     if abstain and reason is None and services.web is not None and ctx.web_search != "off":
         reason = "not_found"
-    emit(runtime, SourcesEvent(event="sources", sources=sources_out(kept)))
-    return MergeUpdate(
-        sources=kept, retrieval_confidence=confidence, abstain=abstain, web_search_reason=reason
+    update = MergeUpdate(
+        sources=kept,
+        retrieval_confidence=confidence,
+        abstain=abstain,
+        web_search_reason=reason,
+        merged=True,
+        timings={"merge_context": round((time.perf_counter() - started) * 1000.0, 3)},
     )
+    if reason is not None:  # the web_search node runs next, then synthesize again
+        update["pending_web_query"] = state.get("rewritten_query") or state["message"]
+    return update

@@ -202,6 +202,8 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             classification, method = classify(message, turns), "fallback"
             update["flags"] = {"rewrite_fallback": failure}
             update["errors"] = {"rewrite": failure or "error"}
+    if classification != "no_retrieval" and ctx.rag_enabled:
+        ctx.deps.searcher.prefetch(query)  # embedded while the graph moves on to the search
     emit(
         runtime,
         RewriteEvent(event="rewrite", classification=classification, query=query, method=method),

@@ -1,5 +1,9 @@
 """synthesize: a conversation-aware answer with ``[n]`` citations; tokens stream.
 
+When retrieval ran, it first merges the hits into the turn's sources
+(:func:`~convrag.nodes.merge_context.merge_context`); when that asks for the web, the
+search runs first, as it does for the LLM's ``google_search`` call.
+
 With an LLM the answer does not repeat earlier answers, builds on them, and may call the
 ``google_search`` tool once. Without one, or when the LLM fails mid-turn, the extractive
 answer runs instead (flagged), in the same graph.
@@ -12,11 +16,25 @@ from langgraph.runtime import Runtime
 from convrag.context import Context
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
-from convrag.state import DraftUpdate, State
+from convrag.nodes.merge_context import merge_context, retrieves
+from convrag.state import DraftUpdate, MergeUpdate, State, SynthesizeUpdate
 
 
-async def synthesize(state: State, runtime: Runtime[Context]) -> DraftUpdate:
-    """The turn's first draft (or a pending web search the LLM asked for)."""
+async def synthesize(
+    state: State, runtime: Runtime[Context]
+) -> SynthesizeUpdate | MergeUpdate | DraftUpdate:
+    """Merge the retrieved sources (once), then the turn's first draft, or a web search
+    to run first (the merge's policy, or the LLM's tool call)."""
+    if not retrieves(state, runtime.context) or state.get("merged"):
+        return await draft(state, runtime)
+    merged = await merge_context(state, runtime)
+    if merged.get("pending_web_query"):
+        return merged
+    return SynthesizeUpdate(**merged, **await draft({**state, **merged}, runtime))
+
+
+async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
+    """The first draft over the merged sources (or a pending web search the LLM asked for)."""
     ctx = runtime.context
     if state.get("abstain") and not state.get("web_results"):
         text = ctx.deps.settings.no_answer_text
