@@ -322,6 +322,7 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
             assert "unavailable" in resp.json()["detail"], (method, path, resp.text)
         health = await client.get(f"{url}/healthz")
         assert health.status_code == 503 and health.json()["postgres"] is False
+        assert health.headers["retry-after"].isdigit()
 
         # Started again the way another convrag command would: it joins (and so starts)
         # the server, then leaves it to the holder that remains.

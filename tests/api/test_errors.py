@@ -42,6 +42,27 @@ async def test_a_database_outage_is_a_retryable_503_with_a_json_body(
     assert "database is unavailable" in resp.json()["detail"]
 
 
+async def test_a_json_turn_that_loses_the_database_midway_is_a_retryable_503(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def down(*_: object, **__: object) -> None:
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    auth = {"Authorization": f"Bearer {tenant['key']}", "Accept": "application/json"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.db, "complete_turn", down)  # the turn starts, then fails
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers=auth,
+        )
+    assert resp.status_code == 503, resp.text
+    assert resp.headers["retry-after"].isdigit()
+
+
 async def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(base_url: str) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         page = await client.get(f"{base_url}/docs")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
-from convrag.documents import load_path
+import pytest
+
+from convrag.documents import IngestError, load_path
 from tests.documents.samples import docx_bytes
 
 
@@ -21,3 +25,22 @@ def test_a_docx_gives_paragraphs_headings_lists_and_tables_in_order(docs_dir: Pa
         "After the first week\n\n"
         "Every new employee gets a mentor for three months."
     )
+
+
+def test_a_docx_whose_parts_expand_past_the_cap_is_refused_before_it_is_read(
+    docs_dir: Path,
+) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        source = zipfile.ZipFile(io.BytesIO(docx_bytes()))
+        for name in source.namelist():
+            archive.writestr(name, source.read(name))
+    # A 4 MiB part of spaces compresses to a few kB: a small file, a large expansion.
+    with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/media/padding.xml", b" " * (4 << 20))
+    path = docs_dir / "bomb.docx"
+    path.write_bytes(buf.getvalue())
+    assert path.stat().st_size < 64 << 10
+    with pytest.raises(IngestError, match=r"over the 1\.0 MiB limit.*MAX_DECOMPRESSED_BYTES"):
+        load_path(path, max_bytes=10**6, max_decompressed_bytes=1 << 20)
+    assert load_path(path, max_bytes=10**6, max_decompressed_bytes=8 << 20)[0].title

@@ -34,6 +34,7 @@ from starlette.formparsers import MultiPartException
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
+from convrag.api.errors import RETRY_AFTER_S
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import BodySizeLimit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
@@ -253,10 +254,6 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
     PoolTimeout,
     MilvusException,
 )
-
-#: Seconds a client is told to wait before retrying while a store is unavailable.
-RETRY_AFTER_S = 3
-
 
 async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
     """503 with ``Retry-After`` and a JSON body: a store is down or restarting (the pool

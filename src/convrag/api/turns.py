@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from fastapi import HTTPException
 
-from convrag.api.errors import not_found
+from convrag.api.errors import not_found, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import Assistant
@@ -286,8 +286,9 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
             raise not_found("conversation", conversation_id)
         if result.error["code"] == "conflict":
             raise HTTPException(409, result.error["message"])
-        code = 503 if result.error["code"] == "turn_failed" else 422
-        raise HTTPException(code, result.error["message"])
+        if result.error["code"] == "turn_failed":
+            raise unavailable(result.error["message"])
+        raise HTTPException(422, result.error["message"])
     s = result.state
     return AnswerOut(
         conversation_id=conversation_id,

@@ -7,18 +7,31 @@ from pathlib import Path
 from typing import Any
 
 from convrag.documents.blocks import clean_line, join_blocks, markdown_rows
-from convrag.documents.load import IngestError
+from convrag.documents.load import IngestError, over_decompressed_limit
 
 
-def docx_text(path: Path, raw: bytes) -> tuple[str | None, str]:
+def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:
     """A Word document's title (its document property) and its body text: paragraphs in
     order, headings as their own paragraphs, list items as ``- item``, tables as
-    Markdown rows. Page headers, footers and comments are not the document's text."""
+    Markdown rows. Page headers, footers and comments are not the document's text.
+
+    A .docx is a zip archive: one whose parts expand past ``max_decompressed`` bytes in
+    all is refused before any part is read (a "zip bomb"). The sizes are those the archive
+    declares, and Python's zip reader never returns more than a part declares.
+    """
     import io
+    import zipfile
 
     import docx
     from docx.table import Table
 
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            expanded = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile as exc:
+        raise _not_docx(path, exc) from exc
+    if expanded > max_decompressed:
+        raise over_decompressed_limit(path, max_decompressed)
     try:
         document = docx.Document(io.BytesIO(raw))
         blocks: list[str] = []
@@ -37,12 +50,16 @@ def docx_text(path: Path, raw: bytes) -> tuple[str | None, str]:
                 blocks.append(f"- {text}" if listed or style.startswith("List") else text)
         title = clean_line(document.core_properties.title or "") or None
     except Exception as exc:  # python-docx raises zip, XML and lookup errors alike
-        detail = str(exc).strip("\"'") or type(exc).__name__
-        raise IngestError(
-            f"{path}: not a valid .docx file: {detail}; open it in Word or LibreOffice "
-            "and save it as a Word document (.docx)"
-        ) from exc
+        raise _not_docx(path, exc) from exc
     return title, join_blocks(blocks)
+
+
+def _not_docx(path: Path, exc: Exception) -> IngestError:
+    detail = str(exc).strip("\"'") or type(exc).__name__
+    return IngestError(
+        f"{path}: not a valid .docx file: {detail}; open it in Word or LibreOffice and save it "
+        "as a Word document (.docx)"
+    )
 
 
 def _docx_table_rows(table: Any) -> tuple[list[list[str]], bool]:

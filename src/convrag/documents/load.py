@@ -99,6 +99,14 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
 _READ_CHUNK = 1 << 20
 
 
+def over_decompressed_limit(path: Path, limit: int) -> IngestError:
+    """The error of a compressed file that expands past ``MAX_DECOMPRESSED_BYTES``."""
+    return IngestError(
+        f"{path}: decompresses to over the {_size(limit)} limit; split the file or raise "
+        "MAX_DECOMPRESSED_BYTES"
+    )
+
+
 def _gzip_lines(path: Path, raw: bytes, limit: int) -> Iterator[bytes]:
     """The decompressed lines of ``raw``, refused once they pass ``limit`` bytes.
 
@@ -112,10 +120,7 @@ def _gzip_lines(path: Path, raw: bytes, limit: int) -> Iterator[bytes]:
             while line := stream.readline(min(_READ_CHUNK, limit - total + 1)):
                 total += len(line)
                 if total > limit:
-                    raise IngestError(
-                        f"{path}: decompresses to over the {_size(limit)} limit; split the "
-                        "file or raise MAX_DECOMPRESSED_BYTES"
-                    )
+                    raise over_decompressed_limit(path, limit)
                 yield line
     except (OSError, EOFError, zlib.error) as exc:
         raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
@@ -177,8 +182,9 @@ def load_path(
     """Read one file into documents, or raise :class:`IngestError` naming the problem.
 
     ``max_bytes`` bounds the file as stored (``MAX_FILE_BYTES``), ``max_decompressed_bytes``
-    what a ``.jsonl.gz`` file expands to (``MAX_DECOMPRESSED_BYTES``; ``None`` reads that
-    setting from the environment, as the CLI does). This is blocking work: async callers
+    what a ``.jsonl.gz`` or a ``.docx`` (a zip archive) expands to
+    (``MAX_DECOMPRESSED_BYTES``; ``None`` reads that setting from the environment, as the
+    CLI does). This is blocking work: async callers
     run it in a thread.
     """
     if not path.exists():
@@ -196,11 +202,11 @@ def load_path(
 
     raw = _read_checked(path, max_bytes)
     source = str(path.resolve())
-    if suffix in (".jsonl", ".jsonl.gz"):
-        if max_decompressed_bytes is None:
-            from convrag.config import get_settings
+    if max_decompressed_bytes is None:
+        from convrag.config import get_settings
 
-            max_decompressed_bytes = get_settings().max_decompressed_bytes
+        max_decompressed_bytes = get_settings().max_decompressed_bytes
+    if suffix in (".jsonl", ".jsonl.gz"):
         docs = list(_jsonl_records(path, raw, max_decompressed_bytes))
         if not docs:
             raise IngestError(f"{path}: no records")
@@ -211,7 +217,7 @@ def load_path(
         pages = tuple(pdf_pages(path, raw))
         text = "\n\n".join(p for p in pages if p)
     elif suffix == ".docx":
-        doc_title, text = docx_text(path, raw)
+        doc_title, text = docx_text(path, raw, max_decompressed_bytes)
         title = doc_title or path.stem
     elif suffix in (".html", ".htm"):
         html_title, text = html_text(_decode(path, raw))

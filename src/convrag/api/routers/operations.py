@@ -12,6 +12,7 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from convrag.api.deps import ServicesDep
+from convrag.api.errors import RETRY_AFTER_S
 from convrag.api.metrics import REGISTRY
 from convrag.api.schemas import HealthOut
 
@@ -32,6 +33,7 @@ async def healthz(services: ServicesDep, response: Response) -> HealthOut:
     ok = pg and milvus
     if not ok:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return HealthOut(status="ok" if ok else "degraded", postgres=pg, milvus=milvus)
 
 

