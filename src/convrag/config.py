@@ -151,6 +151,14 @@ class Settings(BaseSettings):
         description="Largest decompressed size of a .jsonl.gz file (read in chunks and "
         "refused past it): a few hundred kB of gzip can expand to gigabytes.",
     )
+    max_records_per_file: int = Field(
+        default=200_000,
+        ge=1,
+        validation_alias=AliasChoices("MAX_RECORDS_PER_FILE"),
+        description="Most records one .jsonl or .jsonl.gz file may hold: each becomes a "
+        "document held in memory until the file is stored, so millions of tiny records "
+        "would cost gigabytes.",
+    )
     rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
     rrf_bm25_weight: float = Field(
         default=0.2,

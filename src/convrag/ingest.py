@@ -288,6 +288,7 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
         path,
         max_bytes=settings.max_file_bytes,
         max_decompressed_bytes=settings.max_decompressed_bytes,
+        max_records=settings.max_records_per_file,
     )
     if len(docs) == 1:
         # Each upload is saved under a fresh directory; naming the document by the file's

@@ -120,6 +120,37 @@ def test_a_gzip_bomb_stops_at_max_decompressed_bytes_with_memory_bounded(
     assert peak < 8 * limit, f"peak {peak / 2**20:.1f} MiB"
 
 
+def test_an_endless_jsonl_record_stops_at_the_file_limit_before_the_decompressed_one(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "line.jsonl.gz"
+    path.write_bytes(_gzip_of(b"a" * 2**20, 64))  # one 64 MiB line
+    tracemalloc.start()
+    try:
+        with pytest.raises(IngestError, match=r"line\.jsonl\.gz:1: a record over the 2\.0 MiB"):
+            load_path(path, max_bytes=2 * 2**20, max_decompressed_bytes=256 * 2**20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_a_jsonl_file_over_the_record_limit_is_refused_naming_the_setting(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "many.jsonl.gz"
+    path.write_bytes(_gzip_of(b'{"_id": "p", "text": "a"}\n', 1001))
+    with pytest.raises(IngestError, match=r"over 1000 records.*MAX_RECORDS_PER_FILE"):
+        load_path(path, max_bytes=2**20, max_records=1000)
+    assert len(load_path(path, max_bytes=2**20, max_records=1001)) == 1001
+
+
+def test_html_nested_thousands_deep_is_read_not_a_crash(docs_dir: Path) -> None:
+    depth = 20_000
+    path = write(docs_dir, "deep.html", "<div>" * depth + "deep text" + "</div>" * depth)
+    assert "deep text" in load_path(path, max_bytes=2**20)[0].text
+
+
 def test_a_jsonl_gz_under_the_decompressed_limit_loads_line_by_line(docs_dir: Path) -> None:
     lines = [
         '{"_id": "p1", "title": "T", "text": "alpha\u2028still alpha"}',

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from convrag.documents.blocks import clean_line, join_blocks, markdown_rows
@@ -176,26 +177,27 @@ def _html_blocks(node: Any) -> list[str]:
         if para:
             blocks.append(para)
 
-    def walk(el: Tag) -> None:
-        for child in el.children:
-            if isinstance(child, Tag):
-                if child.name == "br":
-                    buf.append("\n")
-                elif child.name == "li":
-                    flush()
-                    buf.append("- ")
-                    walk(child)
-                    flush()
-                elif child.name in _HTML_BLOCKS:
-                    flush()
-                    walk(child)
-                    flush()
-                else:
-                    walk(child)
-            elif type(child) is NavigableString:  # not a comment, doctype or CDATA
-                buf.append(_spaces(child))
-
-    walk(node)
+    # An explicit stack, not recursion: a page may nest elements thousands deep.
+    stack: list[tuple[Iterator[Any], bool]] = [(iter(node.children), False)]
+    while stack:
+        children, block = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if block:
+                flush()
+        elif isinstance(child, Tag):
+            if child.name == "br":
+                buf.append("\n")
+                continue
+            if child.name == "li":
+                flush()
+                buf.append("- ")
+            elif child.name in _HTML_BLOCKS:
+                flush()
+            stack.append((iter(child.children), child.name == "li" or child.name in _HTML_BLOCKS))
+        elif type(child) is NavigableString:  # not a comment, doctype or CDATA
+            buf.append(_spaces(child))
     flush()
     return blocks
 

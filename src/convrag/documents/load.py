@@ -126,18 +126,27 @@ def _gzip_lines(path: Path, raw: bytes, limit: int) -> Iterator[bytes]:
         raise IngestError(f"{path}: not a valid gzip file ({exc})") from exc
 
 
-def _lines(path: Path, raw: bytes, max_decompressed: int) -> Iterator[tuple[int, str]]:
+def _lines(
+    path: Path, raw: bytes, max_decompressed: int, max_line: int
+) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of a JSONL file, decoded as UTF-8 (a leading BOM dropped).
 
     Lines end at a newline byte only: ``str.splitlines`` would also cut at characters
     such as U+2028 that JSON strings may hold raw. A line longer than one read of a gzip stream
-    arrives in pieces, which are joined here.
+    arrives in pieces, which are joined here; one over ``max_line`` bytes is refused (it
+    would be refused as a file of its own).
     """
     gz = _suffix(path) == ".jsonl.gz"
     pieces = _gzip_lines(path, raw, max_decompressed) if gz else iter(io.BytesIO(raw))
-    offset, lineno, pending = 0, 0, list[bytes]()
+    offset, lineno, pending, held = 0, 0, list[bytes](), 0
     for piece in pieces:
         pending.append(piece)
+        held += len(piece)
+        if held > max_line:
+            raise IngestError(
+                f"{path}:{lineno + 1}: a record over the {_size(max_line)} limit of one file; "
+                "split it or raise MAX_FILE_BYTES"
+            )
         if not piece.endswith(b"\n"):
             continue
         line = b"".join(pending)
@@ -145,6 +154,7 @@ def _lines(path: Path, raw: bytes, max_decompressed: int) -> Iterator[tuple[int,
         yield lineno, _decode_line(path, line, offset, lineno == 1)
         offset += len(line)
         pending.clear()
+        held = 0
     if pending:
         yield lineno + 1, _decode_line(path, b"".join(pending), offset, lineno == 0)
 
@@ -159,10 +169,17 @@ def _decode_line(path: Path, line: bytes, offset: int, first: bool) -> str:
         ) from exc
 
 
-def _jsonl_records(path: Path, raw: bytes, max_decompressed: int) -> Iterator[SourceDocument]:
-    for lineno, line in _lines(path, raw, max_decompressed):
+def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[SourceDocument]:
+    records = 0
+    for lineno, line in _lines(path, raw, limits.decompressed, limits.file):
         if not line.strip():
             continue
+        records += 1
+        if records > limits.records:
+            raise IngestError(
+                f"{path}: over {limits.records} records; split the file or raise "
+                "MAX_RECORDS_PER_FILE"
+            )
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -176,16 +193,32 @@ def _jsonl_records(path: Path, raw: bytes, max_decompressed: int) -> Iterator[So
         yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one file may cost to read (the settings named in each error)."""
+
+    file: int
+    """Bytes as stored, and of any one JSONL record (``MAX_FILE_BYTES``)."""
+    decompressed: int
+    """Bytes a ``.jsonl.gz`` or a ``.docx`` expands to (``MAX_DECOMPRESSED_BYTES``)."""
+    records: int
+    """Records of one JSONL file (``MAX_RECORDS_PER_FILE``)."""
+
+
 def load_path(
-    path: Path, *, max_bytes: int, max_decompressed_bytes: int | None = None
+    path: Path,
+    *,
+    max_bytes: int,
+    max_decompressed_bytes: int | None = None,
+    max_records: int | None = None,
 ) -> list[SourceDocument]:
     """Read one file into documents, or raise :class:`IngestError` naming the problem.
 
     ``max_bytes`` bounds the file as stored (``MAX_FILE_BYTES``), ``max_decompressed_bytes``
     what a ``.jsonl.gz`` or a ``.docx`` (a zip archive) expands to
-    (``MAX_DECOMPRESSED_BYTES``; ``None`` reads that setting from the environment, as the
-    CLI does). This is blocking work: async callers
-    run it in a thread.
+    (``MAX_DECOMPRESSED_BYTES``), ``max_records`` the records of a JSONL file
+    (``MAX_RECORDS_PER_FILE``); ``None`` reads the setting from the environment, as the
+    CLI does. This is blocking work: async callers run it in a thread.
     """
     if not path.exists():
         raise IngestError(f"{path}: no such file or directory")
@@ -195,19 +228,29 @@ def load_path(
             f"{path}: unsupported format {suffix or '(no extension)'!r}; "
             f"supported: {', '.join(SUPPORTED)}"
         )
+    if max_decompressed_bytes is None or max_records is None:
+        from convrag.config import get_settings
+
+        settings = get_settings()
+        max_decompressed_bytes = max_decompressed_bytes or settings.max_decompressed_bytes
+        max_records = max_records or settings.max_records_per_file
+    limits = Limits(max_bytes, max_decompressed_bytes, max_records)
+    raw = _read_checked(path, max_bytes)
+    try:
+        return _documents(path, suffix, raw, limits)
+    except RecursionError as exc:  # a parser walking a document nested thousands deep
+        raise IngestError(f"{path}: nested too deeply to read") from exc
+
+
+def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[SourceDocument]:
     # The format readers raise IngestError from this module: imported here, not above.
     from convrag.documents.docx import docx_text
     from convrag.documents.html import html_text
     from convrag.documents.pdf import pdf_pages
 
-    raw = _read_checked(path, max_bytes)
     source = str(path.resolve())
-    if max_decompressed_bytes is None:
-        from convrag.config import get_settings
-
-        max_decompressed_bytes = get_settings().max_decompressed_bytes
     if suffix in (".jsonl", ".jsonl.gz"):
-        docs = list(_jsonl_records(path, raw, max_decompressed_bytes))
+        docs = list(_jsonl_records(path, raw, limits))
         if not docs:
             raise IngestError(f"{path}: no records")
         return docs
@@ -217,7 +260,7 @@ def load_path(
         pages = tuple(pdf_pages(path, raw))
         text = "\n\n".join(p for p in pages if p)
     elif suffix == ".docx":
-        doc_title, text = docx_text(path, raw, max_decompressed_bytes)
+        doc_title, text = docx_text(path, raw, limits.decompressed)
         title = doc_title or path.stem
     elif suffix in (".html", ".htm"):
         html_title, text = html_text(_decode(path, raw))
