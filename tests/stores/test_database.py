@@ -1,14 +1,14 @@
-"""The relational store on the real embedded PostgreSQL."""
+"""The relational store, on the embedded PostgreSQL and on a PostgreSQL server."""
 
 from __future__ import annotations
 
 import uuid
 
 from convrag.records import Citation
-from convrag.services import Services
 from convrag.stores.database import (
     MIGRATIONS,
     TITLE_CHARS,
+    Database,
     NewTurn,
     hash_key,
     join_chunks,
@@ -16,16 +16,16 @@ from convrag.stores.database import (
 )
 
 
-async def test_setup_is_idempotent(services: Services) -> None:
-    assert await services.db.setup() == 0
-    assert await services.db.setup() == 0
-    async with services.db.pool.connection() as conn:
+async def test_setup_is_idempotent(db: Database) -> None:
+    assert await db.setup() == 0
+    assert await db.setup() == 0
+    async with db.pool.connection() as conn:
         row = await (await conn.execute("SELECT count(*) AS n FROM convrag_migrations")).fetchone()
     assert row is not None and row["n"] == len(MIGRATIONS)
 
 
-async def test_turn_tables_have_the_seed_columns(services: Services) -> None:
-    async with services.db.pool.connection() as conn:
+async def test_turn_tables_have_the_seed_columns(db: Database) -> None:
+    async with db.pool.connection() as conn:
         cols = {
             (r["table_name"], r["column_name"])
             for r in await (
@@ -64,18 +64,18 @@ async def test_turn_tables_have_the_seed_columns(services: Services) -> None:
 
 
 async def test_api_keys_are_stored_hashed_and_resolve_to_their_workspace(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    key = await services.db.create_api_key(workspace)
-    async with services.db.pool.connection() as conn:
+    key = await db.create_api_key(workspace)
+    async with db.pool.connection() as conn:
         rows = await (await conn.execute("SELECT key_hash FROM api_keys")).fetchall()
     assert all(key not in r["key_hash"] for r in rows)
     assert any(r["key_hash"] == hash_key(key) for r in rows)
-    assert await services.db.workspace_for_key(key) == workspace
-    assert await services.db.workspace_for_key(key + "x") is None
-    assert await services.db.revoke_api_key(key)
-    assert await services.db.workspace_for_key(key) is None
-    assert not await services.db.revoke_api_key(key)
+    assert await db.workspace_for_key(key) == workspace
+    assert await db.workspace_for_key(key + "x") is None
+    assert await db.revoke_api_key(key)
+    assert await db.workspace_for_key(key) is None
+    assert not await db.revoke_api_key(key)
 
 
 def _turn(workspace: str, conversation: str, question: str) -> NewTurn:
@@ -108,40 +108,40 @@ def _turn(workspace: str, conversation: str, question: str) -> NewTurn:
     )
 
 
-async def test_saving_a_turn_twice_writes_it_once(services: Services, workspace: str) -> None:
-    conv = await services.db.create_conversation(workspace)
+async def test_saving_a_turn_twice_writes_it_once(db: Database, workspace: str) -> None:
+    conv = await db.create_conversation(workspace)
     turn = _turn(workspace, conv, "q1")
-    assert await services.db.save_turn(turn) is True
-    assert await services.db.save_turn(turn) is False
-    turns = await services.db.all_turns(workspace, conv)
+    assert await db.save_turn(turn) is True
+    assert await db.save_turn(turn) is False
+    turns = await db.all_turns(workspace, conv)
     assert [t.turn_number for t in turns] == [1]
-    cites = await services.db.citations(workspace, turn.id)
+    cites = await db.citations(workspace, turn.id)
     assert cites is not None and len(cites) == 1
 
 
 async def test_turns_are_numbered_in_order_and_scoped_to_the_workspace(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    conv = await services.db.create_conversation(workspace)
+    conv = await db.create_conversation(workspace)
     for q in ("q1", "q2", "q3"):
-        await services.db.save_turn(_turn(workspace, conv, q))
-    recent = await services.db.recent_turns(workspace, conv, limit=2)
+        await db.save_turn(_turn(workspace, conv, q))
+    recent = await db.recent_turns(workspace, conv, limit=2)
     assert [(t.turn_number, t.question) for t in recent] == [(2, "q2"), (3, "q3")]
-    assert await services.db.recent_turns(workspace + "-b", conv) == []
-    assert not await services.db.conversation_exists(workspace + "-b", conv)
-    assert await services.db.citations(workspace + "-b", recent[0].id) is None
+    assert await db.recent_turns(workspace + "-b", conv) == []
+    assert not await db.conversation_exists(workspace + "-b", conv)
+    assert await db.citations(workspace + "-b", recent[0].id) is None
 
 
 async def test_deleting_a_conversation_cascades_to_turns_and_citations(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    conv = await services.db.create_conversation(workspace)
+    conv = await db.create_conversation(workspace)
     turn = _turn(workspace, conv, "q")
-    await services.db.save_turn(turn)
-    assert not await services.db.delete_conversation(workspace + "-b", conv)
-    assert await services.db.delete_conversation(workspace, conv)
-    assert await services.db.citations(workspace, turn.id) is None
-    async with services.db.pool.connection() as conn:
+    await db.save_turn(turn)
+    assert not await db.delete_conversation(workspace + "-b", conv)
+    assert await db.delete_conversation(workspace, conv)
+    assert await db.citations(workspace, turn.id) is None
+    async with db.pool.connection() as conn:
         row = await (
             await conn.execute(
                 "SELECT count(*) AS n FROM message_citations WHERE message_id = %s", (turn.id,)
@@ -173,57 +173,57 @@ def test_joined_chunks_give_each_overlapping_sentence_once() -> None:
 
 
 async def test_conversations_list_newest_activity_first_in_keyset_pages(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    convs = [await services.db.create_conversation(workspace) for _ in range(3)]
-    await services.db.save_turn(_turn(workspace, convs[0], "  Where do\nstaff park? "))
-    await services.db.create_conversation(workspace + "-b")
-    first = await services.db.list_conversations(workspace, limit=2)
+    convs = [await db.create_conversation(workspace) for _ in range(3)]
+    await db.save_turn(_turn(workspace, convs[0], "  Where do\nstaff park? "))
+    await db.create_conversation(workspace + "-b")
+    first = await db.list_conversations(workspace, limit=2)
     assert first[0].id == convs[0]  # its turn made it the most recently active
     assert first[0].title == "Where do staff park?" and first[0].turn_count == 1
-    rest = await services.db.list_conversations(
+    rest = await db.list_conversations(
         workspace, limit=10, after=(first[-1].updated_at, first[-1].id)
     )
     assert sorted(c.id for c in [*first, *rest]) == sorted(convs)
     assert all(c.title is None and c.turn_count == 0 for c in rest)
-    renamed = await services.db.rename_conversation(workspace, convs[0], "Parking")
+    renamed = await db.rename_conversation(workspace, convs[0], "Parking")
     assert renamed is not None and renamed.title == "Parking"
     assert renamed.updated_at == first[0].updated_at
-    assert await services.db.rename_conversation(workspace + "-b", convs[1], "x") is None
+    assert await db.rename_conversation(workspace + "-b", convs[1], "x") is None
 
 
 async def test_feedback_is_one_per_turn_and_only_in_its_workspace(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    conv = await services.db.create_conversation(workspace)
+    conv = await db.create_conversation(workspace)
     turn = _turn(workspace, conv, "q")
-    await services.db.save_turn(turn)
-    assert await services.db.save_feedback(workspace + "-b", turn.id, "up", None) is None
-    assert await services.db.save_feedback(workspace, str(uuid.uuid4()), "up", None) is None
-    await services.db.save_feedback(workspace, turn.id, "up", "helpful")
-    latest = await services.db.save_feedback(workspace, turn.id, "down", None)
+    await db.save_turn(turn)
+    assert await db.save_feedback(workspace + "-b", turn.id, "up", None) is None
+    assert await db.save_feedback(workspace, str(uuid.uuid4()), "up", None) is None
+    await db.save_feedback(workspace, turn.id, "up", "helpful")
+    latest = await db.save_feedback(workspace, turn.id, "down", None)
     assert latest is not None and (latest.rating, latest.comment) == ("down", None)
-    [detail] = await services.db.turn_details(workspace, conv, cited_sources=True)
+    [detail] = await db.turn_details(workspace, conv, cited_sources=True)
     assert detail.feedback == latest
     assert [c.marker for c in detail.cited_sources] == ["[1]"]
-    assert await services.db.turn_details(workspace + "-b", conv) == []
+    assert await db.turn_details(workspace + "-b", conv) == []
 
 
 async def test_api_keys_are_listed_by_fingerprint_never_by_key(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
-    kept = await services.db.create_api_key(workspace)
-    revoked = await services.db.create_api_key(workspace)
-    await services.db.revoke_api_key(revoked)
-    listed = await services.db.list_api_keys(workspace)
+    kept = await db.create_api_key(workspace)
+    revoked = await db.create_api_key(workspace)
+    await db.revoke_api_key(revoked)
+    listed = await db.list_api_keys(workspace)
     assert [k.fingerprint for k in listed] == [hash_key(kept)[:12], hash_key(revoked)[:12]]
     assert [k.revoked for k in listed] == [False, True]
     assert all(kept not in repr(k) and revoked not in repr(k) for k in listed)
-    assert await services.db.list_api_keys(workspace + "-b") == []
+    assert await db.list_api_keys(workspace + "-b") == []
 
 
 async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
     from datetime import timedelta
 
@@ -233,7 +233,7 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
         TurnStart,
     )
 
-    db = services.db
+    db = db
     conv = await db.create_conversation(workspace)
     conv2 = await db.create_conversation(workspace)  # one message at a time per conversation
     old, fresh = str(uuid.uuid4()), str(uuid.uuid4())
@@ -274,11 +274,11 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 
 
 async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
     from convrag.stores.database import TurnStart
 
-    db = services.db
+    db = db
     conv = await db.create_conversation(workspace)
     assert await db.save_turn(_turn(workspace, conv, "First?"))
     pending = str(uuid.uuid4())
@@ -297,7 +297,7 @@ async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_
 
 
 async def test_a_conversation_answers_one_message_at_a_time_across_processes(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
     """The 'processing' row is the lock another worker sees: a second turn of the same
     conversation is not started while the first is being answered."""
@@ -305,7 +305,7 @@ async def test_a_conversation_answers_one_message_at_a_time_across_processes(
 
     from convrag.stores.database import TurnStart
 
-    db = services.db
+    db = db
     conv = await db.create_conversation(workspace)
     first = await db.start_turn(TurnStart(workspace, conv, str(_uuid.uuid4()), "one?"), 5)
     second = await db.start_turn(TurnStart(workspace, conv, str(_uuid.uuid4()), "two?"), 5)
@@ -317,13 +317,13 @@ async def test_a_conversation_answers_one_message_at_a_time_across_processes(
 
 
 async def test_a_turn_whose_process_is_gone_neither_blocks_its_conversation_nor_its_retry(
-    services: Services, workspace: str
+    db: Database, workspace: str
 ) -> None:
     from datetime import timedelta
 
     from convrag.stores.database import INTERRUPTED_TURN, TurnStart
 
-    db = services.db
+    db = db
     assert db.owner is not None  # this process holds its liveness lock
     conv = await db.create_conversation(workspace)
     live, orphan, nxt = (str(uuid.uuid4()) for _ in range(3))
