@@ -124,6 +124,7 @@ async def soak(data_dir: Path, seconds: float, streams: int, rss_every: float) -
         "rss_mib_last": round(samples[-1][1], 1) if samples else None,
         "rss_mib_max": round(max(r for _, r in samples), 1) if samples else None,
         "rss_slope_mib_per_min_second_half": round(slope, 2),
+        "rss_mib_by_minute": [round(r, 1) for t, r in samples if int(t) % 60 < rss_every],
         "sigterm_exit_s": round(sigterm_s, 2) if exited else None,
         "stores_gone_after_sigterm_s": round(stores_s, 2),
         "stores_left_running": leftovers,
