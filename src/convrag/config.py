@@ -148,8 +148,9 @@ class Settings(BaseSettings):
         default=200 * 1024 * 1024,
         ge=1,
         validation_alias=AliasChoices("MAX_DECOMPRESSED_BYTES"),
-        description="Largest decompressed size of a .jsonl.gz file (read in chunks and "
-        "refused past it): a few hundred kB of gzip can expand to gigabytes.",
+        description="Largest decompressed size of a .jsonl.gz file or a .docx (read in "
+        "chunks and refused past it: a few hundred kB of gzip can expand to gigabytes), and "
+        "of an HTML page's parse tree (about 1 KiB a tag).",
     )
     max_records_per_file: int = Field(
         default=200_000,

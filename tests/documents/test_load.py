@@ -151,6 +151,13 @@ def test_html_nested_thousands_deep_is_read_not_a_crash(docs_dir: Path) -> None:
     assert "deep text" in load_path(path, max_bytes=2**20)[0].text
 
 
+def test_an_html_page_of_more_tags_than_the_cap_can_parse_is_refused(docs_dir: Path) -> None:
+    path = write(docs_dir, "tags.html", "<p>x</p>" * 1000)  # 2,000 tags: about 2 MiB parsed
+    with pytest.raises(IngestError, match=r"2000 tags would take over the 1\.0 MiB limit"):
+        load_path(path, max_bytes=2**20, max_decompressed_bytes=2**20)
+    assert load_path(path, max_bytes=2**20, max_decompressed_bytes=4 * 2**20)[0].text
+
+
 def test_a_jsonl_gz_under_the_decompressed_limit_loads_line_by_line(docs_dir: Path) -> None:
     lines = [
         '{"_id": "p1", "title": "T", "text": "alpha\u2028still alpha"}',

@@ -193,6 +193,10 @@ def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[SourceDoc
         yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
 
 
+#: What one parsed HTML element costs in memory, about (BeautifulSoup's tree).
+PARSED_TAG_BYTES = 1024
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one file may cost to read (the settings named in each error)."""
@@ -200,7 +204,8 @@ class Limits:
     file: int
     """Bytes as stored, and of any one JSONL record (``MAX_FILE_BYTES``)."""
     decompressed: int
-    """Bytes a ``.jsonl.gz`` or a ``.docx`` expands to (``MAX_DECOMPRESSED_BYTES``)."""
+    """Bytes a ``.jsonl.gz`` or a ``.docx`` expands to, and an HTML page's parse tree
+    (``MAX_DECOMPRESSED_BYTES``)."""
     records: int
     """Records of one JSONL file (``MAX_RECORDS_PER_FILE``)."""
 
@@ -263,6 +268,14 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
         doc_title, text = docx_text(path, raw, limits.decompressed)
         title = doc_title or path.stem
     elif suffix in (".html", ".htm"):
+        # A parsed element costs about a kilobyte: a page of tags (say, nested 200,000
+        # deep) expands in memory as a compressed file does, and shares its cap.
+        tags = raw.count(b"<")
+        if tags * PARSED_TAG_BYTES > limits.decompressed:
+            raise IngestError(
+                f"{path}: {tags} tags would take over the {_size(limits.decompressed)} limit "
+                "to parse; split the page or raise MAX_DECOMPRESSED_BYTES"
+            )
         html_title, text = html_text(_decode(path, raw))
         title = html_title or path.stem
     else:
