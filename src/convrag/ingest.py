@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from convrag.documents import Chunker, IngestError, SourceDocument, load_path
+from convrag.documents import Chunk, Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
@@ -102,6 +102,7 @@ async def ingest_documents(
         existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
         writes: list[DocumentWrite] = []
         texts: list[str] = []
+        changed: list[tuple[SourceDocument, str, str]] = []
         for doc in batch:
             content_hash = hashlib.sha256(
                 json.dumps([doc.title, doc.text], ensure_ascii=False).encode()
@@ -111,7 +112,15 @@ async def ingest_documents(
             if doc.source in existing and existing[doc.source][1] == content_hash:
                 report.unchanged += 1
                 continue
-            pieces = chunker.chunks(doc)
+            changed.append((doc, doc_id, content_hash))
+        # Where bulk embedding runs (a child process by default): chunking a large
+        # document is seconds of CPU that must not hold this process's event loop.
+        chunked = (
+            await services.bulk.run(chunk_documents, chunker, [d for d, _, _ in changed])
+            if changed
+            else []
+        )
+        for (doc, doc_id, content_hash), pieces in zip(changed, chunked, strict=True):
             chunks = [(chunk_id_for(doc_id, i, c.text), i, c.text) for i, c in enumerate(pieces)]
             writes.append(
                 DocumentWrite(
@@ -167,6 +176,11 @@ async def ingest_documents(
             # engines to reload; a one-shot CLI ingest should not wait for them at all.
             services.spawn(services.searcher.warm(workspace_id))
     return report
+
+
+def chunk_documents(chunker: Chunker, documents: list[SourceDocument]) -> list[list[Chunk]]:
+    """Each document's chunks (a module-level function: it may run in another process)."""
+    return [chunker.chunks(doc) for doc in documents]
 
 
 async def _embed_with_progress(
@@ -283,7 +297,7 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     background (see :func:`accept_upload`)."""
     settings = services.settings
     filename = path.name
-    docs = await asyncio.to_thread(
+    docs = await services.bulk.run(
         load_path,
         path,
         max_bytes=settings.max_file_bytes,
