@@ -63,6 +63,17 @@ async def test_an_uploaded_file_is_read_in_the_ingest_child_and_its_errors_come_
             await bulk.run(load_path, bad, max_bytes=1000)
 
 
+async def test_a_dead_ingest_child_is_a_clear_error_and_the_next_call_starts_a_new_one() -> None:
+    from convrag.embeddings import LOCAL_MODEL, ChildDied, ProcessEmbedder
+
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+        first = await bulk.run(os.getpid)
+        with pytest.raises(ChildDied, match="killed, or out of memory"):
+            await bulk.run(os._exit, 1)
+        second = await bulk.run(os.getpid)
+        assert second not in (first, os.getpid())
+
+
 def test_an_unknown_local_model_names_the_models_that_ship() -> None:
     with pytest.raises(ValueError, match="'local:all-MiniLM-L6-v2-int8'"):
         get_embedder(Settings(embedding_model="local:no-such-model"))

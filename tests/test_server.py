@@ -736,6 +736,26 @@ async def test_a_gzip_bomb_upload_gets_422_naming_the_decompressed_limit(
     assert all(d["title"] != "bomb" for d in listed.json())
 
 
+async def test_an_upload_whose_reader_process_dies_gets_422_not_500(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convrag.embeddings import ChildDied
+
+    async def dies(*_: object, **__: object) -> None:
+        raise ChildDied()
+
+    monkeypatch.setattr(services.bulk, "run", dies)
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("huge.txt", b"Some text to index.")},
+            headers=_auth(tenant),
+        )
+    assert resp.status_code == 422, resp.text
+    assert "huge.txt" in resp.json()["detail"]
+    assert "out of memory" in resp.json()["detail"]
+
+
 async def test_a_300_character_filename_gets_422_naming_the_length_limit(
     base_url: str, tenant: dict[str, str]
 ) -> None:

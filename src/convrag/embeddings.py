@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, distribution
@@ -223,6 +224,15 @@ def _child_embed(texts: list[str]) -> Matrix:
     return _CHILD.embed(texts)
 
 
+class ChildDied(RuntimeError):
+    """The ingest child process died during a call (killed, or out of memory)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the ingest process died (killed, or out of memory); the next call starts a new one"
+        )
+
+
 class ProcessEmbedder:
     """Bulk embedding in one child process at a lower CPU priority.
 
@@ -251,9 +261,16 @@ class ProcessEmbedder:
                 initializer=_child_start,
                 initargs=self._args,
             )
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool, functools.partial(fn, *args, **kwargs)
-        )
+        pool = self._pool
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                pool, functools.partial(fn, *args, **kwargs)
+            )
+        except BrokenProcessPool as exc:
+            if self._pool is pool:  # a broken pool stays broken: the next call starts anew
+                self._pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise ChildDied() from exc
 
     def close(self) -> None:
         if self._pool is not None:

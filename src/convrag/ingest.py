@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convrag.documents import Chunk, Chunker, IngestError, SourceDocument, load_path
-from convrag.embeddings import EmbeddingMismatch, Matrix
+from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
@@ -297,13 +297,16 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     background (see :func:`accept_upload`)."""
     settings = services.settings
     filename = path.name
-    docs = await services.bulk.run(
-        load_path,
-        path,
-        max_bytes=settings.max_file_bytes,
-        max_decompressed_bytes=settings.max_decompressed_bytes,
-        max_records=settings.max_records_per_file,
-    )
+    try:
+        docs = await services.bulk.run(
+            load_path,
+            path,
+            max_bytes=settings.max_file_bytes,
+            max_decompressed_bytes=settings.max_decompressed_bytes,
+            max_records=settings.max_records_per_file,
+        )
+    except ChildDied as exc:
+        raise IngestError(f"{filename}: reading it stopped the file reader: {exc}") from exc
     if len(docs) == 1:
         # Each upload is saved under a fresh directory; naming the document by the file's
         # name instead makes uploading the same name again replace it, as ingesting the
