@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from convrag.documents import Chunk, Chunker, IngestError, SourceDocument, load_path
+from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
 from convrag.stores.database import DocumentWrite
@@ -101,7 +101,6 @@ async def ingest_documents(
         seen.update(d.source for d in batch)
         existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
         writes: list[DocumentWrite] = []
-        texts: list[str] = []
         changed: list[tuple[SourceDocument, str, str]] = []
         for doc in batch:
             content_hash = hashlib.sha256(
@@ -115,25 +114,9 @@ async def ingest_documents(
             changed.append((doc, doc_id, content_hash))
         # Where bulk embedding runs (a child process by default): chunking a large
         # document is seconds of CPU that must not hold this process's event loop.
-        chunked = (
-            await services.bulk.run(chunk_documents, chunker, [d for d, _, _ in changed])
-            if changed
-            else []
-        )
-        for (doc, doc_id, content_hash), pieces in zip(changed, chunked, strict=True):
-            chunks = [(chunk_id_for(doc_id, i, c.text), i, c.text) for i, c in enumerate(pieces)]
-            writes.append(
-                DocumentWrite(
-                    doc_id,
-                    doc.source,
-                    doc.title,
-                    content_hash,
-                    doc.metadata,
-                    chunks,
-                    chunk_metadata=[{} if c.page is None else {"page": c.page} for c in pieces],
-                )
-            )
-            texts.extend(t for _, _, t in chunks)
+        if changed:
+            writes = await services.bulk.run(document_writes, chunker, changed)
+        for doc, _, _ in changed:
             if doc.source in existing:
                 report.updated += 1
             else:
@@ -144,14 +127,8 @@ async def ingest_documents(
             for w in writes:
                 embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
             vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
-            rows: list[VectorRow] = []
-            i = 0
-            for n, w in enumerate(writes):
-                start_i = i
-                for cid, _, text in w.chunks:
-                    rows.append(VectorRow(cid, w.document_id, text, vectors[i].tolist()))
-                    i += 1
-                writes[n] = replace(w, embeddings=[v.tobytes() for v in vectors[start_i:i]])
+            # Tens of thousands of rows for a large file: built off the event loop.
+            rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
             # Milvus first (new rows, then the replaced ones), Postgres last: its commit
             # moves index_version, so in-process engines reload only finished data. A
             # crash before it leaves Postgres on the old hash: the next run redoes the
@@ -178,9 +155,42 @@ async def ingest_documents(
     return report
 
 
-def chunk_documents(chunker: Chunker, documents: list[SourceDocument]) -> list[list[Chunk]]:
-    """Each document's chunks (a module-level function: it may run in another process)."""
-    return [chunker.chunks(doc) for doc in documents]
+def document_writes(
+    chunker: Chunker, changed: list[tuple[SourceDocument, str, str]]
+) -> list[DocumentWrite]:
+    """The writes of ``(document, its id, its content hash)``: chunked, with chunk ids (a
+    module-level function: it may run in another process)."""
+    writes: list[DocumentWrite] = []
+    for doc, doc_id, content_hash in changed:
+        pieces = chunker.chunks(doc)
+        writes.append(
+            DocumentWrite(
+                doc_id,
+                doc.source,
+                doc.title,
+                content_hash,
+                doc.metadata,
+                [(chunk_id_for(doc_id, i, c.text), i, c.text) for i, c in enumerate(pieces)],
+                chunk_metadata=[{} if c.page is None else {"page": c.page} for c in pieces],
+            )
+        )
+    return writes
+
+
+def _with_vectors(
+    writes: list[DocumentWrite], vectors: Matrix
+) -> tuple[list[VectorRow], list[DocumentWrite]]:
+    """The index's rows, and each write with its chunks' embeddings, in chunk order."""
+    rows: list[VectorRow] = []
+    out: list[DocumentWrite] = []
+    i = 0
+    for w in writes:
+        start = i
+        for cid, _, text in w.chunks:
+            rows.append(VectorRow(cid, w.document_id, text, vectors[i].tolist()))
+            i += 1
+        out.append(replace(w, embeddings=[v.tobytes() for v in vectors[start:i]]))
+    return rows, out
 
 
 async def _embed_with_progress(
