@@ -31,11 +31,22 @@ def _server_bin() -> Path | None:
     return found[-1].parent if found else None
 
 
+def _runuser() -> str | None:
+    """``runuser``, also where ``PATH`` lacks the sbin directories (``env -i``)."""
+    found = shutil.which("runuser")
+    if found is not None:
+        return found
+    return next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.access(p, os.X_OK)), None)
+
+
 def _as_server_user(args: list[str]) -> list[str]:
     """PostgreSQL refuses to run as root: as root, run it as the package's ``postgres``."""
     if os.geteuid() != 0:
         return args
-    return ["runuser", "-u", "postgres", "--", *args]
+    runuser = _runuser()
+    if runuser is None:
+        pytest.skip("running as root, and no runuser (util-linux) to run PostgreSQL as postgres")
+    return [runuser, "-u", "postgres", "--", *args]
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +61,11 @@ def server_postgres_url() -> Iterator[str]:
     home = Path(tempfile.mkdtemp(prefix="convrag-pgserver-"))
     data, log = home / "data", home / "server.log"
     if os.geteuid() == 0:
-        user = pwd.getpwnam("postgres")
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(home, ignore_errors=True)
+            pytest.skip("running as root, and there is no postgres user to run PostgreSQL as")
         os.chown(home, user.pw_uid, user.pw_gid)
     port = free_port()
     subprocess.run(
