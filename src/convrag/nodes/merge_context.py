@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.events import SourcesEvent, emit
+from convrag.nodes.policy import ms_since
 from convrag.records import Source, sources_out
 from convrag.state import MergeUpdate, State
 
@@ -134,7 +135,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         abstain=abstain,
         web_search_reason=reason,
         merged=True,
-        timings={"merge_context": round((time.perf_counter() - started) * 1000.0, 3)},
+        timings={"merge_context": ms_since(started)},
     )
     if reason is not None:  # the web_search node runs next, then synthesize again
         update["pending_web_query"] = state.get("rewritten_query") or state["message"]

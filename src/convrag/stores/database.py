@@ -1724,6 +1724,11 @@ SET (tokens, passed, updated_at) = (
 RETURNING tokens, passed"""
 
 
+#: A 'processing' turn younger than this keeps its conversation busy for other processes
+#: (longer than any turn's time limits): the bound for a turn whose process recorded no
+#: liveness lock; one whose lock is free stops blocking at once.
+BUSY_FOR_S = 180
+
 #: The common path of a turn's start, one statement: read the turn's prior status, insert
 #: it as ``processing`` with the next number (or take a failed one up again), and read the
 #: last answered turns. Every CTE sees the statement's snapshot, so ``prior`` is the status
@@ -1733,11 +1738,6 @@ RETURNING tokens, passed"""
 # its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
 # survives the service being killed; only a crash of PostgreSQL itself within a fraction
 # of a second could lose it. set_config(..., true) lasts for this statement's transaction.
-#: A 'processing' turn younger than this keeps its conversation busy for other processes
-#: (longer than any turn's time limits): the bound for a turn whose process recorded no
-#: liveness lock; one whose lock is free stops blocking at once.
-BUSY_FOR_S = 180
-
 _START_TURN = f"""
 WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mode),
      conv AS (SELECT id, workspace_id FROM conversations WHERE id = %(c)s),
