@@ -62,6 +62,17 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
     }
 
 
+def test_ingest_into_a_log_prints_progress_lines_not_a_bar(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    for i in range(3):
+        (tmp_path / f"policy-{i}.md").write_text(f"Policy {i}: staff may work from home.")
+    out = _run(["ingest", str(tmp_path), "-w", "cli-log"], cli_data)
+    assert out.returncode == 0, out.stderr
+    assert "ingest: 3/3 documents (100%)" in out.stderr.splitlines()[-1]
+    assert "\x1b[" not in out.stderr  # no terminal control codes in a log
+
+
 def test_bad_input_exits_2_with_the_problem_named(cli_data: Path, tmp_path: Path) -> None:
     bad = tmp_path / "slides.pptx"
     bad.write_bytes(b"PK")
