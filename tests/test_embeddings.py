@@ -40,10 +40,24 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
 
     texts = ["Every employee gets 25 days of annual leave.", "The meal allowance is 60 euros."]
     local = get_embedder(Settings()).embed(texts)
-    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64, threads=2) as bulk:
         child = await bulk.embed(texts)
+        assert await bulk.run(os.nice, 0) == os.nice(0) + 10  # chat's threads go first
+        assert await bulk.run(os.sched_getscheduler, 0) == os.SCHED_IDLE
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
+
+
+def test_ingest_threads_default_to_every_core_and_must_be_positive() -> None:
+    from convrag.config import Settings
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
+
+    assert Settings().effective_ingest_threads == len(os.sched_getaffinity(0))
+    assert Settings(ingest_threads=1).effective_ingest_threads == 1
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        Settings(ingest_threads=0)
+    with pytest.raises(ValueError, match="ingest threads must be >= 1"):
+        ProcessEmbedder(LOCAL_MODEL, 64, threads=0)
 
 
 async def test_an_uploaded_file_is_read_in_the_ingest_child_and_its_errors_come_back(

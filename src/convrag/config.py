@@ -6,6 +6,7 @@ leaving them unset runs the embedded stack under ``CONVRAG_DATA_DIR``.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -82,8 +83,16 @@ class Settings(BaseSettings):
         le=64,
         validation_alias=AliasChoices("EMBEDDING_THREADS", "CONVRAG_EMBED_THREADS"),
         description="ONNX threads of the local model in the service: a question's "
-        "embedding and the no-LLM answer's sentences. Ingest's child process uses one, at a "
-        "lower priority, so that chat keeps a core.",
+        "embedding and the no-LLM answer's sentences.",
+    )
+    ingest_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        validation_alias=AliasChoices("INGEST_THREADS", "ingest_threads"),
+        description="ONNX threads of ingest's child process (local model). It runs at a "
+        "lower CPU priority, so chat gets the cores first. Unset: every core this process "
+        "may use.",
     )
     ingest_embedding: Literal["process", "thread"] = Field(
         default="process",
@@ -241,6 +250,13 @@ class Settings(BaseSettings):
             return "openai:gpt-4o-mini"
         return None
 
+    @property
+    def effective_ingest_threads(self) -> int:
+        """``ingest_threads``, or the cores this process may run on (at most 64)."""
+        if self.ingest_threads is not None:
+            return self.ingest_threads
+        return max(1, min(64, len(os.sched_getaffinity(0))))
+
     def masked(self) -> dict[str, Any]:
         """Settings as a dict with secrets masked, for ``convrag config``."""
         out: dict[str, Any] = {}
@@ -253,6 +269,7 @@ class Settings(BaseSettings):
             else:
                 out[name] = value
         out["effective_llm_model"] = self.effective_llm_model
+        out["effective_ingest_threads"] = self.effective_ingest_threads
         return out
 
 

@@ -146,7 +146,11 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         bulk: BulkEmbedder = ThreadEmbedder(embedder)
         if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
             bulk = await stack.enter_async_context(
-                ProcessEmbedder.open(settings.embedding_model, settings.embedding_batch_size)
+                ProcessEmbedder.open(
+                    settings.embedding_model,
+                    settings.embedding_batch_size,
+                    threads=settings.effective_ingest_threads,
+                )
             )
         reranker = None
         rerank_url = endpoint(settings.reranker)
