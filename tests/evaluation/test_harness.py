@@ -21,12 +21,16 @@ PASSAGES = {
 }
 
 
-def _mtrag_dir(root: Path) -> Path:
-    """A domain "mini" of two judged turns (answerable, with reference answers)."""
+def _mtrag_dir(root: Path, filler: int = 0) -> Path:
+    """A domain "mini" of two judged turns (answerable, with reference answers), and
+    ``filler`` more passages that no turn is about."""
     d = root / "mini"
     d.mkdir()
+    passages = dict(PASSAGES)
+    for i in range(filler):
+        passages[f"f{i}"] = ("Filler", f"Filler passage number {i} about nothing in particular.")
     with gzip.open(d / "corpus.jsonl.gz", "wt") as fh:
-        for pid, (title, text) in PASSAGES.items():
+        for pid, (title, text) in passages.items():
             fh.write(json.dumps({"_id": pid, "doc_id": pid, "title": title, "text": text}) + "\n")
     turns = [
         {
@@ -78,6 +82,21 @@ async def test_mtrag_report_has_every_strategy_split_by_turn_type(
         assert 0.0 <= scores["all"]["R@5"] <= 1.0 and "nDCG@10" in scores["all"]
     assert report["strategies"]["hybrid_rewrite_llm"]["followup"]["R@3"] == 1.0
     assert report["strategies"]["convrag"]["all"]["R@3"] == 1.0
+
+
+async def test_mtrag_ingest_progress_counts_every_document_done_so_far(
+    services: Services, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, int, int]] = []
+    await evaluate_mtrag(
+        services,
+        _mtrag_dir(tmp_path, filler=130),
+        "mini",
+        strategies=["dense_lastturn"],
+        progress=lambda name, done, total: calls.append((name, done, total)),
+    )
+    ingest = [(done, total) for name, done, total in calls if name == "ingest"]
+    assert ingest == [(128, 134), (134, 134)]  # batches of 128: a count, not a batch size
 
 
 async def test_mtrag_names_the_missing_file(services: Services, tmp_path: Path) -> None:

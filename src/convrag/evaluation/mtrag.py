@@ -169,7 +169,16 @@ class MtragEvaluation:
         )
 
     async def prepare(self, corpus: list[SourceDocument], progress: Callable[[int], None]) -> None:
-        await ingest_documents(self.services, self.workspace, corpus, progress=progress)
+        """Ingest the pool (unchanged documents are skipped) and load the engines;
+        ``progress`` gets the documents done so far."""
+        done = 0
+
+        def advance(batch: int) -> None:
+            nonlocal done
+            done += batch
+            progress(done)
+
+        await ingest_documents(self.services, self.workspace, corpus, progress=advance)
         # Load the in-process engines before the first turn: a cold load of a large pool
         # takes longer than a turn's retrieval time limit.
         await self.services.searcher.warm(self.workspace)
