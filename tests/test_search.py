@@ -216,3 +216,33 @@ async def test_in_process_hits_carry_their_documents_title_so_no_lookup_is_neede
     stored = await services.db.get_chunks(workspace, [hit.chunk_id])
     assert hit.title is not None and hit.title == stored[0].title
     assert hit.page is None  # not a PDF
+
+
+def test_feedback_ranks_by_the_first_passages_neighbourhood_but_scores_stay_the_querys_cosine() -> (
+    None
+):
+    import numpy as np
+
+    from convrag.stores.vectors import NumpyDenseIndex
+
+    def unit(*v: float) -> list[float]:
+        a = np.asarray(v, dtype=np.float32)
+        return [float(x) for x in a / np.linalg.norm(a)]
+
+    # "aside" is closer to the query than "near", but "near" lies towards "top", the
+    # passage the query finds first.
+    vectors = {
+        "top": unit(1.0, 0.5, 0.0),
+        "near": unit(0.6, 0.8, 0.0),
+        "aside": unit(0.7, 0.0, 0.714),
+    }
+    index = NumpyDenseIndex()
+    index.build("w", 1, [(c, c, c) for c in vectors], np.asarray(list(vectors.values())))
+    query = unit(1.0, 0.0, 0.0)
+    plain = index.search("w", query, 3)
+    moved = index.search("w", query, 3, feedback_weight=1.0, feedback_depth=1)
+    assert [h.chunk_id for h in plain] == ["top", "aside", "near"]
+    assert [h.chunk_id for h in moved] == ["top", "near", "aside"]
+    assert {h.chunk_id: h.score for h in moved} == pytest.approx(
+        {h.chunk_id: h.score for h in plain}
+    )

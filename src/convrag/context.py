@@ -22,10 +22,13 @@ from convrag.services import Services
 DEFAULT_RELEVANCE_FLOOR = 0.40
 """Chosen by measurement: ``benchmarks/abstention_floor.py`` (see BENCHMARKS.md)."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
-DEFAULT_HISTORY_WEIGHT = 0.4
-"""Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
+DEFAULT_HISTORY_WEIGHT = 0.4
+"""Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
+DEFAULT_FEEDBACK_WEIGHT = 0.4
+"""Chosen by measurement with ``convrag eval mtrag``: best on ClapNQ (0.2 on Cloud, 0.4 a
+close second), and a gain on the other domain in both directions (BENCHMARKS.md)."""
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
 #: context's JSON schema.
@@ -91,6 +94,14 @@ class Context:
             "query's in dense search, on turns with history (0 searches the query alone)."
         },
     )
+    feedback_weight: float = field(
+        default=DEFAULT_FEEDBACK_WEIGHT,
+        metadata={
+            "description": "Pseudo-relevance feedback in dense search: the query vector "
+            "moves by this much towards the mean of its first three passages before the "
+            "final ranking (0 ranks by the query alone; the in-process dense engine only)."
+        },
+    )
     anchor_boost: float = field(
         default=0.3,
         metadata={
@@ -142,6 +153,8 @@ class Context:
             problems.append("max_regenerations must be >= 0")
         if not 0.0 <= self.history_weight <= 1.0:
             problems.append("history_weight must be within [0, 1]")
+        if not 0.0 <= self.feedback_weight <= 2.0:
+            problems.append("feedback_weight must be within [0, 2]")
         if not 0.0 <= self.rare_term_penalty <= 0.1:
             problems.append("rare_term_penalty must be within [0, 0.1]")
         for name in ("score_threshold", "relevance_floor"):

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -220,6 +221,7 @@ class HybridSearcher:
         context_query: str | None = None,
         context_weight: float = 0.0,
         timings: dict[str, float] | None = None,
+        feedback_weight: float = 0.0,
     ) -> list[Hit]:
         start = time.perf_counter()
         vector = await self.embed_query(query)
@@ -236,7 +238,14 @@ class HybridSearcher:
             ranking = [float(x) for x in mixed / np.linalg.norm(mixed)]
         # In a thread: the matrix product releases the GIL, so it overlaps BM25.
         return await asyncio.to_thread(
-            self.dense.search, workspace_id, ranking or vector, limit, score_with=vector
+            partial(
+                self.dense.search,
+                workspace_id,
+                ranking or vector,
+                limit,
+                score_with=vector,
+                feedback_weight=feedback_weight,
+            )
         )
 
     async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
@@ -256,15 +265,18 @@ class HybridSearcher:
         candidates: int | None = None,
         context_query: str | None = None,
         context_weight: float = 0.0,
+        feedback_weight: float = 0.0,
         timings: dict[str, float] | None = None,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
         With ``context_query`` (the conversation's previous question), the dense list is
         ranked by the query's vector plus ``context_weight`` times the context's: a
-        follow-up stays near the conversation's topic. Its scores stay the cosine to
-        ``query`` alone, so thresholds mean the same with or without it. ``timings``, when
-        given, gets ``embed_query``: the milliseconds spent waiting for the embeddings.
+        follow-up stays near the conversation's topic. ``feedback_weight`` then moves that
+        vector towards its first few passages (pseudo-relevance feedback; in-process dense
+        engine only). The dense scores stay the cosine to ``query`` alone, so thresholds
+        mean the same with or without either. ``timings``, when given, gets
+        ``embed_query``: the milliseconds spent waiting for the embeddings.
         """
         check_id(workspace_id)
         if not query.strip():
@@ -290,12 +302,20 @@ class HybridSearcher:
         keyword: list[Hit] = []
         if mode == "hybrid":
             dense, keyword = await asyncio.gather(
-                self._dense(workspace_id, query, pool, context_query, context_weight, timings),
+                self._dense(
+                    workspace_id,
+                    query,
+                    pool,
+                    context_query,
+                    context_weight,
+                    timings,
+                    feedback_weight,
+                ),
                 self._keyword(workspace_id, query, pool),
             )
         elif mode == "dense":
             dense = await self._dense(
-                workspace_id, query, pool, context_query, context_weight, timings
+                workspace_id, query, pool, context_query, context_weight, timings, feedback_weight
             )
         else:
             keyword = await self._keyword(workspace_id, query, pool)

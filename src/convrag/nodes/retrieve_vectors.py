@@ -29,6 +29,7 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
         anchor_boost=ctx.anchor_boost,
         context_query=previous_question(history),
         context_weight=ctx.history_weight,
+        feedback_weight=ctx.feedback_weight,
         timings=timings,
     )
     hits = [

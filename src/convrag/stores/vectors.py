@@ -318,14 +318,31 @@ class NumpyDenseIndex:
         limit: int,
         *,
         score_with: Sequence[float] | None = None,
+        feedback_weight: float = 0.0,
+        feedback_depth: int = 3,
     ) -> list[Hit]:
         """The ``limit`` rows closest to ``vector``; each scored by its cosine to
-        ``score_with`` when given (rank by one vector, report another's similarity)."""
+        ``score_with`` when given (rank by one vector, report another's similarity).
+
+        With ``feedback_weight``, the ranking vector moves towards the mean of its first
+        ``feedback_depth`` rows before the final ranking (Rocchio pseudo-relevance
+        feedback): a short query takes on the vocabulary of the passages it found first.
+        """
         entry = self._cache.get(workspace_id)
         if entry is None or not entry[1]:
             return []
         _, rows, matrix = entry
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        scores = matrix @ query
+        if feedback_weight > 0.0 and feedback_depth > 0:
+            depth = min(feedback_depth, len(rows))
+            first = np.argpartition(-scores, depth - 1)[:depth]
+            centroid = matrix[first].mean(axis=0)
+            moved = query / max(float(np.linalg.norm(query)), 1e-12)
+            moved = moved + feedback_weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
+            scores = matrix @ moved
+            if score_with is None:
+                score_with = vector
         k = min(limit, len(rows))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
