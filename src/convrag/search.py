@@ -21,7 +21,8 @@ import numpy as np
 
 from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
 from convrag.ids import check_id
-from convrag.stores.database import ChunkRow, Database
+from convrag.records import Source, SourceType
+from convrag.stores.database import Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
     Hit,
@@ -42,11 +43,27 @@ class SearchResult(Hit):
     dense_rank: int | None = None
     bm25_rank: int | None = None
     anchored: bool = False
-    source_type: str = "chunk"
+    source_type: SourceType = "chunk"
     title: str | None = None
     """The chunk's document title, when the in-process engines know it (else None)."""
     page: int | None = None
     """The chunk's 1-based PDF page, when known."""
+
+    def as_source(self) -> Source:
+        """The result as one numbered source of the answer."""
+        return Source(
+            id=self.chunk_id,
+            source_type=self.source_type,
+            document_id=self.document_id,
+            title=self.title,
+            text=self.text,
+            url=None,
+            score=self.score,
+            dense_score=self.dense_score,
+            bm25_score=self.bm25_score,
+            anchored=self.anchored,
+            page=self.page,
+        )
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -359,18 +376,29 @@ def referenced_items(message: str) -> list[tuple[str, str]]:
 
 async def lookup_document_content(
     db: Database, workspace_id: str, message: str, *, limit: int = 2
-) -> list[ChunkRow]:
+) -> list[SearchResult]:
     """Seed 001's document-content source: fetch the exact numbered item a message names.
 
-    "Can you explain question 6 again?" fetches the chunk that states question 6. A message
-    that names no numbered item returns nothing (vector search covers it).
+    "Can you explain question 6 again?" fetches the chunk that states question 6, as a
+    ``document`` result with the full score of an exact match. A message that names no
+    numbered item returns nothing (vector search covers it).
     """
-    found: list[ChunkRow] = []
+    found: dict[str, SearchResult] = {}
     for word, number in referenced_items(message):
         # Line-anchored: "Question 6:", "6.", "Q6)", "Section 6 -" at the start of a line.
         num = re.escape(number)
         pattern = rf"(^|\n)\s*(({word}|q)\s*(no\.?|number|#)?\s*{num}\y|{num}[.):])"
         for row in await db.find_chunks_matching(workspace_id, pattern, limit=limit):
-            if row.id not in {f.id for f in found}:
-                found.append(row)
-    return found[:limit]
+            found.setdefault(
+                row.id,
+                SearchResult(
+                    row.id,
+                    row.document_id,
+                    row.text,
+                    1.0,
+                    source_type="document",
+                    title=row.title,
+                    page=row.page,
+                ),
+            )
+    return list(found.values())[:limit]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.records import Source
 from convrag.search import lookup_document_content
 from convrag.state import DocumentHitsUpdate, State
 
@@ -19,17 +18,4 @@ async def retrieve_documents(state: State, runtime: Runtime[Context]) -> Documen
         state["workspace_id"],
         f"{state['message']} {state.get('rewritten_query', '')}",
     )
-    hits = [
-        Source(
-            id=r.id,
-            source_type="document",
-            document_id=r.document_id,
-            title=r.title,
-            text=r.text,
-            url=None,
-            score=1.0,
-            page=r.page,
-        )
-        for r in rows
-    ]
-    return DocumentHitsUpdate(document_hits=hits)
+    return DocumentHitsUpdate(document_hits=[r.as_source() for r in rows])

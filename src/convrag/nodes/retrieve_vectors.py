@@ -6,7 +6,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.records import Source, previous_question
+from convrag.records import previous_question
 from convrag.rerank import rerank_sources
 from convrag.state import State, VectorHitsUpdate
 
@@ -32,22 +32,7 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
         feedback_weight=ctx.feedback_weight,
         timings=timings,
     )
-    hits = [
-        Source(
-            id=r.chunk_id,
-            source_type="chunk",
-            document_id=r.document_id,
-            title=r.title,
-            text=r.text,
-            url=None,
-            score=r.score,
-            dense_score=r.dense_score,
-            bm25_score=r.bm25_score,
-            anchored=r.anchored,
-            page=r.page,
-        )
-        for r in results
-    ]
+    hits = [r.as_source() for r in results]
     if reranker is None:
         return VectorHitsUpdate(vector_hits=hits, timings=timings)
     reranked, failure = await rerank_sources(
