@@ -62,9 +62,7 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
     }
 
 
-def test_ingest_into_a_log_prints_progress_lines_not_a_bar(
-    cli_data: Path, tmp_path: Path
-) -> None:
+def test_ingest_into_a_log_prints_progress_lines_not_a_bar(cli_data: Path, tmp_path: Path) -> None:
     for i in range(3):
         (tmp_path / f"policy-{i}.md").write_text(f"Policy {i}: staff may work from home.")
     out = _run(["ingest", str(tmp_path), "-w", "cli-log"], cli_data)
@@ -92,6 +90,15 @@ def test_error_messages_are_one_line_whatever_the_path_length(
     assert out.returncode == 2
     lines = [line for line in out.stderr.splitlines() if "error:" in line]
     assert len(lines) == 1 and str(missing) in lines[0] and "no such file" in lines[0]
+
+
+def test_eval_refuses_an_unknown_or_bad_knob_before_any_work(cli_data: Path) -> None:
+    for knob, problem in [
+        ("feedbackweight=0.2", "--set feedbackweight: not a context knob"),
+        ("feedback_weight=9", "feedback_weight must be within [0, 2]"),
+    ]:
+        out = _run(["eval", "mtrag", "--data", "/nonexistent", "--set", knob], cli_data)
+        assert out.returncode == 2 and problem in out.stderr
 
 
 def test_keys_create_prints_the_key_alone(cli_data: Path) -> None:

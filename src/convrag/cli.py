@@ -96,6 +96,17 @@ MtragDataOpt = Annotated[
 DomainOpt = Annotated[str, typer.Option(help="clapnq, cloud, or another domain folder.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")]
 
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="NAME=VALUE",
+        help="Set a run knob of convrag's graph (repeatable), e.g. --set feedback_weight=0.2: "
+        "fit a default on one domain, then test it on another. The knobs are the fields of "
+        "convrag.context.Context.",
+    ),
+]
+
 WorkspaceOpt = Annotated[
     str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
 ]
@@ -126,6 +137,16 @@ def _run(make: Callable[[], Awaitable[T]]) -> T:
 
 
 Step = Callable[[str, int, int], None]
+
+
+def _overrides(pairs: list[str] | None) -> dict[str, Any]:
+    """The ``--set`` pairs as context knobs, or a clear exit 2 before any work starts."""
+    from convrag.context import Context
+
+    try:
+        return Context.parse_overrides(pairs or [])
+    except ValueError as exc:
+        raise fail(exc) from exc
 
 
 def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -423,14 +444,22 @@ def eval_mtrag(
         typer.Option("--strategy", "-s", help="Run only these strategies (repeatable)."),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Score only the first N turns.")] = None,
+    knobs: SetOpt = None,
 ) -> None:
     """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
     from convrag.evaluation.mtrag import evaluate_mtrag
     from convrag.evaluation.report import retrieval_table, write_json
 
+    overrides = _overrides(knobs)
     report = _evaluate(
         lambda services, step: evaluate_mtrag(
-            services, data, domain, strategies=strategy, limit=limit, progress=step
+            services,
+            data,
+            domain,
+            strategies=strategy,
+            limit=limit,
+            progress=step,
+            overrides=overrides,
         )
     )
     write_json(report, out_file)
@@ -460,11 +489,13 @@ def eval_answers(
     limit: Annotated[
         int | None, typer.Option(help="Score only the first N turns (and N off-topic ones).")
     ] = None,
+    knobs: SetOpt = None,
 ) -> None:
     """Answer quality on MTRAG: abstention, ROUGE-L and citations, with two baselines."""
     from convrag.evaluation.answers import evaluate_answers
     from convrag.evaluation.report import answers_table, write_json
 
+    overrides = _overrides(knobs)
     report = _evaluate(
         lambda services, step: evaluate_answers(
             services,
@@ -474,6 +505,7 @@ def eval_answers(
             offtopic_domain=offtopic_domain,
             limit=limit,
             progress=step,
+            overrides=overrides,
         )
     )
     write_json(report, out_file)

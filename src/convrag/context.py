@@ -10,6 +10,7 @@ schema that Studio and the SDK see, and cannot be set from a mapping.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal
 
@@ -29,6 +30,24 @@ DEFAULT_HISTORY_WEIGHT = 0.4
 DEFAULT_FEEDBACK_WEIGHT = 0.4
 """Chosen by measurement with ``convrag eval mtrag``: best on ClapNQ (0.2 on Cloud, 0.4 a
 close second), and a gain on the other domain in both directions (BENCHMARKS.md)."""
+
+
+def _parse_knob(name: str, raw: str, default: object) -> object:
+    """``raw`` read as the type of the knob whose default is ``default``."""
+    try:
+        if isinstance(default, bool):
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return raw.lower() in ("true", "1")
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        kind = "true or false" if isinstance(default, bool) else type(default).__name__
+        raise ValueError(f"--set {name}={raw}: expected {kind}") from None
+    return raw
+
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
 #: context's JSON schema.
@@ -174,6 +193,31 @@ class Context:
             problems.append("web_search must be auto, on or off")
         if problems:
             raise ValueError("invalid context: " + "; ".join(problems))
+
+    @classmethod
+    def parse_overrides(cls, pairs: Sequence[str]) -> dict[str, Any]:
+        """``NAME=VALUE`` pairs (the CLI's ``--set``) as typed knob values, checked now.
+
+        Each name must be a knob of this class (not ``workspace_id``, which the caller
+        owns, nor ``services``); each value is read as the knob's type. The combination is
+        validated as a whole by building a context from it, so a bad value fails before
+        any work starts, with the same message a run would give.
+        """
+        knobs = {f.name: f for f in fields(cls) if f.name not in ("services", "workspace_id")}
+        out: dict[str, Any] = {}
+        for pair in pairs:
+            name, sep, raw = pair.partition("=")
+            name = name.strip()
+            if not sep:
+                raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. feedback_weight=0.2")
+            knob = knobs.get(name)
+            if knob is None:
+                raise ValueError(
+                    f"--set {name}: not a context knob; one of {', '.join(sorted(knobs))}"
+                )
+            out[name] = _parse_knob(name, raw.strip(), knob.default)
+        cls(**out)
+        return out
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any] | None) -> Context:

@@ -99,6 +99,20 @@ async def test_mtrag_ingest_progress_counts_every_document_done_so_far(
     assert ingest == [(128, 134), (134, 134)]  # batches of 128: a count, not a batch size
 
 
+async def test_mtrag_overrides_reach_convrags_graph_and_the_report(
+    services: Services, tmp_path: Path
+) -> None:
+    report = await evaluate_mtrag(
+        services,
+        _mtrag_dir(tmp_path),
+        "mini",
+        strategies=["convrag"],
+        overrides={"rag_enabled": False},
+    )
+    assert report["context_overrides"] == {"rag_enabled": False}
+    assert report["strategies"]["convrag"]["all"]["R@5"] == 0.0  # no retrieval at all
+
+
 async def test_mtrag_names_the_missing_file(services: Services, tmp_path: Path) -> None:
     import pytest
 

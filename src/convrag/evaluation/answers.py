@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,10 +119,16 @@ def answer_scores(
 class AnswerEvaluation:
     """The three systems over one domain's pool."""
 
-    def __init__(self, services: Services, workspace: str, llm: str | None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        workspace: str,
+        llm: str | None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> None:
         self.services = services
         self.llm = llm
-        self.ev = MtragEvaluation(services, workspace, answers=True)
+        self.ev = MtragEvaluation(services, workspace, answers=True, overrides=overrides)
         self.text_of: dict[str, str] = {}
 
     async def prepare(self, path: Path, progress: Callable[[int, int], None]) -> int:
@@ -197,8 +203,10 @@ async def evaluate_answers(
     offtopic_domain: str | None = None,
     limit: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score convrag's answers and the two baselines; returns the documented JSON shape."""
+    """Score convrag's answers and the two baselines; returns the documented JSON shape.
+    ``overrides`` sets context knobs for convrag's runs (``--set``)."""
     path = domain_path(data, domain)
     model = services.settings.effective_llm_model if llm else None
     if llm and model is None:
@@ -217,7 +225,7 @@ async def evaluate_answers(
     if limit:
         turns, offtopic = turns[:limit], offtopic[:limit]
     workspace = f"mtrag-{path.name}"
-    evaluation = AnswerEvaluation(services, workspace, model)
+    evaluation = AnswerEvaluation(services, workspace, model, overrides)
     started = time.perf_counter()
     n_passages = await evaluation.prepare(
         path, lambda n, total: progress("ingest", n, total) if progress else None
@@ -284,6 +292,7 @@ async def evaluate_answers(
         "llm": model,
         "corpus_passages": n_passages,
         "ingest_seconds": round(ingest_s, 1),
-        "relevance_floor": DEFAULT_RELEVANCE_FLOOR,
+        "relevance_floor": (overrides or {}).get("relevance_floor", DEFAULT_RELEVANCE_FLOOR),
+        "context_overrides": dict(overrides or {}),
         "systems": systems,
     }

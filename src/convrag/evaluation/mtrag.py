@@ -18,7 +18,7 @@ import json
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -154,14 +154,23 @@ class MtragEvaluation:
     """Runs every strategy over the turns of one domain."""
 
     def __init__(
-        self, services: Services, workspace: str, depth: int = 10, *, answers: bool = False
+        self,
+        services: Services,
+        workspace: str,
+        depth: int = 10,
+        *,
+        answers: bool = False,
+        overrides: Mapping[str, Any] | None = None,
     ) -> None:
         """``answers``: run whole turns (synthesis included) with the service's own
-        defaults, instead of stopping after retrieval with a deep source list."""
+        defaults, instead of stopping after retrieval with a deep source list.
+        ``overrides``: context knobs set for every graph run (``--set``), to fit a default
+        on one domain and test it on another."""
         self.services = services
         self.workspace = workspace
         self.depth = depth
         self.answers = answers
+        self.overrides = dict(overrides or {})
         self.passage_of: dict[str, str] = {}
         self.graph = build_graph(services).compile(
             checkpointer=InMemorySaver(),
@@ -218,19 +227,14 @@ class MtragEvaluation:
         history = history_turns(turn, self.workspace) if with_history else []
         if not anchored and history:
             history[-1]["cited_document_ids"] = []
-        if self.answers:
-            ctx = Context(
-                workspace_id=self.workspace, llm_model=llm, web_search="off", services=self.services
-            )
-        else:
-            ctx = Context(
-                workspace_id=self.workspace,
-                llm_model=llm,
-                top_k=4 * self.depth,
-                context_budget_chars=10**7,
-                web_search="off",
-                services=self.services,
-            )
+        knobs: dict[str, Any] = {"llm_model": llm, "web_search": "off"}
+        if not self.answers:
+            knobs |= {"top_k": 4 * self.depth, "context_budget_chars": 10**7}
+        ctx = Context(
+            workspace_id=self.workspace,
+            services=self.services,
+            **(knobs | self.overrides),
+        )
         thread_id = str(uuid.uuid4())
         payload = InputState(
             message=message or turn.question,
@@ -289,8 +293,10 @@ async def evaluate_mtrag(
     strategies: Sequence[str] | None = None,
     limit: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score every strategy; returns the documented JSON shape."""
+    """Score every strategy; returns the documented JSON shape. ``overrides`` sets
+    context knobs for convrag's strategies (the baselines do not run the graph)."""
     path = domain_path(data, domain)
     turns, qrels = load_domain(path)
     if limit:
@@ -303,7 +309,7 @@ async def evaluate_mtrag(
     if strategies is None and llm:
         names.append("convrag_llm")
     workspace = f"mtrag-{path.name}"
-    ev = MtragEvaluation(services, workspace)
+    ev = MtragEvaluation(services, workspace, overrides=overrides)
     corpus = load_corpus(path)
     started = time.perf_counter()
     await ev.prepare(corpus, lambda n: progress("ingest", n, len(corpus)) if progress else None)
@@ -332,6 +338,7 @@ async def evaluate_mtrag(
         "embedder": services.settings.embedding_model,
         "reranker": "none",
         "rrf_bm25_weight": services.settings.rrf_bm25_weight,
+        "context_overrides": dict(overrides or {}),
         "ms_per_turn": timing,
         "strategies": {
             n: {split: mean_scores(rows) for split, rows in per[n].items()} for n in names
