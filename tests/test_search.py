@@ -170,6 +170,13 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     sabbatical = searcher.rarest_missing_term(workspace, "How long is a sabbatical leave?", leave)
     meal = searcher.rarest_missing_term(workspace, "Is there a meal allowance for leave?", leave)
     assert sabbatical > meal > 0
+    # A typo of a word the sources hold is that word; an unseen word like it is not.
+    assert searcher.rarest_missing_term(workspace, "Annual leave per emplyee?", leave) == 0
+    assert searcher.rarest_missing_term(workspace, "Annual leave for a sabbatical?", leave) > 0
+    # Only the words the user typed count: a rewrite's words from earlier turns are context.
+    rewritten = "Per year? (Is there a meal allowance for leave?)"
+    assert searcher.rarest_missing_term(workspace, rewritten, leave) == meal
+    assert searcher.rarest_missing_term(workspace, rewritten, leave, typed="Per year?") == 0
 
 
 async def test_the_previous_question_steers_dense_search_but_scores_stay_the_querys_cosine(

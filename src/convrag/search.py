@@ -223,12 +223,15 @@ class HybridSearcher:
         if self.dense is not None or self.keywords is not None:
             await self._refresh(workspace_id, await self.db.index_version(workspace_id))
 
-    def rarest_missing_term(self, workspace_id: str, query: str, texts: Sequence[str]) -> float:
-        """IDF of the rarest query term absent from ``texts`` (0 without term statistics,
-        i.e. when keyword search runs in Milvus)."""
+    def rarest_missing_term(
+        self, workspace_id: str, query: str, texts: Sequence[str], *, typed: str | None = None
+    ) -> float:
+        """IDF of the rarest query term absent from ``texts``, among the terms of
+        ``typed`` when given (0 without term statistics, i.e. when keyword search runs in
+        Milvus)."""
         if self.keywords is None:
             return 0.0
-        return self.keywords.rarest_missing(workspace_id, query, texts)
+        return self.keywords.rarest_missing(workspace_id, query, texts, typed=typed)
 
     async def _dense(
         self,

@@ -119,6 +119,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
             state["workspace_id"],
             state.get("rewritten_query") or state["message"],
             [f"{s['title'] or ''}\n{s['text']}" for s in kept],
+            typed=state["message"],
         )
         evidence = confidence - ctx.rare_term_penalty * rarest
     abstain = evidence < ctx.relevance_floor

@@ -352,6 +352,25 @@ class NumpyDenseIndex:
         return [Hit(rows[i][0], rows[i][1], rows[i][2], float(scores[i])) for i in top]
 
 
+TYPO_MIN_LENGTH = 5
+"""Shorter unseen words are not read as typos: one edit turns many short words into
+others ("rome" and "role")."""
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def one_edit_variants(word: str) -> set[str]:
+    """Every string one typing slip away from ``word``: one character deleted, inserted
+    or replaced, or two neighbours swapped."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1:] for a, b in splits if b}
+    out |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    out |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+    out |= {a + c + b for a, b in splits for c in _LETTERS}
+    out.discard(word)
+    return out
+
+
 class Bm25sKeywordIndex:
     """In-process BM25 (``bm25s``) over one workspace's chunks, rebuilt when they change."""
 
@@ -388,31 +407,49 @@ class Bm25sKeywordIndex:
         with self._lock:
             self._cache[workspace_id] = (version, retriever, rows)
 
-    def rarest_missing(self, workspace_id: str, query: str, texts: Sequence[str]) -> float:
+    def rarest_missing(
+        self, workspace_id: str, query: str, texts: Sequence[str], *, typed: str | None = None
+    ) -> float:
         """The IDF, in this workspace, of the rarest query term that none of ``texts``
         contains; 0 when every term is there or the workspace is not loaded.
 
         A question whose most specific word appears in none of its sources is likely about
-        something the workspace does not hold, however close the sources' topic is.
+        something the workspace does not hold, however close the sources' topic is. With
+        ``typed`` (the user's own message), only the query terms the user typed count: a
+        word that a rewrite brought in from earlier turns is context, not the question.
         """
         entry = self._cache.get(workspace_id)
         if entry is None or entry[1] is None:
             return 0.0
         retriever = entry[1]
         asked = self._stems([query])
+        if typed is not None:
+            asked &= self._stems([typed])
         if not asked:
             return 0.0
-        missing = asked - self._stems(texts)
+        present = self._stems(texts)
+        missing = asked - present
         if not missing:
             return 0.0
         n_docs = float(retriever.scores["num_docs"])
         indptr = retriever.scores["indptr"]
         vocab: dict[str, int] = retriever.vocab_dict
 
-        def idf(term: str) -> float:
+        def df(term: str) -> float:
             tid = vocab.get(term)
-            df = 0.0 if tid is None else float(indptr[tid + 1] - indptr[tid])
-            return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            return 0.0 if tid is None else float(indptr[tid + 1] - indptr[tid])
+
+        def idf(term: str) -> float:
+            """The term's IDF; a word the workspace has never seen that is one slip from
+            words it has is a typo ("clpud"), so it weighs as the likeliest of them, and
+            not at all when a source holds one of them."""
+            seen = df(term)
+            if seen == 0.0 and len(term) >= TYPO_MIN_LENGTH:
+                meant = [w for w in one_edit_variants(term) if w in vocab]
+                if any(w in present for w in meant):
+                    return 0.0
+                seen = max((df(w) for w in meant), default=0.0)
+            return math.log(1.0 + (n_docs - seen + 0.5) / (seen + 0.5))
 
         return max(idf(t) for t in missing)
 
