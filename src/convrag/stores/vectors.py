@@ -18,6 +18,7 @@ has two too (see ``BENCHMARKS.md``):
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 import threading
@@ -396,6 +397,9 @@ class Bm25sKeywordIndex:
     def build(self, workspace_id: str, version: int, rows: list[tuple[str, str, str]]) -> None:
         import bm25s
 
+        # bm25s sets its own logger to DEBUG on import, so every index build printed a
+        # line wherever a root handler exists (the CLI's evaluations).
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         stemmer = self._stemmer()
         retriever: Any = None
         if rows:
