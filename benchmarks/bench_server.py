@@ -244,9 +244,10 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
     }
 
 
-MODEL_TIMINGS = ("rewrite_llm", "embed_query")
-"""The server's timings of model work before the first token: the rewrite's LLM call and
-the wait for the query's embedding."""
+MODEL_TIMINGS = ("rewrite_llm", "embed_query", "embed_sentences")
+"""The server's timings of model work before the first token: the rewrite's LLM call, the
+wait for the query's embedding, and the embedding of the sources' sentences that the
+"not found" evidence weighs."""
 
 
 def model_ms(turn: TurnTiming) -> float:
@@ -329,7 +330,8 @@ async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
                     "protocol": "MTRAG ClapNQ conversations, turns 1-3 each, one turn at a "
                                 "time; TTFT = POST to the first `token` SSE event, less the "
                                 "model time the server reports before it (the rewrite's "
-                                "LLM call, the wait for the query embedding); the stub's "
+                                "LLM call, the wait for the query embedding, the "
+                                "sentence embeddings of the not-found evidence); the stub's "
                                 "TTFT is measured with the openai SDK right before each "
                                 "turn",
                     "server_startup_rss_mib": startup_rss, **seq}))

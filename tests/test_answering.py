@@ -102,3 +102,19 @@ def test_with_the_embedder_the_sentence_that_answers_beats_one_that_repeats_the_
     assert by_meaning.startswith("Travellers in Europe receive 60 euros")
     assert "policy covers" not in by_meaning
     assert words_only != by_meaning
+
+
+def test_the_closest_sentence_is_weighed_among_those_sharing_a_word_with_the_query() -> None:
+    from convrag.answering import closest_sentence
+
+    asked: list[list[str]] = []
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        asked.append(list(texts))
+        return [0.9 if "60 euros" in t else 0.2 for t in texts]
+
+    meals = _src("The meal allowance in Europe is 60 euros per day. Offices close at 6 pm.", 1)
+    assert closest_sentence("What is the meal allowance?", [meals], similarity) == 0.9
+    assert asked == [["The meal allowance in Europe is 60 euros per day."]]
+    # No sentence shares a word with the question: no sentence evidence at all.
+    assert closest_sentence("Where do staff park?", [meals], similarity) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,13 @@ import pytest
 from pydantic import SecretStr
 
 from convrag.config import Settings
-from convrag.embeddings import OnnxMiniLM, OpenAIEmbedder, get_embedder
+from convrag.embeddings import (
+    Matrix,
+    OnnxMiniLM,
+    OpenAIEmbedder,
+    RememberingEmbedder,
+    get_embedder,
+)
 from convrag.testing.openai_stub import OpenAIStub
 
 
@@ -91,3 +98,31 @@ async def test_a_dead_ingest_child_is_a_clear_error_and_the_next_call_starts_a_n
 def test_an_unknown_local_model_names_the_models_that_ship() -> None:
     with pytest.raises(ValueError, match="'local:all-MiniLM-L6-v2-int8'"):
         get_embedder(Settings(embedding_model="local:no-such-model"))
+
+
+class _Counting:
+    """A two-dimensional embedder that records what it was asked to embed."""
+
+    name = "counting"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.asked.append(list(texts))
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_remembered_rows_are_not_embedded_again_and_the_oldest_are_forgotten() -> None:
+    inner = _Counting()
+    remembering = RememberingEmbedder(inner, size=3)
+    first = remembering.embed(["a", "bb", "a"])
+    assert first.tolist() == [[1, 1], [2, 1], [1, 1]]
+    again = remembering.embed(["bb", "ccc"])
+    assert again.tolist() == [[2, 1], [3, 1]]
+    assert inner.asked == [["a", "bb"], ["ccc"]]
+    remembering.embed(["dddd"])  # four texts seen, room for three: "a" goes
+    remembering.embed(["a", "bb"])
+    assert inner.asked[-1] == ["a"]
+    assert remembering.embed([]).shape == (0, 2)

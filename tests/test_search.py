@@ -170,6 +170,8 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     sabbatical = searcher.rarest_missing_term(workspace, "How long is a sabbatical leave?", leave)
     meal = searcher.rarest_missing_term(workspace, "Is there a meal allowance for leave?", leave)
     assert sabbatical > meal > 0
+    # Question words and framing verbs are not what a question is about.
+    assert searcher.rarest_missing_term(workspace, "How could I tell the leave days?", leave) == 0
     # A typo of a word the sources hold is that word; an unseen word like it is not.
     assert searcher.rarest_missing_term(workspace, "Annual leave per emplyee?", leave) == 0
     assert searcher.rarest_missing_term(workspace, "Annual leave for a sabbatical?", leave) > 0

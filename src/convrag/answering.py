@@ -180,26 +180,21 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 SEMANTIC_CANDIDATES = 24
 
 
-def extractive_answer(
+def ranked_by_words(
     query: str,
     sources: Sequence[Source],
     *,
     history: Sequence[HistoryTurn] = (),
     excluded_entities: Sequence[str] = (),
-    max_sentences: int = 3,
-    similarity: Similarity | None = None,
-) -> str:
-    """The best sentences of the sources for ``query``, each followed by its ``[n]``.
+) -> list[tuple[float, int, int, str]]:
+    """The quotable sentences of ``sources`` that share a word with ``query``, best first,
+    as ``(score, source number, position, sentence)``.
 
-    Sentences are ranked by the query words they share (IDF-weighted) and, given
-    ``similarity``, by their meaning's closeness to the query, so the sentence that answers
-    beats one that only repeats the question's words. A sentence that is itself a question
-    (an FAQ's heading) is never quoted while a statement is available. Sentences naming an
-    excluded entity are skipped, so a regeneration really says something new; sentences
-    already said in earlier answers are ranked down.
+    The score is the IDF of the shared words over the sentence's length, plus a little for
+    an earlier source; a sentence already said in ``history`` counts half, one naming an
+    excluded entity not at all, and questions (an FAQ's headings) are dropped while a
+    statement is left.
     """
-    if not sources:
-        return NO_SOURCES_ANSWER
     q_terms = set(_terms(query))
     said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
     excluded = [e.lower() for e in excluded_entities if e]
@@ -228,6 +223,44 @@ def extractive_answer(
     scored.sort(key=lambda x: -x[0])
     if any(not x[3].rstrip().endswith("?") for x in scored):
         scored = [x for x in scored if not x[3].rstrip().endswith("?")]
+    return scored
+
+
+def closest_sentence(query: str, sources: Sequence[Source], similarity: Similarity) -> float | None:
+    """The highest cosine between ``query`` and the sentences an extractive answer would
+    weigh (the :data:`SEMANTIC_CANDIDATES` best by words); None when no sentence shares a
+    word with the query.
+
+    This is the "not found" evidence: a passage can be close to a question's topic while
+    none of its sentences says what was asked, which is how MTRAG's off-topic probes and
+    unanswerable turns look to a chunk's cosine.
+    """
+    scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
+    if not scored:
+        return None
+    return max(float(c) for c in similarity(query, [sent for *_, sent in scored]))
+
+
+def extractive_answer(
+    query: str,
+    sources: Sequence[Source],
+    *,
+    history: Sequence[HistoryTurn] = (),
+    excluded_entities: Sequence[str] = (),
+    max_sentences: int = 3,
+    similarity: Similarity | None = None,
+) -> str:
+    """The best sentences of the sources for ``query``, each followed by its ``[n]``.
+
+    Sentences are ranked by the query words they share (:func:`ranked_by_words`) and,
+    given ``similarity``, by their meaning's closeness to the query, so the sentence that
+    answers beats one that only repeats the question's words. Sentences naming an excluded
+    entity are skipped, so a regeneration really says something new.
+    """
+    if not sources:
+        return NO_SOURCES_ANSWER
+    scored = ranked_by_words(query, sources, history=history, excluded_entities=excluded_entities)
+    excluded = [e.lower() for e in excluded_entities if e]
     if similarity is not None and scored:
         scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored:

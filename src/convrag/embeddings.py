@@ -11,6 +11,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -42,6 +43,53 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts`` in batches; returns an array of shape (len(texts), dim)."""
         ...
+
+
+class RememberingEmbedder:
+    """An embedder that keeps the rows of the last ``size`` texts it embedded.
+
+    The no-LLM path weighs the same sentences twice in a turn (the "not found" evidence,
+    then the extractive answer) and a conversation's turns keep meeting the same
+    passages, so most of a turn's sentence rows are already known. Only sentence
+    weighing goes through it: search and ingest embed with the plain model, so their
+    timings stay the model's own.
+    """
+
+    def __init__(self, embedder: Embedder, size: int = 4096) -> None:
+        self.inner = embedder
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self.size = size
+        self._rows: OrderedDict[str, Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        with self._lock:
+            known = {t: self._rows[t] for t in texts if t in self._rows}
+            for t in known:
+                self._rows.move_to_end(t)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            fresh = self.inner.embed(missing)
+            with self._lock:
+                for t, row in zip(missing, fresh, strict=True):
+                    known[t] = self._rows[t] = row
+                while len(self._rows) > self.size:
+                    self._rows.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def cosine_to_query(embedder: Embedder) -> Callable[[str, Sequence[str]], list[float]]:
+    """The embedder's cosine of each text to a query (its rows are L2-normalised): how
+    the no-LLM answer and the "not found" evidence weigh sentences."""
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        vectors = embedder.embed([query, *texts])
+        return [float(x) for x in vectors[1:] @ vectors[0]]
+
+    return similarity
 
 
 def _tokenizer_path() -> Path:

@@ -24,6 +24,7 @@ from convrag.embeddings import (
     BulkEmbedder,
     Embedder,
     ProcessEmbedder,
+    RememberingEmbedder,
     ThreadEmbedder,
     get_embedder,
 )
@@ -54,12 +55,18 @@ class Services:
     """Embeds ingest batches without slowing the chat's query embeddings."""
     web: WebSearch | None = None
     reranker: HttpReranker | None = None
+    sentences: RememberingEmbedder = field(init=False, repr=False, compare=False)
+    """The embedder that weighs sentences against a question (the "not found" evidence
+    and the no-LLM answer), remembering recent rows; rebuilt from ``embedder``."""
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the process shuts down: long background work (an upload's ingest) stops
     at its next batch boundary instead of holding the shutdown up."""
+
+    def __post_init__(self) -> None:
+        self.sentences = RememberingEmbedder(self.embedder)
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run work off the hot path, keeping a reference so it is not collected."""

@@ -222,8 +222,9 @@ class State(InputState, total=False):
     """Per-step errors that did not fail the turn, keyed by step."""
     timings: Annotated[dict[str, float], TURN_TIMINGS]
     """Milliseconds spent per node this turn, and the model time inside nodes that the
-    service's latency figures count apart: ``rewrite_llm`` (the rewrite's LLM call) and
-    ``embed_query`` (waiting for the query's embedding)."""
+    service's latency figures count apart: ``rewrite_llm`` (the rewrite's LLM call),
+    ``embed_query`` (waiting for the query's embedding) and ``embed_sentences`` (embedding
+    the sources' sentences for the "not found" evidence)."""
     persisted: Annotated[bool, TURN_BOOL]
     """Whether persist wrote the turn (False when it was already there)."""
 

@@ -229,7 +229,12 @@ class MtragEvaluation:
             history[-1]["cited_document_ids"] = []
         knobs: dict[str, Any] = {"llm_model": llm, "web_search": "off"}
         if not self.answers:
-            knobs |= {"top_k": 4 * self.depth, "context_budget_chars": 10**7}
+            # Only the sources are scored: no "not found" evidence to weigh.
+            knobs |= {
+                "top_k": 4 * self.depth,
+                "context_budget_chars": 10**7,
+                "relevance_floor": 0.0,
+            }
         ctx = Context(
             workspace_id=self.workspace,
             services=self.services,

@@ -23,6 +23,7 @@ from convrag.answering import (
 )
 from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
+from convrag.embeddings import cosine_to_query
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
 from convrag.prompts import Fence
@@ -128,19 +129,13 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
             return reformat_previous(state["message"], history)
         return GREETING_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]
-    embedder = ctx.deps.embedder
-
-    def similarity(query: str, texts: Sequence[str]) -> list[float]:
-        vectors = embedder.embed([query, *texts])
-        return [float(x) for x in vectors[1:] @ vectors[0]]
-
     return await asyncio.to_thread(
         extractive_answer,
         rewritten,
         state.get("sources") or [],
         history=history,
         excluded_entities=excluded,
-        similarity=similarity,
+        similarity=cosine_to_query(ctx.deps.sentences),
     )
 
 

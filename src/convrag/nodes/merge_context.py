@@ -7,12 +7,15 @@ ran. A node here would cost a superstep between the search and the first token.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
 from langgraph.runtime import Runtime
 
+from convrag.answering import closest_sentence
 from convrag.context import Context
+from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
 from convrag.nodes.policy import ms_since
 from convrag.records import Source, sources_out
@@ -111,17 +114,28 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         for s in kept
     ]
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
+    timings: dict[str, float] = {}
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
         evidence = confidence
+    elif ctx.relevance_floor <= 0.0:
+        evidence = confidence  # never abstains: no evidence to weigh
     else:
+        query = state.get("rewritten_query") or state["message"]
+        waited = time.perf_counter()
+        closest = await asyncio.to_thread(
+            closest_sentence, query, kept, cosine_to_query(services.sentences)
+        )
+        timings["embed_sentences"] = ms_since(waited)
         rarest = services.searcher.rarest_missing_term(
             state["workspace_id"],
-            state.get("rewritten_query") or state["message"],
+            query,
             [f"{s['title'] or ''}\n{s['text']}" for s in kept],
             typed=state["message"],
         )
-        evidence = confidence - ctx.rare_term_penalty * rarest
+        # With no sentence sharing a word with the query (a paraphrase), the chunk's
+        # cosine is all the evidence there is.
+        evidence = (confidence if closest is None else closest) - ctx.rare_term_penalty * rarest
     abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
@@ -136,7 +150,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         abstain=abstain,
         web_search_reason=reason,
         merged=True,
-        timings={"merge_context": ms_since(started)},
+        timings={**timings, "merge_context": ms_since(started)},
     )
     if reason is not None:  # the web_search node runs next, then synthesize again
         update["pending_web_query"] = state.get("rewritten_query") or state["message"]

@@ -32,6 +32,7 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
+from convrag.text.lexicon import FRAME_WORDS, FUNCTION_WORDS
 
 _BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 """bm25s's default token pattern, for tokenising as it does."""
@@ -353,6 +354,11 @@ class NumpyDenseIndex:
         return [Hit(rows[i][0], rows[i][1], rows[i][2], float(scores[i])) for i in top]
 
 
+NOT_SUBJECT = FUNCTION_WORDS | FRAME_WORDS
+"""Words of a question that are not what it is about ("how", "could", "tell", "happen"):
+bm25s's stopword list is Lucene's 33 words, so its index counts them as terms, and a
+workspace whose text lacks "how" would make every how-question look off-topic."""
+
 TYPO_MIN_LENGTH = 5
 """Shorter unseen words are not read as typos: one edit turns many short words into
 others ("rome" and "role")."""
@@ -426,9 +432,9 @@ class Bm25sKeywordIndex:
         if entry is None or entry[1] is None:
             return 0.0
         retriever = entry[1]
-        asked = self._stems([query])
+        asked = self._stems([query], ignore=NOT_SUBJECT)
         if typed is not None:
-            asked &= self._stems([typed])
+            asked &= self._stems([typed], ignore=NOT_SUBJECT)
         if not asked:
             return 0.0
         present = self._stems(texts)
@@ -457,14 +463,15 @@ class Bm25sKeywordIndex:
 
         return max(idf(t) for t in missing)
 
-    def _stems(self, texts: Sequence[str]) -> set[str]:
+    def _stems(self, texts: Sequence[str], ignore: frozenset[str] = frozenset()) -> set[str]:
         """The stems of ``texts`` as the index tokenises them (``bm25s.tokenize`` with
-        English stopwords and this stemmer), as a set: each distinct word is stemmed once,
-        with no per-token Python loop."""
+        English stopwords and this stemmer), less the words in ``ignore``, as a set: each
+        distinct word is stemmed once, with no per-token Python loop."""
         from bm25s.stopwords import STOPWORDS_EN
 
         words = set(_BM25S_TOKEN.findall("\n".join(texts).lower()))
         words.difference_update(STOPWORDS_EN)
+        words.difference_update(ignore)
         return set(self._stemmer().stemWords(list(words)))
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:

@@ -1,0 +1,58 @@
+"""merge_context's "not found" decision: the evidence is the closest source sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+from convrag.context import Context
+from convrag.documents import load_path
+from convrag.ingest import ingest_documents
+from convrag.nodes.merge_context import merge_sources
+from convrag.services import Services
+from convrag.state import State
+
+MEALS = (
+    "Travel policy. The meal allowance in Europe is 60 euros per day. "
+    "The meal allowance in North America is 70 dollars per day. "
+    "Receipts are kept for seven years."
+)
+
+
+async def _merged(services: Services, workspace: str, question: str, **knobs: float) -> dict:
+    hits = await services.searcher.search(workspace, question, top_k=10)
+    state = cast(
+        State,
+        {
+            "workspace_id": workspace,
+            "message": question,
+            "vector_hits": [h.as_source() for h in hits],
+            "document_hits": [],
+        },
+    )
+    ctx = Context(workspace_id=workspace, services=services, web_search="off", **knobs)
+    return dict(await merge_sources(state, ctx))
+
+
+async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    doc = tmp_path / "travel.md"
+    doc.write_text(MEALS)
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    answered = await _merged(services, workspace, "What is the meal allowance in Europe?")
+    assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
+    refused = await _merged(services, workspace, "What is the capital of France?")
+    assert refused["abstain"] is True
+
+
+async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    doc = tmp_path / "travel.md"
+    doc.write_text(MEALS)
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    merged = await _merged(
+        services, workspace, "What is the capital of France?", relevance_floor=0.0
+    )
+    assert merged["abstain"] is False and "embed_sentences" not in merged["timings"]
