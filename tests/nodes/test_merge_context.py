@@ -19,6 +19,12 @@ MEALS = (
 )
 
 
+async def _ingest_meals(services: Services, workspace: str, tmp_path: Path) -> None:
+    doc = tmp_path / "travel.md"
+    doc.write_text(MEALS)
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+
+
 async def _merged(services: Services, workspace: str, question: str, **knobs: float) -> dict:
     hits = await services.searcher.search(workspace, question, top_k=10)
     state = cast(
@@ -37,9 +43,7 @@ async def _merged(services: Services, workspace: str, question: str, **knobs: fl
 async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "travel.md"
-    doc.write_text(MEALS)
-    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    await _ingest_meals(services, workspace, tmp_path)
     answered = await _merged(services, workspace, "What is the meal allowance in Europe?")
     assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
     refused = await _merged(services, workspace, "What is the capital of France?")
@@ -49,9 +53,7 @@ async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is
 async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "travel.md"
-    doc.write_text(MEALS)
-    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    await _ingest_meals(services, workspace, tmp_path)
     merged = await _merged(
         services, workspace, "What is the capital of France?", relevance_floor=0.0
     )
