@@ -340,11 +340,16 @@ async def test_answered_turns_become_conversation_memory_off_the_hot_path(
     assistant: Assistant, services: Services, seeded: str
 ) -> None:
     conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded,
-                                context=Context(workspace_id=seeded, llm_model="none"))
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's salary?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none"),
+    )
     await services.drain()
     rows = services.index.client.query(
-        services.index.collection, filter=f'conversation_id == "{conv}"',
+        services.index.collection,
+        filter=f'conversation_id == "{conv}"',
         output_fields=["chunk_id", "kind", "text"],
     )
     assert [(r["chunk_id"], r["kind"]) for r in rows] == [(state["turn_id"], "memory")]

@@ -69,23 +69,47 @@ def server_postgres_url() -> Iterator[str]:
         os.chown(home, user.pw_uid, user.pw_gid)
     port = free_port()
     subprocess.run(
-        _as_server_user([str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "convrag",
-                         "-E", "UTF8", "--no-sync"]),
-        check=True, capture_output=True,
+        _as_server_user(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-A",
+                "trust",
+                "-U",
+                "convrag",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ]
+        ),
+        check=True,
+        capture_output=True,
     )
     subprocess.run(
-        _as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w",
-                         "-o", f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off",
-                         "start"]),
-        check=True, capture_output=True,
+        _as_server_user(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-w",
+                "-o",
+                f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off",
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
     )
     try:
         yield f"postgresql://convrag@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(
-            _as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w",
-                             "stop"]),
-            check=False, capture_output=True,
+            _as_server_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+            check=False,
+            capture_output=True,
         )
         shutil.rmtree(home, ignore_errors=True)
 

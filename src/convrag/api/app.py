@@ -255,6 +255,7 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
     MilvusException,
 )
 
+
 async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
     """503 with ``Retry-After`` and a JSON body: a store is down or restarting (the pool
     reconnects by itself), so the same request can simply be retried. The store's own

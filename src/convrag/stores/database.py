@@ -515,9 +515,7 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     CHECK_IDLE_S = 1.0
 
     def __init__(self, conninfo: str, **kwargs: Any) -> None:
-        self._returned_at: WeakKeyDictionary[AsyncConnection[DictRow], float] = (
-            WeakKeyDictionary()
-        )
+        self._returned_at: WeakKeyDictionary[AsyncConnection[DictRow], float] = WeakKeyDictionary()
         super().__init__(conninfo, check=self._check_if_idle, reset=self._note_return, **kwargs)
 
     async def _note_return(self, conn: AsyncConnection[DictRow]) -> None:
