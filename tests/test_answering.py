@@ -104,17 +104,27 @@ def test_with_the_embedder_the_sentence_that_answers_beats_one_that_repeats_the_
     assert words_only != by_meaning
 
 
-def test_the_closest_sentence_is_weighed_among_those_sharing_a_word_with_the_query() -> None:
-    from convrag.answering import closest_sentence
+def test_the_evidence_is_the_mean_of_the_two_closest_sentences_sharing_a_word() -> None:
+    from convrag.answering import sentence_evidence
 
     asked: list[list[str]] = []
 
     def similarity(query: str, texts: Sequence[str]) -> list[float]:
         asked.append(list(texts))
-        return [0.9 if "60 euros" in t else 0.2 for t in texts]
+        return [0.9 if "60 euros" in t else 0.5 if "70 dollars" in t else 0.1 for t in texts]
 
-    meals = _src("The meal allowance in Europe is 60 euros per day. Offices close at 6 pm.", 1)
-    assert closest_sentence("What is the meal allowance?", [meals], similarity) == 0.9
-    assert asked == [["The meal allowance in Europe is 60 euros per day."]]
+    meals = _src(
+        "The meal allowance in Europe is 60 euros per day. Offices close at 6 pm. "
+        "The allowance in America is 70 dollars. A meal is not a gift.",
+        1,
+    )
+    assert sentence_evidence("What is the meal allowance?", [meals], similarity) == 0.7
+    assert sorted(asked[0]) == [
+        "A meal is not a gift.",
+        "The allowance in America is 70 dollars.",
+        "The meal allowance in Europe is 60 euros per day.",
+    ]
+    one = _src("The meal allowance in Europe is 60 euros per day. Offices close at 6 pm.", 2)
+    assert sentence_evidence("What is the meal allowance?", [one], similarity) == 0.9
     # No sentence shares a word with the question: no sentence evidence at all.
-    assert closest_sentence("Where do staff park?", [meals], similarity) is None
+    assert sentence_evidence("Where do staff park?", [meals], similarity) is None

@@ -226,19 +226,24 @@ def ranked_by_words(
     return scored
 
 
-def closest_sentence(query: str, sources: Sequence[Source], similarity: Similarity) -> float | None:
-    """The highest cosine between ``query`` and the sentences an extractive answer would
-    weigh (the :data:`SEMANTIC_CANDIDATES` best by words); None when no sentence shares a
-    word with the query.
+def sentence_evidence(
+    query: str, sources: Sequence[Source], similarity: Similarity, *, top: int = 2
+) -> float | None:
+    """The mean cosine between ``query`` and its ``top`` closest sentences among those an
+    extractive answer would weigh (the :data:`SEMANTIC_CANDIDATES` best by words); None
+    when no sentence shares a word with the query.
 
     This is the "not found" evidence: a passage can be close to a question's topic while
     none of its sentences says what was asked, which is how MTRAG's off-topic probes and
-    unanswerable turns look to a chunk's cosine.
+    unanswerable turns look to a chunk's cosine. Two sentences rather than one, so that a
+    single sentence close by chance (a heading that repeats the question's words) is not
+    enough.
     """
     scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
     if not scored:
         return None
-    return max(float(c) for c in similarity(query, [sent for *_, sent in scored]))
+    closest = sorted((float(c) for c in similarity(query, [s for *_, s in scored])), reverse=True)
+    return sum(closest[:top]) / len(closest[:top])
 
 
 def extractive_answer(

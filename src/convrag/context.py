@@ -20,7 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 from convrag.llm import resolve_model
 from convrag.services import Services
 
-DEFAULT_RELEVANCE_FLOOR = 0.435
+DEFAULT_RELEVANCE_FLOOR = 0.415
 """Chosen by measurement with ``convrag eval answers --set relevance_floor=...``: the best
 abstention F1 on MTRAG ClapNQ within the false-abstention (10 %) and off-topic (90 %)
 bars, which Cloud then meets too (BENCHMARKS.md)."""
@@ -92,9 +92,10 @@ class Context:
     relevance_floor: float = field(
         default=DEFAULT_RELEVANCE_FLOOR,
         metadata={
-            "description": "Answer 'not found' when the evidence (the best cosine "
-            "similarity of a source sentence to the query, less the rare-term penalty) is "
-            "under this, and no item or web page was found. 0 never abstains."
+            "description": "Answer 'not found' when the evidence (the mean cosine "
+            "similarity of the two source sentences closest to the query, less the "
+            "rare-term penalty) is under this, and no item or web page was found. 0 never "
+            "abstains."
         },
     )
     rare_term_penalty: float = field(

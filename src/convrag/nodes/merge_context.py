@@ -13,7 +13,7 @@ import time
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import closest_sentence
+from convrag.answering import sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
@@ -124,7 +124,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         query = state.get("rewritten_query") or state["message"]
         waited = time.perf_counter()
         closest = await asyncio.to_thread(
-            closest_sentence, query, kept, cosine_to_query(services.sentences)
+            sentence_evidence, query, kept, cosine_to_query(services.sentences)
         )
         timings["embed_sentences"] = ms_since(waited)
         rarest = services.searcher.rarest_missing_term(
