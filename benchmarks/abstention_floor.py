@@ -1,26 +1,24 @@
-"""Choose the "not found" relevance floor by measurement, fitted on one domain, tested on another.
+"""Choose the "not found" evidence and its floor by measurement: fit on one MTRAG domain,
+test on another, both ways.
 
-    python benchmarks/abstention_floor.py --data ../shared/bench/mtrag --out bench-out/floor.json
+    CONVRAG_DATA_DIR=bench-out/data python benchmarks/abstention_floor.py record \\
+        --domain clapnq --out bench-out/evidence-clapnq.json
+    CONVRAG_DATA_DIR=bench-out/data-cloud python benchmarks/abstention_floor.py record \\
+        --domain cloud --out bench-out/evidence-cloud.json
+    python benchmarks/abstention_floor.py fit bench-out/evidence-clapnq.json \\
+        bench-out/evidence-cloud.json
 
-For every MTRAG turn (answerable or not) the real graph runs without an LLM up to
-synthesis, and its ``retrieval_confidence`` (the best cosine similarity of a retrieved
-chunk to the standalone query) is recorded, beside the turn's answerability label. The
-first questions of the other domains, asked against this domain's pool, are off-topic
-probes: their answers are certainly absent.
+``record`` runs every turn of a domain through the real graph without an LLM, as
+``convrag eval answers`` does (the dataset's own history, the pool ingested into
+``mtrag-<domain>`` if it is not there yet), and then the other domain's first questions
+as off-topic probes. It records what the "not found" decision weighs: the best chunk's
+cosine, the cosines of the candidate sentences (those an extractive answer weighs) and the
+rare-term IDF. The floor is set to 1e-6 for the run, so that the evidence is computed but
+never refuses; the recorded rows reproduce ``convrag eval answers``'s abstention figures.
 
-For each candidate floor, abstaining below it gives: precision, recall and F1 with
-UNANSWERABLE turns as the positive class against ANSWERABLE ones (PARTIAL and
-CONVERSATIONAL are left out), the false-abstention rate on ANSWERABLE turns, and the
-abstention rate on off-topic probes. Two fits on one domain, each scored on the others:
-
-- ``f1``: the best F1 with false abstention <= 10 % (the issue's criterion);
-- ``safe``: the highest floor with false abstention <= 2 %, the default's rule. MTRAG's
-  unanswerable questions are on-topic and score like answerable ones, so F1 cannot
-  separate them; what a floor can do is refuse off-topic questions without refusing
-  answerable ones.
-
-The data directory is reused (``--data-dir``, default ``bench-out/data``): the pooled
-corpora are ingested once, idempotently, into workspaces ``mtrag-<domain>``.
+``fit`` scores candidate signals over a grid of floors: for each, the floor with the best
+abstention F1 (UNANSWERABLE against ANSWERABLE turns) within the bars (false abstention
+≤ 10 %, off-topic abstention ≥ 90 %) on one domain, then the same floor on the other.
 """
 
 from __future__ import annotations
@@ -28,148 +26,178 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
-import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from convrag.config import Settings
-from convrag.evaluation.mtrag import MtragEvaluation, MtragTurn, load_corpus
+import convrag.nodes.merge_context as merge_context
+from convrag.answering import SEMANTIC_CANDIDATES, Similarity, ranked_by_words
+from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
+from convrag.evaluation.mtrag import domain_path, load_domain
+from convrag.records import Source
 from convrag.services import open_services
 
-GRID = [round(0.20 + 0.01 * i, 2) for i in range(56)]  # 0.20 .. 0.75
 MAX_FALSE_ABSTENTION = 0.10
-SAFE_FALSE_ABSTENTION = 0.02
+MIN_OFFTOPIC_ABSTENTION = 0.90
+GRID = [round(0.20 + 0.005 * i, 3) for i in range(101)]  # 0.20 .. 0.70
+PENALTIES = (0.0, 0.015, 0.03)
+
+Row = dict[str, Any]
 
 
-def load_turns(path: Path) -> list[tuple[MtragTurn, str]]:
-    """Every user turn with its answerability label."""
-    out = []
-    for line in (path / "turns.jsonl").read_text().splitlines():
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        users = [h["text"] for h in r["history"] if h["speaker"] == "user"]
-        turn = MtragTurn(
-            task_id=r["task_id"],
-            question=r["question"],
-            rewrite_llm=r.get("rewrite_llm"),
-            followup=any(m in ("Follow-up", "Clarification") for m in r.get("multi_turn") or []),
-            history=r["history"],
-            prev_passages=list(r.get("prev_turn_relevant_passage_ids") or []),
-            all_questions=" ".join([*users, r["question"]]),
-        )
-        out.append((turn, (r.get("answerability") or ["ANSWERABLE"])[0]))
-    return out
+def _closest(row: Row, n: int) -> float:
+    cosines = sorted(row["cosines"], reverse=True)[:n]
+    return statistics.fmean(cosines) if cosines else float(row["chunk"])
 
 
-def scores(rows: list[dict[str, Any]], floor: float) -> dict[str, float]:
-    """Abstention figures when every turn under ``floor`` abstains."""
-    pos = [r for r in rows if r["label"] == "UNANSWERABLE"]
-    neg = [r for r in rows if r["label"] == "ANSWERABLE"]
-    off = [r for r in rows if r["label"] == "OFFTOPIC"]
-    tp = sum(r["confidence"] < floor for r in pos)
-    fp = sum(r["confidence"] < floor for r in neg)
+SIGNALS: dict[str, Callable[[Row], float]] = {
+    "best chunk's cosine": lambda r: float(r["chunk"]),
+    "closest sentence": lambda r: _closest(r, 1),
+    "mean of the two closest sentences": lambda r: _closest(r, 2),
+    "mean of the three closest sentences": lambda r: _closest(r, 3),
+    "mean of chunk and closest sentence": lambda r: (_closest(r, 1) + float(r["chunk"])) / 2,
+}
+"""Each signal before the rare-term penalty; a turn with no candidate sentence falls back
+to the chunk's cosine, as the graph does."""
+
+
+async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
+    """The evidence of every turn of ``domain`` and of the off-topic probes."""
+    path = domain_path(data, domain)
+    off_name = offtopic or _other_domain(path.parent, path.name)
+    seen: Row = {}
+    weigh = merge_context.sentence_evidence
+
+    def recording(query: str, sources: Sequence[Source], similarity: Similarity) -> float | None:
+        scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
+        texts = [sentence for *_, sentence in scored]
+        seen["cosines"] = [float(c) for c in similarity(query, texts)] if texts else []
+        seen["chunk"] = max((s.get("dense_score") or 0.0 for s in sources), default=0.0)
+        return weigh(query, sources, similarity)
+
+    merge_context.sentence_evidence = recording  # type: ignore[assignment]
+    rows: list[Row] = []
+    async with open_services() as services:
+        searcher = services.searcher
+        rarest = searcher.rarest_missing_term
+
+        def recording_rarest(*args: Any, **kwargs: Any) -> float:
+            seen["rare"] = rarest(*args, **kwargs)
+            return seen["rare"]
+
+        searcher.rarest_missing_term = recording_rarest  # type: ignore[method-assign]
+        ev = AnswerEvaluation(services, f"mtrag-{path.name}", None, {"relevance_floor": 1e-6})
+        await ev.prepare(path, lambda n, total: None)
+        turns, _ = load_domain(path, judged_only=False)
+        probes = _first_questions(path.parent / off_name) if off_name else []
+        for i, turn in enumerate([*turns, *probes]):
+            seen.clear()
+            await ev.convrag(turn, with_history=i < len(turns))
+            label = turn.answerability if i < len(turns) else "OFFTOPIC"
+            rows.append({"task_id": turn.task_id, "label": label, **seen})
+            if i % 50 == 0:
+                print(f"{domain}: {i}/{len(turns) + len(probes)}", file=sys.stderr)
+    return rows
+
+
+def score(rows: list[Row], signal: Callable[[Row], float], penalty: float, floor: float) -> Row:
+    """Abstention figures when every turn whose evidence is under ``floor`` abstains.
+    A turn that retrieved nothing weighed no evidence (it never abstains by the floor)."""
+
+    def abstains(r: Row) -> bool:
+        return "chunk" in r and signal(r) - penalty * float(r.get("rare", 0.0)) < floor
+
+    pos = [abstains(r) for r in rows if r["label"] == "UNANSWERABLE"]
+    neg = [abstains(r) for r in rows if r["label"] == "ANSWERABLE"]
+    off = [abstains(r) for r in rows if r["label"] == "OFFTOPIC"]
+    tp, fp = sum(pos), sum(neg)
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / len(pos) if pos else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {
         "floor": floor,
+        "f1": round(f1, 3),
         "precision": round(precision, 3),
         "recall": round(recall, 3),
-        "f1": round(f1, 3),
-        "false_abstention_rate": round(fp / len(neg), 3) if neg else 0.0,
-        "offtopic_abstention": round(sum(r["confidence"] < floor for r in off) / len(off), 3)
-        if off
-        else 0.0,
+        "false_abstention": round(fp / len(neg), 3) if neg else 0.0,
+        "offtopic_abstention": round(sum(off) / len(off), 3) if off else 0.0,
     }
 
 
-def fit_safe(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """The highest floor whose false abstention stays within the safe limit."""
-    allowed = [
+def fit(rows: list[Row], signal: Callable[[Row], float], penalty: float) -> Row | None:
+    """The floor with the best F1 within both bars (the lowest such floor on a tie)."""
+    within = [
         s
-        for s in (scores(rows, f) for f in GRID)
-        if s["false_abstention_rate"] <= SAFE_FALSE_ABSTENTION
+        for s in (score(rows, signal, penalty, f) for f in GRID)
+        if s["false_abstention"] <= MAX_FALSE_ABSTENTION
+        and s["offtopic_abstention"] >= MIN_OFFTOPIC_ABSTENTION
     ]
-    return max(allowed, key=lambda s: s["floor"])
+    return max(within, key=lambda s: (s["f1"], -s["floor"])) if within else None
 
 
-def fit(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """The floor with the best F1 whose false abstention stays within the limit."""
-    allowed = [
-        s
-        for s in (scores(rows, f) for f in GRID)
-        if s["false_abstention_rate"] <= MAX_FALSE_ABSTENTION
-    ]
-    return max(allowed, key=lambda s: (s["f1"], s["offtopic_abstention"], -s["floor"]))
-
-
-async def collect(
-    settings: Settings, data: Path, domains: list[str], probes: list[str]
-) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    async with open_services(settings) as services:
-        for domain in domains:
-            ev = MtragEvaluation(services, f"mtrag-{domain}")
-            t0 = time.perf_counter()
-            await ev.prepare(load_corpus(data / domain), lambda n: None)
-            print(f"{domain}: corpus ready in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-            rows = []
-            for turn, label in load_turns(data / domain):
-                state = await ev.run_graph(turn, anchored=True, llm="none")
-                rows.append(
+def fits(domains: dict[str, list[Row]]) -> list[Row]:
+    """Every signal and penalty, fitted on each domain and tested on the others."""
+    out = []
+    for name, signal in SIGNALS.items():
+        for penalty in PENALTIES:
+            for train, rows in domains.items():
+                chosen = fit(rows, signal, penalty)
+                tested = {
+                    d: score(r, signal, penalty, chosen["floor"]) if chosen else None
+                    for d, r in domains.items()
+                    if d != train
+                }
+                out.append(
                     {
-                        "task_id": turn.task_id,
-                        "label": label,
-                        "confidence": float(state.get("retrieval_confidence", 0.0)),
+                        "signal": name,
+                        "penalty": penalty,
+                        "fitted_on": train,
+                        "fitted": chosen,
+                        "tested": tested,
                     }
                 )
-            for other in probes:
-                if other == domain:
-                    continue
-                firsts = [t for t, _ in load_turns(data / other) if not t.history]
-                for turn in firsts:
-                    state = await ev.run_graph(turn, anchored=False, llm="none")
-                    rows.append(
-                        {
-                            "task_id": turn.task_id,
-                            "label": "OFFTOPIC",
-                            "confidence": float(state.get("retrieval_confidence", 0.0)),
-                        }
-                    )
-            out[domain] = rows
-            print(f"{domain}: {len(rows)} turns scored", file=sys.stderr)
     return out
+
+
+def _line(s: Row | None) -> str:
+    if s is None:
+        return "no floor within the bars"
+    return (
+        f"floor {s['floor']}: F1 {s['f1']}, false {s['false_abstention']:.1%}, "
+        f"off-topic {s['offtopic_abstention']:.1%}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/bench/mtrag"))
-    parser.add_argument("--domains", default="clapnq,cloud")
-    parser.add_argument("--data-dir", type=Path, default=Path("bench-out/data"))
-    parser.add_argument("--out", type=Path, default=Path("bench-out/abstention_floor.json"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record one domain's evidence (CONVRAG_DATA_DIR)")
+    rec.add_argument("--data", type=Path, default=Path("../shared/bench/mtrag"))
+    rec.add_argument("--domain", required=True)
+    rec.add_argument("--offtopic-domain", default=None)
+    rec.add_argument("--out", type=Path, required=True)
+    fitting = sub.add_parser("fit", help="fit each signal on one recording, test on the rest")
+    fitting.add_argument("recordings", type=Path, nargs="+")
+    fitting.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    domains = args.domains.split(",")
-    probes = sorted(p.name for p in args.data.iterdir() if (p / "turns.jsonl").exists())
-    rows = asyncio.run(
-        collect(Settings(data_dir=args.data_dir.resolve()), args.data, domains, probes)
-    )
-    report: dict[str, Any] = {"grid": [GRID[0], GRID[-1]], "fits": {}}
-    for train in domains:
-        for rule, fitter in (("f1", fit), ("safe", fit_safe)):
-            chosen = fitter(rows[train])
-            report["fits"][f"{rule}:{train}"] = {
-                "fitted": chosen,
-                "tested": {d: scores(rows[d], chosen["floor"]) for d in domains if d != train},
-            }
-    report["rows"] = rows
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
-    for train, res in report["fits"].items():
-        print(f"fit on {train}: {res['fitted']}")
-        for d, s in res["tested"].items():
-            print(f"  test on {d}: {s}")
+    if args.command == "record":
+        rows = asyncio.run(record(args.data, args.domain, args.offtopic_domain))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"domain": args.domain, "rows": rows}))
+        return
+    domains = {}
+    for path in args.recordings:
+        recorded = json.loads(path.read_text())
+        domains[recorded["domain"]] = recorded["rows"]
+    report = fits(domains)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+    for r in report:
+        tests = "; ".join(f"on {d}: {_line(s)}" for d, s in r["tested"].items())
+        print(f"{r['signal']}, penalty {r['penalty']}, fitted on {r['fitted_on']}: "
+              f"{_line(r['fitted'])} -> {tests}")
 
 
 if __name__ == "__main__":
