@@ -14,7 +14,8 @@ test on another, both ways.
 as off-topic probes. It records what the "not found" decision weighs: the best chunk's
 cosine, the cosines of the candidate sentences (those an extractive answer weighs) and the
 rare-term IDF. The floor is set to 1e-6 for the run, so that the evidence is computed but
-never refuses; the recorded rows reproduce ``convrag eval answers``'s abstention figures.
+never refuses, and ``sentence_band`` to 1, so that every turn weighs its sentences; the
+recorded rows reproduce ``convrag eval answers``'s abstention figures.
 
 ``fit`` scores candidate signals over a grid of floors: for each, the floor with the best
 abstention F1 (UNANSWERABLE against ANSWERABLE turns) within the bars (false abstention
@@ -88,7 +89,8 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
             return seen["rare"]
 
         searcher.rarest_missing_term = recording_rarest  # type: ignore[method-assign]
-        ev = AnswerEvaluation(services, f"mtrag-{path.name}", None, {"relevance_floor": 1e-6})
+        every_turn = {"relevance_floor": 1e-6, "sentence_band": 1.0}
+        ev = AnswerEvaluation(services, f"mtrag-{path.name}", None, every_turn)
         await ev.prepare(path, lambda n, total: None)
         turns, _ = load_domain(path, judged_only=False)
         probes = _first_questions(path.parent / off_name) if off_name else []

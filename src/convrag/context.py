@@ -24,6 +24,10 @@ DEFAULT_RELEVANCE_FLOOR = 0.415
 """Chosen by measurement with ``convrag eval answers --set relevance_floor=...``: the best
 abstention F1 on MTRAG ClapNQ within the false-abstention (10 %) and off-topic (90 %)
 bars, which Cloud then meets too (BENCHMARKS.md)."""
+DEFAULT_SENTENCE_BAND = 0.15
+"""Chosen by measurement with ``benchmarks/abstention_floor.py``: on both MTRAG domains,
+no turn whose chunk evidence lay further than this from the floor had its decision changed
+by the sentences, and about a third of the turns lie within it."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
@@ -106,6 +110,14 @@ class Context:
             "0 uses the cosine alone."
         },
     )
+    sentence_band: float = field(
+        default=DEFAULT_SENTENCE_BAND,
+        metadata={
+            "description": "Weigh the sources' sentences only when the best chunk's "
+            "evidence is within this of relevance_floor; outside it, the chunk's evidence "
+            "decides. 1 always weighs them."
+        },
+    )
     context_budget_chars: int = field(
         default=4000, metadata={"description": "Maximum characters of source text."}
     )
@@ -177,6 +189,8 @@ class Context:
             problems.append("history_weight must be within [0, 1]")
         if not 0.0 <= self.feedback_weight <= 2.0:
             problems.append("feedback_weight must be within [0, 2]")
+        if not 0.0 <= self.sentence_band <= 1.0:
+            problems.append("sentence_band must be within [0, 1]")
         if not 0.0 <= self.rare_term_penalty <= 0.1:
             problems.append("rare_term_penalty must be within [0, 0.1]")
         for name in ("score_threshold", "relevance_floor"):

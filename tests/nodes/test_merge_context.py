@@ -44,10 +44,25 @@ async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
     await _ingest_meals(services, workspace, tmp_path)
-    answered = await _merged(services, workspace, "What is the meal allowance in Europe?")
+    answered = await _merged(
+        services, workspace, "What is the meal allowance in Europe?", sentence_band=1.0
+    )
     assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
-    refused = await _merged(services, workspace, "What is the capital of France?")
+    refused = await _merged(
+        services, workspace, "What is the capital of France?", sentence_band=1.0
+    )
     assert refused["abstain"] is True
+
+
+async def test_sentences_are_weighed_only_when_the_chunk_evidence_is_near_the_floor(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    await _ingest_meals(services, workspace, tmp_path)
+    question = "What is the meal allowance in Europe?"
+    far = await _merged(services, workspace, question, relevance_floor=0.01, sentence_band=0.1)
+    assert far["abstain"] is False and "embed_sentences" not in far["timings"]
+    near = await _merged(services, workspace, question, relevance_floor=0.01, sentence_band=1.0)
+    assert near["abstain"] is False and "embed_sentences" in near["timings"]
 
 
 async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(

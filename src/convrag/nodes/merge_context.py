@@ -122,20 +122,24 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         evidence = confidence  # never abstains: no evidence to weigh
     else:
         query = state.get("rewritten_query") or state["message"]
-        waited = time.perf_counter()
-        closest = await asyncio.to_thread(
-            sentence_evidence, query, kept, cosine_to_query(services.sentences)
-        )
-        timings["embed_sentences"] = ms_since(waited)
         rarest = services.searcher.rarest_missing_term(
             state["workspace_id"],
             query,
             [f"{s['title'] or ''}\n{s['text']}" for s in kept],
             typed=state["message"],
         )
-        # With no sentence sharing a word with the query (a paraphrase), the chunk's
+        evidence = confidence - ctx.rare_term_penalty * rarest
+        # Sentences cost up to 24 embeddings: weighed only where they can change the
+        # decision. With none sharing a word with the query (a paraphrase), the chunk's
         # cosine is all the evidence there is.
-        evidence = (confidence if closest is None else closest) - ctx.rare_term_penalty * rarest
+        if abs(evidence - ctx.relevance_floor) < ctx.sentence_band:
+            waited = time.perf_counter()
+            closest = await asyncio.to_thread(
+                sentence_evidence, query, kept, cosine_to_query(services.sentences)
+            )
+            timings["embed_sentences"] = ms_since(waited)
+            if closest is not None:
+                evidence = closest - ctx.rare_term_penalty * rarest
     abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
