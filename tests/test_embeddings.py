@@ -126,3 +126,13 @@ def test_remembered_rows_are_not_embedded_again_and_the_oldest_are_forgotten() -
     remembering.embed(["a", "bb"])
     assert inner.asked[-1] == ["a"]
     assert remembering.embed([]).shape == (0, 2)
+
+
+def test_texts_are_embedded_in_small_groups_of_similar_length() -> None:
+    inner = _Counting()
+    texts = [f"{'x' * n}" for n in (9, 1, 5, 3, 7, 2, 8, 4, 6, 10)]
+    rows = RememberingEmbedder(inner).embed(texts)
+    assert rows[:, 0].tolist() == [9, 1, 5, 3, 7, 2, 8, 4, 6, 10]
+    assert [len(group) for group in inner.asked] == [RememberingEmbedder.GROUP, 2]
+    assert inner.asked[0] == sorted(inner.asked[0], key=len)
+    assert max(map(len, inner.asked[0])) <= min(map(len, inner.asked[1]))
