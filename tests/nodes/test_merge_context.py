@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
+import pytest
+
 from convrag.context import Context
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
@@ -19,10 +21,13 @@ MEALS = (
 )
 
 
-async def _ingest_meals(services: Services, workspace: str, tmp_path: Path) -> None:
+@pytest.fixture
+async def meals(services: Services, workspace: str, tmp_path: Path) -> str:
+    """A workspace holding one travel-policy document."""
     doc = tmp_path / "travel.md"
     doc.write_text(MEALS)
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    return workspace
 
 
 async def _merged(services: Services, workspace: str, question: str, **knobs: float) -> dict:
@@ -41,35 +46,28 @@ async def _merged(services: Services, workspace: str, question: str, **knobs: fl
 
 
 async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is(
-    services: Services, workspace: str, tmp_path: Path
+    services: Services, meals: str
 ) -> None:
-    await _ingest_meals(services, workspace, tmp_path)
     answered = await _merged(
-        services, workspace, "What is the meal allowance in Europe?", sentence_band=1.0
+        services, meals, "What is the meal allowance in Europe?", sentence_band=1.0
     )
     assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
-    refused = await _merged(
-        services, workspace, "What is the capital of France?", sentence_band=1.0
-    )
+    refused = await _merged(services, meals, "What is the capital of France?", sentence_band=1.0)
     assert refused["abstain"] is True
 
 
 async def test_sentences_are_weighed_only_when_the_chunk_evidence_is_near_the_floor(
-    services: Services, workspace: str, tmp_path: Path
+    services: Services, meals: str
 ) -> None:
-    await _ingest_meals(services, workspace, tmp_path)
     question = "What is the meal allowance in Europe?"
-    far = await _merged(services, workspace, question, relevance_floor=0.01, sentence_band=0.1)
+    far = await _merged(services, meals, question, relevance_floor=0.01, sentence_band=0.1)
     assert far["abstain"] is False and "embed_sentences" not in far["timings"]
-    near = await _merged(services, workspace, question, relevance_floor=0.01, sentence_band=1.0)
+    near = await _merged(services, meals, question, relevance_floor=0.01, sentence_band=1.0)
     assert near["abstain"] is False and "embed_sentences" in near["timings"]
 
 
 async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
-    services: Services, workspace: str, tmp_path: Path
+    services: Services, meals: str
 ) -> None:
-    await _ingest_meals(services, workspace, tmp_path)
-    merged = await _merged(
-        services, workspace, "What is the capital of France?", relevance_floor=0.0
-    )
+    merged = await _merged(services, meals, "What is the capital of France?", relevance_floor=0.0)
     assert merged["abstain"] is False and "embed_sentences" not in merged["timings"]
