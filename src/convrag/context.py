@@ -21,9 +21,9 @@ from convrag.llm import resolve_model
 from convrag.services import Services
 
 DEFAULT_RELEVANCE_FLOOR = 0.415
-"""Chosen by measurement with ``convrag eval answers --set relevance_floor=...``: the best
-abstention F1 on MTRAG ClapNQ within the false-abstention (10 %) and off-topic (90 %)
-bars, which Cloud then meets too (BENCHMARKS.md)."""
+"""Chosen by measurement with ``benchmarks/abstention_floor.py``: the best abstention F1
+on MTRAG ClapNQ within the false-abstention (10 %) and off-topic (90 %) bars, which Cloud
+then meets too; ``convrag eval answers`` confirms both (BENCHMARKS.md)."""
 DEFAULT_SENTENCE_BAND = 0.15
 """Chosen by measurement with ``benchmarks/abstention_floor.py``: on both MTRAG domains,
 no turn whose chunk evidence lay further than this from the floor had its decision changed
