@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import convrag.nodes.merge_context as merge_context
-from convrag.answering import SEMANTIC_CANDIDATES, Similarity, ranked_by_words
+import convrag.answering as answering
+from convrag.answering import Similarity
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
@@ -69,16 +69,14 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
     path = domain_path(data, domain)
     off_name = offtopic or _other_domain(path.parent, path.name)
     seen: Row = {}
-    weigh = merge_context.sentence_evidence
+    cosines = answering.candidate_cosines
 
-    def recording(query: str, sources: Sequence[Source], similarity: Similarity) -> float | None:
-        scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
-        texts = [sentence for *_, sentence in scored]
-        seen["cosines"] = [float(c) for c in similarity(query, texts)] if texts else []
+    def recording(query: str, sources: Sequence[Source], similarity: Similarity) -> list[float]:
         seen["chunk"] = max((s.get("dense_score") or 0.0 for s in sources), default=0.0)
-        return weigh(query, sources, similarity)
+        seen["cosines"] = cosines(query, sources, similarity)
+        return seen["cosines"]
 
-    merge_context.sentence_evidence = recording  # type: ignore[assignment]
+    answering.candidate_cosines = recording  # type: ignore[assignment]
     rows: list[Row] = []
     async with open_services() as services:
         searcher = services.searcher

@@ -226,12 +226,21 @@ def ranked_by_words(
     return scored
 
 
+def candidate_cosines(query: str, sources: Sequence[Source], similarity: Similarity) -> list[float]:
+    """The cosine to ``query`` of each sentence an extractive answer would weigh (the
+    :data:`SEMANTIC_CANDIDATES` best by words), in that order; empty when no sentence
+    shares a word with the query."""
+    scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
+    if not scored:
+        return []
+    return [float(c) for c in similarity(query, [s for *_, s in scored])]
+
+
 def sentence_evidence(
     query: str, sources: Sequence[Source], similarity: Similarity, *, top: int = 2
 ) -> float | None:
-    """The mean cosine between ``query`` and its ``top`` closest sentences among those an
-    extractive answer would weigh (the :data:`SEMANTIC_CANDIDATES` best by words); None
-    when no sentence shares a word with the query.
+    """The mean of the ``top`` highest :func:`candidate_cosines`; None when no sentence
+    shares a word with the query.
 
     This is the "not found" evidence: a passage can be close to a question's topic while
     none of its sentences says what was asked, which is how MTRAG's off-topic probes and
@@ -239,11 +248,8 @@ def sentence_evidence(
     single sentence close by chance (a heading that repeats the question's words) is not
     enough.
     """
-    scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
-    if not scored:
-        return None
-    closest = sorted((float(c) for c in similarity(query, [s for *_, s in scored])), reverse=True)
-    return sum(closest[:top]) / len(closest[:top])
+    closest = sorted(candidate_cosines(query, sources, similarity), reverse=True)[:top]
+    return sum(closest) / len(closest) if closest else None
 
 
 def extractive_answer(

@@ -69,6 +69,8 @@ class RememberingEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             known = {t: self._rows[t] for t in texts if t in self._rows}
             for t in known:
@@ -86,8 +88,6 @@ class RememberingEmbedder:
                     known[t] = self._rows[t] = row
                 while len(self._rows) > self.size:
                     self._rows.popitem(last=False)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
 
 
