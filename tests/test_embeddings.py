@@ -49,7 +49,8 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
     local = get_embedder(Settings()).embed(texts)
     async with ProcessEmbedder.open(LOCAL_MODEL, 64, threads=2) as bulk:
         child = await bulk.embed(texts)
-        assert await bulk.run(os.nice, 0) == os.nice(0) + 10  # chat's threads go first
+        # chat's threads go first (19 is the lowest priority there is)
+        assert await bulk.run(os.nice, 0) == min(19, os.nice(0) + 10)
         assert await bulk.run(os.sched_getscheduler, 0) == os.SCHED_IDLE
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
