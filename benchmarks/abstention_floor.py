@@ -12,10 +12,11 @@ test on another, both ways.
 ``convrag eval answers`` does (the dataset's own history, the pool ingested into
 ``mtrag-<domain>`` if it is not there yet), and then the other domain's first questions
 as off-topic probes. It records what the "not found" decision weighs: the best chunk's
-cosine, the cosines of the candidate sentences (those an extractive answer weighs) and the
-rare-term IDF. The floor is set to 1e-6 for the run, so that the evidence is computed but
-never refuses, and ``sentence_band`` to 1, so that every turn weighs its sentences; the
-recorded rows reproduce ``convrag eval answers``'s abstention figures.
+cosine, the candidate sentences (the 24 an extractive answer weighs, best by words first)
+with their cosines, every source's dense and keyword scores, and the rare-term IDF. The
+floor is set to 1e-6 for the run, so that the evidence is computed but never refuses, and
+``sentence_band`` to 1, so that every turn weighs its sentences; the recorded rows
+reproduce ``convrag eval answers``'s abstention figures.
 
 ``fit`` scores candidate signals over a grid of floors: for each, the floor with the best
 abstention F1 (UNANSWERABLE against ANSWERABLE turns) within the bars (false abstention
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import convrag.answering as answering
-from convrag.answering import Similarity
+from convrag.answering import SEMANTIC_CANDIDATES, Similarity, ranked_by_words
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
@@ -48,8 +49,8 @@ PENALTIES = (0.0, 0.015, 0.03)
 Row = dict[str, Any]
 
 
-def _closest(row: Row, n: int) -> float:
-    cosines = sorted(row["cosines"], reverse=True)[:n]
+def _closest(row: Row, n: int, candidates: int = SEMANTIC_CANDIDATES) -> float:
+    cosines = sorted(row["cosines"][:candidates], reverse=True)[:n]
     return statistics.fmean(cosines) if cosines else float(row["chunk"])
 
 
@@ -57,6 +58,8 @@ SIGNALS: dict[str, Callable[[Row], float]] = {
     "best chunk's cosine": lambda r: float(r["chunk"]),
     "closest sentence": lambda r: _closest(r, 1),
     "mean of the two closest sentences": lambda r: _closest(r, 2),
+    "mean of the two closest of the 16 best by words": lambda r: _closest(r, 2, 16),
+    "mean of the two closest of the 12 best by words": lambda r: _closest(r, 2, 12),
     "mean of the three closest sentences": lambda r: _closest(r, 3),
     "mean of chunk and closest sentence": lambda r: (_closest(r, 1) + float(r["chunk"])) / 2,
 }
@@ -71,10 +74,17 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
     seen: Row = {}
     cosines = answering.candidate_cosines
 
-    def recording(query: str, sources: Sequence[Source], similarity: Similarity) -> list[float]:
+    def recording(
+        query: str, sources: Sequence[Source], similarity: Similarity, limit: int
+    ) -> list[float]:
         seen["chunk"] = max((s.get("dense_score") or 0.0 for s in sources), default=0.0)
-        seen["cosines"] = cosines(query, sources, similarity)
-        return seen["cosines"]
+        seen["dense"] = [s.get("dense_score") for s in sources]
+        seen["bm25"] = [s.get("bm25_score") for s in sources]
+        seen["query"] = query
+        seen["sentences"] = [s for *_, s in ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]]
+        seen["cosines"] = cosines(query, sources, similarity, SEMANTIC_CANDIDATES)
+        seen["limit"] = limit
+        return seen["cosines"][:limit]
 
     answering.candidate_cosines = recording  # type: ignore[assignment]
     rows: list[Row] = []

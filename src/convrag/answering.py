@@ -179,6 +179,11 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 #: each costs one embedding.
 SEMANTIC_CANDIDATES = 24
 
+#: The "not found" evidence weighs the first 16 of those: it runs on the LLM path too,
+#: where nothing else needs the other 8 embeddings, and on both MTRAG domains' recordings
+#: (``benchmarks/abstention_floor.py``) no decision changed between 16 and 24.
+EVIDENCE_CANDIDATES = 16
+
 
 def ranked_by_words(
     query: str,
@@ -226,11 +231,13 @@ def ranked_by_words(
     return scored
 
 
-def candidate_cosines(query: str, sources: Sequence[Source], similarity: Similarity) -> list[float]:
-    """The cosine to ``query`` of each sentence an extractive answer would weigh (the
-    :data:`SEMANTIC_CANDIDATES` best by words), in that order; empty when no sentence
-    shares a word with the query."""
-    scored = ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]
+def candidate_cosines(
+    query: str, sources: Sequence[Source], similarity: Similarity, limit: int
+) -> list[float]:
+    """The cosine to ``query`` of the ``limit`` best sentences by words (those an
+    extractive answer weighs first), in that order; empty when no sentence shares a word
+    with the query."""
+    scored = ranked_by_words(query, sources)[:limit]
     if not scored:
         return []
     return [float(c) for c in similarity(query, [s for *_, s in scored])]
@@ -239,8 +246,8 @@ def candidate_cosines(query: str, sources: Sequence[Source], similarity: Similar
 def sentence_evidence(
     query: str, sources: Sequence[Source], similarity: Similarity, *, top: int = 2
 ) -> float | None:
-    """The mean of the ``top`` highest :func:`candidate_cosines`; None when no sentence
-    shares a word with the query.
+    """The mean of the ``top`` highest :func:`candidate_cosines` of the
+    :data:`EVIDENCE_CANDIDATES`; None when no sentence shares a word with the query.
 
     This is the "not found" evidence: a passage can be close to a question's topic while
     none of its sentences says what was asked, which is how MTRAG's off-topic probes and
@@ -248,7 +255,8 @@ def sentence_evidence(
     single sentence close by chance (a heading that repeats the question's words) is not
     enough.
     """
-    closest = sorted(candidate_cosines(query, sources, similarity), reverse=True)[:top]
+    cosines = candidate_cosines(query, sources, similarity, EVIDENCE_CANDIDATES)
+    closest = sorted(cosines, reverse=True)[:top]
     return sum(closest) / len(closest) if closest else None
 
 

@@ -129,7 +129,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
             typed=state["message"],
         )
         evidence = confidence - ctx.rare_term_penalty * rarest
-        # Sentences cost up to 24 embeddings: weighed only where they can change the
+        # Sentences cost up to 16 embeddings: weighed only where they can change the
         # decision. With none sharing a word with the query (a paraphrase), the chunk's
         # cosine is all the evidence there is.
         if abs(evidence - ctx.relevance_floor) < ctx.sentence_band:
