@@ -175,6 +175,12 @@ def quotable(unit: str, *, first: bool, last: bool) -> bool:
 Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 """The cosine similarity of each text to a query (the embedder's), for ranking sentences."""
 
+DEFAULT_ANSWER_SENTENCES = 4
+"""The most sentences an extractive answer quotes. Chosen by measurement with ``convrag
+eval answers --set answer_sentences=N``: the best token F1 against MTRAG ClapNQ's reference
+answers, and a gain on Cloud too (whose own best, 6, also gains on ClapNQ, by less);
+citation precision drops a little (BENCHMARKS.md)."""
+
 #: Candidate sentences whose meaning is compared with the query (the best by words first):
 #: each costs one embedding.
 SEMANTIC_CANDIDATES = 24
@@ -266,7 +272,7 @@ def extractive_answer(
     *,
     history: Sequence[HistoryTurn] = (),
     excluded_entities: Sequence[str] = (),
-    max_sentences: int = 3,
+    max_sentences: int = DEFAULT_ANSWER_SENTENCES,
     similarity: Similarity | None = None,
 ) -> str:
     """The best sentences of the sources for ``query``, each followed by its ``[n]``.

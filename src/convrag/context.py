@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
+from convrag.answering import DEFAULT_ANSWER_SENTENCES
 from convrag.llm import resolve_model
 from convrag.services import Services
 
@@ -86,6 +87,13 @@ class Context:
         },
     )
     top_k: int = field(default=5, metadata={"description": "Sources given to synthesis."})
+    answer_sentences: int = field(
+        default=DEFAULT_ANSWER_SENTENCES,
+        metadata={
+            "description": "Most sentences an extractive answer (no LLM, or the LLM's "
+            "fallback) quotes from the sources."
+        },
+    )
     score_threshold: float = field(
         default=0.0,
         metadata={
@@ -180,7 +188,7 @@ class Context:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("history_turns", "top_k", "context_budget_chars"):
+        for name in ("history_turns", "top_k", "answer_sentences", "context_budget_chars"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
         if self.max_regenerations < 0:

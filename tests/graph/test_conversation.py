@@ -67,6 +67,26 @@ async def test_three_turn_engineers_conversation_keeps_both_names(
     assert second["sources"][0]["title"] == "employee_data"
 
 
+async def test_answer_sentences_bounds_the_extractive_answer(
+    assistant: Assistant, seeded: str
+) -> None:
+    question = "Who are the software engineers?"
+    answers = []
+    for most in (1, 3):
+        conv = await assistant.new_conversation(seeded)
+        ctx = Context(workspace_id=seeded, llm_model="none", answer_sentences=most)
+        state = await assistant.ask(question, conv, workspace_id=seeded, context=ctx)
+        answers.append(state["answer"])
+    assert answers[0].count("[") == 1
+    assert answers[1].count("[") > 1
+    assert answers[0].split(" [")[0] in answers[1]  # the best sentence, then more
+
+
+def test_answer_sentences_must_be_at_least_one() -> None:
+    with pytest.raises(ValueError, match="answer_sentences must be >= 1"):
+        Context(answer_sentences=0)
+
+
 async def test_a_follow_up_the_rules_cannot_resolve_carries_the_previous_question(
     assistant: Assistant, seeded: str
 ) -> None:

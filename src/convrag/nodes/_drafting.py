@@ -135,6 +135,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         state.get("sources") or [],
         history=history,
         excluded_entities=excluded,
+        max_sentences=ctx.answer_sentences,
         similarity=cosine_to_query(ctx.deps.sentences),
     )
 
