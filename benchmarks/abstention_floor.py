@@ -7,6 +7,8 @@ test on another, both ways.
         --domain cloud --out bench-out/evidence-cloud.json
     python benchmarks/abstention_floor.py fit bench-out/evidence-clapnq.json \\
         bench-out/evidence-cloud.json
+    python benchmarks/abstention_floor.py band bench-out/evidence-clapnq.json \\
+        bench-out/evidence-cloud.json
 
 ``record`` runs every turn of a domain through the real graph without an LLM, as
 ``convrag eval answers`` does (the dataset's own history, the pool ingested into
@@ -17,6 +19,10 @@ with their cosines, every source's dense and keyword scores, and the rare-term I
 floor is set to 1e-6 for the run, so that the evidence is computed but never refuses, and
 ``sentence_band`` to 1, so that every turn weighs its sentences; the recorded rows
 reproduce ``convrag eval answers``'s abstention figures.
+
+``band`` replays the recordings with the sentences weighed only near the floor (and only
+the best few by words), and counts the decisions that differ from weighing every turn's 24:
+how ``sentence_band`` and the evidence's 16 candidates were chosen.
 
 ``fit`` scores candidate signals over a grid of floors: for each, the floor with the best
 abstention F1 (UNANSWERABLE against ANSWERABLE turns) within the bars (false abstention
@@ -36,6 +42,7 @@ from typing import Any
 
 import convrag.answering as answering
 from convrag.answering import SEMANTIC_CANDIDATES, Similarity, ranked_by_words
+from convrag.context import DEFAULT_RARE_TERM_PENALTY, DEFAULT_RELEVANCE_FLOOR
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
@@ -180,6 +187,57 @@ def _line(s: Row | None) -> str:
     )
 
 
+def decides(row: Row, candidates: int, band: float, floor: float, penalty: float) -> bool:
+    """Whether the graph refuses this turn when it weighs the ``candidates`` best sentences
+    by words only within ``band`` of ``floor`` (the chunk's evidence decides elsewhere)."""
+    if "chunk" not in row:
+        return False
+    evidence = float(row["chunk"]) - penalty * float(row.get("rare", 0.0))
+    if abs(evidence - floor) < band and row["cosines"][:candidates]:
+        evidence = _closest(row, 2, candidates) - penalty * float(row.get("rare", 0.0))
+    return evidence < floor
+
+
+def bands(domains: dict[str, list[Row]], floor: float, penalty: float) -> list[Row]:
+    """For each (candidates, band): the decisions that differ from weighing all
+    :data:`SEMANTIC_CANDIDATES` sentences on every turn, and the sentences embedded a turn."""
+    out = []
+    for name, rows in domains.items():
+        every = [decides(r, SEMANTIC_CANDIDATES, 1.0, floor, penalty) for r in rows]
+        for candidates in (8, 12, 16, SEMANTIC_CANDIDATES):
+            for band in (0.05, 0.08, 0.10, 0.15):
+                changed = [
+                    r["label"]
+                    for r, e in zip(rows, every, strict=True)
+                    if decides(r, candidates, band, floor, penalty) != e
+                ]
+                embedded = sum(
+                    len(r["cosines"][:candidates])
+                    for r in rows
+                    if "chunk" in r
+                    and abs(float(r["chunk"]) - penalty * float(r.get("rare", 0.0)) - floor) < band
+                )
+                out.append(
+                    {
+                        "domain": name,
+                        "candidates": candidates,
+                        "band": band,
+                        "changed": len(changed),
+                        "changed_labels": changed,
+                        "sentences_per_turn": round(embedded / len(rows), 2),
+                    }
+                )
+    return out
+
+
+def _recordings(paths: Sequence[Path]) -> dict[str, list[Row]]:
+    domains = {}
+    for path in paths:
+        recorded = json.loads(path.read_text())
+        domains[recorded["domain"]] = recorded["rows"]
+    return domains
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -191,16 +249,25 @@ def main() -> None:
     fitting = sub.add_parser("fit", help="fit each signal on one recording, test on the rest")
     fitting.add_argument("recordings", type=Path, nargs="+")
     fitting.add_argument("--out", type=Path, default=None)
+    banding = sub.add_parser(
+        "band", help="decisions changed by weighing fewer sentences, on fewer turns"
+    )
+    banding.add_argument("recordings", type=Path, nargs="+")
+    banding.add_argument("--floor", type=float, default=DEFAULT_RELEVANCE_FLOOR)
+    banding.add_argument("--penalty", type=float, default=DEFAULT_RARE_TERM_PENALTY)
     args = parser.parse_args()
     if args.command == "record":
         rows = asyncio.run(record(args.data, args.domain, args.offtopic_domain))
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"domain": args.domain, "rows": rows}))
         return
-    domains = {}
-    for path in args.recordings:
-        recorded = json.loads(path.read_text())
-        domains[recorded["domain"]] = recorded["rows"]
+    domains = _recordings(args.recordings)
+    if args.command == "band":
+        for b in bands(domains, args.floor, args.penalty):
+            print(f"{b['domain']}: {b['candidates']} candidates, band {b['band']}: "
+                  f"{b['changed']} decisions changed {b['changed_labels']}, "
+                  f"{b['sentences_per_turn']} sentences embedded a turn")
+        return
     report = fits(domains)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
