@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import convrag.answering as answering
-from convrag.answering import SEMANTIC_CANDIDATES, Similarity, ranked_by_words
+from convrag.answering import SEMANTIC_CANDIDATES, Similarity, query_coverage, ranked_by_words
 from convrag.context import DEFAULT_RARE_TERM_PENALTY, DEFAULT_RELEVANCE_FLOOR
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
@@ -61,6 +61,20 @@ def _closest(row: Row, n: int, candidates: int = SEMANTIC_CANDIDATES) -> float:
     return statistics.fmean(cosines) if cosines else float(row["chunk"])
 
 
+def _coverage(row: Row) -> float:
+    """The share of the query's terms in the sentence closest to it in meaning."""
+    pairs = list(zip(row.get("cosines", []), row.get("sentences", []), strict=False))
+    if not pairs:
+        return 0.0
+    return query_coverage(row["query"], max(pairs)[1])
+
+
+def _margin(row: Row) -> float:
+    """How far the best source's cosine stands above the mean of the next four."""
+    dense = sorted((float(d) for d in row.get("dense", []) if d is not None), reverse=True)
+    return dense[0] - statistics.fmean(dense[1:5]) if len(dense) > 1 else 0.0
+
+
 SIGNALS: dict[str, Callable[[Row], float]] = {
     "best chunk's cosine": lambda r: float(r["chunk"]),
     "closest sentence": lambda r: _closest(r, 1),
@@ -69,6 +83,10 @@ SIGNALS: dict[str, Callable[[Row], float]] = {
     "mean of the two closest of the 12 best by words": lambda r: _closest(r, 2, 12),
     "mean of the three closest sentences": lambda r: _closest(r, 3),
     "mean of chunk and closest sentence": lambda r: (_closest(r, 1) + float(r["chunk"])) / 2,
+    "two closest + 0.1 x the closest one's query coverage": lambda r: _closest(r, 2)
+    + 0.1 * _coverage(r),
+    "two closest + 0.1 x the best chunk's margin over the next four": lambda r: _closest(r, 2)
+    + 0.1 * _margin(r),
 }
 """Each signal before the rare-term penalty; a turn with no candidate sentence falls back
 to the chunk's cosine, as the graph does."""
