@@ -62,6 +62,23 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
     }
 
 
+def test_ask_lists_numbered_sources_under_an_answer_and_none_under_not_found(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    assert _run(["ingest", str(doc), "-w", "ask", "-q"], cli_data).returncode == 0
+    answered = _run(["ask", "How many days of annual leave do we get?", "-w", "ask"], cli_data)
+    assert answered.returncode == 0, answered.stderr
+    assert "25 days" in answered.stdout and "[1]" in answered.stdout
+    assert "[1] leave" in answered.stderr
+    refused = _run(["ask", "What is the capital of France?", "-w", "ask"], cli_data)
+    assert refused.returncode == 0, refused.stderr
+    assert "could not find" in refused.stdout
+    assert "[1]" not in refused.stderr
+    assert "closest sources, none of which answers: leave" in refused.stderr
+
+
 def test_ingest_into_a_log_prints_progress_lines_not_a_bar(cli_data: Path, tmp_path: Path) -> None:
     for i in range(3):
         (tmp_path / f"policy-{i}.md").write_text(f"Policy {i}: staff may work from home.")

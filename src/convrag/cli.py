@@ -633,9 +633,17 @@ def ask(
         print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
         return
     out.print(state["answer"], markup=False, highlight=False)
-    for n, src in enumerate(state.get("sources", []), 1):
-        label = src.get("url") or src.get("title") or src["document_id"]
-        err.print(escape(f"[{n}] {label}"), style="dim")
+    labels = [
+        src.get("url") or src.get("title") or src["document_id"]
+        for src in state.get("sources", [])
+    ]
+    if (state.get("flags") or {}).get("no_answer"):
+        # Numbered sources under "not found" would read as citations.
+        closest = ", ".join(dict.fromkeys(str(label) for label in labels))
+        err.print(escape(f"closest sources, none of which answers: {closest}"), style="dim")
+    else:
+        for n, label in enumerate(labels, 1):
+            err.print(escape(f"[{n}] {label}"), style="dim")
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
 
 
