@@ -181,6 +181,22 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     assert searcher.rarest_missing_term(workspace, rewritten, leave, typed="Per year?") == 0
 
 
+async def test_keyword_search_ranks_by_what_a_question_is_about_not_its_framing(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    docs = tmp_path / "faq"
+    docs.mkdir()
+    (docs / "howto.md").write_text("How do you do it? How could you tell? Here is how it works.")
+    (docs / "vpn.md").write_text("Staff connect to the office network with the WireGuard VPN.")
+    for path in sorted(docs.iterdir()):
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    hits = await services.searcher.search(
+        workspace, "How could I tell which VPN we use?", top_k=2, mode="bm25"
+    )
+    assert "WireGuard" in hits[0].text
+    assert len(hits) == 1  # the page of framing words shares no subject word
+
+
 async def test_the_previous_question_steers_dense_search_but_scores_stay_the_querys_cosine(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:

@@ -29,6 +29,7 @@ from convrag.stores.vectors import (
     NumpyDenseIndex,
     VectorIndex,
 )
+from convrag.text.lexicon import subject_words
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
@@ -269,6 +270,9 @@ class HybridSearcher:
         )
 
     async def _keyword(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+        # Both keyword engines drop only a few dozen stopwords, so a question's framing
+        # ("how", "could", "tell me") would match every passage that uses it.
+        query = subject_words(query)
         if self.keywords is None:
             return await asyncio.to_thread(self.index.bm25_search, workspace_id, query, limit)
         return await asyncio.to_thread(self.keywords.search, workspace_id, query, limit)

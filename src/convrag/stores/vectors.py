@@ -32,7 +32,7 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
-from convrag.text.lexicon import FRAME_WORDS, FUNCTION_WORDS
+from convrag.text.lexicon import NOT_SUBJECT
 
 _BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 """bm25s's default token pattern, for tokenising as it does."""
@@ -354,11 +354,6 @@ class NumpyDenseIndex:
         return [Hit(rows[i][0], rows[i][1], rows[i][2], float(scores[i])) for i in top]
 
 
-NOT_SUBJECT = FUNCTION_WORDS | FRAME_WORDS
-"""Words of a question that are not what it is about ("how", "could", "tell", "happen"):
-bm25s's stopword list is Lucene's 33 words, so its index counts them as terms, and a
-workspace whose text lacks "how" would make every how-question look off-topic."""
-
 TYPO_MIN_LENGTH = 5
 """Shorter unseen words are not read as typos: one edit turns many short words into
 others ("rome" and "role")."""
@@ -432,6 +427,8 @@ class Bm25sKeywordIndex:
         if entry is None or entry[1] is None:
             return 0.0
         retriever = entry[1]
+        # bm25s's stopword list is Lucene's 33 words, so its index counts "how" as a term:
+        # a workspace whose text lacks it would make every how-question look off-topic.
         asked = self._stems([query], ignore=NOT_SUBJECT)
         if typed is not None:
             asked &= self._stems([typed], ignore=NOT_SUBJECT)

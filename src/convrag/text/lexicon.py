@@ -9,6 +9,8 @@ and every list a frozenset, because the lists are consulted for each token of ev
 
 from __future__ import annotations
 
+import re
+
 
 def _words(text: str) -> frozenset[str]:
     """A word list from whitespace-separated words, as a frozenset for constant-time lookups."""
@@ -60,6 +62,19 @@ FUNCTION_WORDS = (
     | PRONOUNS
     | _words("not no yes to there here as than then so very just")
 )
+NOT_SUBJECT = FUNCTION_WORDS | FRAME_WORDS
+"""Words of a question that are not what it is about ("how", "could", "tell", "happen")."""
+
+_WORD = re.compile(r"\w+(?:'\w+)*")  # "can't" and "Chaudhari's" stay one word
+
+
+def subject_words(query: str) -> str:
+    """``query`` without the words that are not what it is about (:data:`NOT_SUBJECT`),
+    or ``query`` itself when nothing else is left ("What is it?")."""
+    kept = [w for w in _WORD.findall(query) if w.lower() not in NOT_SUBJECT]
+    return " ".join(kept) if kept else query
+
+
 # Capitalised words that start sentences without being names.
 NOT_NAME = (
     FUNCTION_WORDS
