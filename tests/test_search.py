@@ -227,6 +227,40 @@ async def test_the_previous_question_steers_dense_search_but_scores_stay_the_que
             assert r.score == pytest.approx(cosine[r.chunk_id], abs=1e-5)
 
 
+async def test_milvus_dense_search_steers_feeds_back_and_scores_as_the_in_process_engine(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    """A Milvus server (``DENSE_ENGINE=milvus``) must rank a conversation's turns as the
+    embedded default does: the previous question and feedback move the ranking, and the
+    scores stay the query's own cosine."""
+    from convrag.search import HybridSearcher
+
+    docs = tmp_path / "offices"
+    docs.mkdir()
+    for city, hour in (("Paris", 8), ("Berlin", 9), ("Madrid", 10), ("Rome", 7)):
+        (docs / f"{city.lower()}.md").write_text(f"The {city} office opens at {hour} am.")
+    for path in sorted(docs.iterdir()):
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    numpy_engine = services.searcher
+    milvus_engine = HybridSearcher(
+        services.db, services.index, services.embedder, keyword_engine="bm25s"
+    )
+    how = {
+        "top_k": 4,
+        "mode": "dense",
+        "context_query": "Tell me about the Berlin office.",
+        "context_weight": 0.6,
+        "feedback_weight": 0.4,
+    }
+    query = "When does the office open?"
+    expected = await numpy_engine.search(workspace, query, **how)  # type: ignore[arg-type]
+    got = await milvus_engine.search(workspace, query, **how)  # type: ignore[arg-type]
+    assert "Berlin" in got[0].text
+    assert [r.chunk_id for r in got] == [r.chunk_id for r in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+
+
 def ctx_top(results: list[Any]) -> str:
     return "Paris" if "Paris" in results[0].text else "Berlin"
 

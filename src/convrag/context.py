@@ -141,7 +141,7 @@ class Context:
         metadata={
             "description": "Pseudo-relevance feedback in dense search: the query vector "
             "moves by this much towards the mean of its first three passages before the "
-            "final ranking (0 ranks by the query alone; the in-process dense engine only)."
+            "final ranking (0 ranks by the query alone; Milvus's dense engine searches twice)."
         },
     )
     anchor_boost: float = field(

@@ -247,24 +247,24 @@ class HybridSearcher:
         start = time.perf_counter()
         vector = await self.embed_query(query)
         context: list[float] | None = None
-        if self.dense is not None and context_query and context_weight > 0.0:
+        if context_query and context_weight > 0.0:
             context = await self.embed_query(context_query)
         if timings is not None:
             timings["embed_query"] = round((time.perf_counter() - start) * 1000.0, 3)
-        if self.dense is None:
-            return await asyncio.to_thread(self.index.dense_search, workspace_id, vector, limit)
         ranking: list[float] | None = None
         if context is not None:
             mixed = np.asarray(vector) + context_weight * np.asarray(context)
             ranking = [float(x) for x in mixed / np.linalg.norm(mixed)]
-        # In a thread: the matrix product releases the GIL, so it overlaps BM25.
+        # Either engine ranks and scores alike. In a thread: the matrix product releases
+        # the GIL, so it overlaps BM25; a Milvus search waits on the network.
+        engine = self.dense.search if self.dense is not None else self.index.dense_search
         return await asyncio.to_thread(
             partial(
-                self.dense.search,
+                engine,
                 workspace_id,
                 ranking or vector,
                 limit,
-                score_with=vector,
+                score_with=vector if ranking else None,
                 feedback_weight=feedback_weight,
             )
         )
@@ -297,9 +297,9 @@ class HybridSearcher:
         With ``context_query`` (the conversation's previous question), the dense list is
         ranked by the query's vector plus ``context_weight`` times the context's: a
         follow-up stays near the conversation's topic. ``feedback_weight`` then moves that
-        vector towards its first few passages (pseudo-relevance feedback; in-process dense
-        engine only). The dense scores stay the cosine to ``query`` alone, so thresholds
-        mean the same with or without either. ``timings``, when given, gets
+        vector towards its first few passages (pseudo-relevance feedback). Both dense
+        engines rank and score alike. The dense scores stay the cosine to ``query`` alone,
+        so thresholds mean the same with or without either. ``timings``, when given, gets
         ``embed_query``: the milliseconds spent waiting for the embeddings.
         """
         check_id(workspace_id)

@@ -238,17 +238,59 @@ class VectorIndex:
         *,
         kind: str = KIND_CHUNK,
         conversation_id: str | None = None,
+        score_with: Sequence[float] | None = None,
+        feedback_weight: float = 0.0,
+        feedback_depth: int = 3,
     ) -> list[Hit]:
+        """The ``limit`` rows closest to ``vector``, as :meth:`NumpyDenseIndex.search` ranks
+        and scores them (``score_with``, Rocchio ``feedback_weight``), so that a Milvus
+        server ranks a conversation's turns as the in-process engine does. Feedback costs
+        a second search; rescoring brings back the rows' vectors."""
+        query = np.asarray(vector, dtype=np.float32)
+        scorer = None if score_with is None else np.asarray(score_with, dtype=np.float32)
+        if feedback_weight > 0.0 and feedback_depth > 0:
+            first = self._nearest(workspace_id, query, feedback_depth, kind, conversation_id)
+            if first:
+                if scorer is None:
+                    scorer = query
+                rows = np.stack([np.asarray(h["entity"]["dense"]) for h in first])
+                query = rocchio(query, rows.astype(np.float32), feedback_weight)
+        found = self._nearest(
+            workspace_id, query, limit, kind, conversation_id, vectors=scorer is not None
+        )
+        if scorer is None:
+            return _hits(found)
+        return [
+            Hit(
+                str(h["chunk_id"]),
+                h["entity"]["document_id"],
+                h["entity"]["text"],
+                float(np.asarray(h["entity"]["dense"], dtype=np.float32) @ scorer),
+            )
+            for h in found
+        ]
+
+    def _nearest(
+        self,
+        workspace_id: str,
+        vector: Matrix,
+        limit: int,
+        kind: str,
+        conversation_id: str | None,
+        *,
+        vectors: bool = True,
+    ) -> Any:
+        """Milvus's closest rows by cosine, with their stored vectors when ``vectors``."""
         res = self.client.search(
             self.collection,
-            data=[np.asarray(vector, dtype=np.float32).tolist()],
+            data=[vector.tolist()],
             anns_field="dense",
             limit=limit,
             filter=self._filter(workspace_id, kind, conversation_id),
             search_params={"metric_type": "COSINE", "params": {"nprobe": 16}},
-            output_fields=["document_id", "text"],
+            output_fields=["document_id", "text", *(["dense"] if vectors else [])],
         )
-        return _hits(res[0])
+        return res[0]
 
     def bm25_search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
         res = self.client.search(
@@ -275,6 +317,16 @@ class VectorIndex:
         except Exception:
             return False
         return True
+
+
+def rocchio(query: Matrix, first: Matrix, weight: float) -> Matrix:
+    """``query`` moved by ``weight`` towards the mean of the ``first`` rows it found, both
+    unit length first (Rocchio pseudo-relevance feedback): a short query takes on the
+    vocabulary of the passages it found first."""
+    centroid = first.mean(axis=0)
+    moved = query / max(float(np.linalg.norm(query)), 1e-12)
+    moved = moved + weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
+    return np.asarray(moved, dtype=np.float32)
 
 
 def _hits(rows: Any, *, absolute: bool = False) -> list[Hit]:
@@ -327,8 +379,7 @@ class NumpyDenseIndex:
         ``score_with`` when given (rank by one vector, report another's similarity).
 
         With ``feedback_weight``, the ranking vector moves towards the mean of its first
-        ``feedback_depth`` rows before the final ranking (Rocchio pseudo-relevance
-        feedback): a short query takes on the vocabulary of the passages it found first.
+        ``feedback_depth`` rows before the final ranking (:func:`rocchio`).
         """
         entry = self._cache.get(workspace_id)
         if entry is None or not entry[1]:
@@ -339,10 +390,7 @@ class NumpyDenseIndex:
         if feedback_weight > 0.0 and feedback_depth > 0:
             depth = min(feedback_depth, len(rows))
             first = np.argpartition(-scores, depth - 1)[:depth]
-            centroid = matrix[first].mean(axis=0)
-            moved = query / max(float(np.linalg.norm(query)), 1e-12)
-            moved = moved + feedback_weight * centroid / max(float(np.linalg.norm(centroid)), 1e-12)
-            scores = matrix @ moved
+            scores = matrix @ rocchio(query, matrix[first], feedback_weight)
             if score_with is None:
                 score_with = vector
         k = min(limit, len(rows))
