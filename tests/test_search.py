@@ -152,16 +152,28 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
     assert again[0].text == hits[0].text and calls == [[query]]  # not embedded twice
 
 
+async def _ingest(services: Services, workspace: str, folder: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (name: text) under ``folder`` and ingest them, one document each."""
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    for path in sorted(folder.iterdir()):
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+
+
 async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "leave.md").write_text("Every employee gets 25 days of paid annual leave per year.")
-    (docs / "meals.md").write_text("The meal allowance in Europe is 60 euros per day.")
-    (docs / "travel.md").write_text("Employees book travel through the travel desk.")
-    for path in sorted(docs.iterdir()):
-        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    await _ingest(
+        services,
+        workspace,
+        tmp_path / "docs",
+        {
+            "leave.md": "Every employee gets 25 days of paid annual leave per year.",
+            "meals.md": "The meal allowance in Europe is 60 euros per day.",
+            "travel.md": "Employees book travel through the travel desk.",
+        },
+    )
     await services.searcher.warm(workspace)
     leave = ["Every employee gets 25 days of paid annual leave per year."]
     searcher = services.searcher
@@ -184,12 +196,15 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
 async def test_keyword_search_ranks_by_what_a_question_is_about_not_its_framing(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    docs = tmp_path / "faq"
-    docs.mkdir()
-    (docs / "howto.md").write_text("How do you do it? How could you tell? Here is how it works.")
-    (docs / "vpn.md").write_text("Staff connect to the office network with the WireGuard VPN.")
-    for path in sorted(docs.iterdir()):
-        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    await _ingest(
+        services,
+        workspace,
+        tmp_path / "faq",
+        {
+            "howto.md": "How do you do it? How could you tell? Here is how it works.",
+            "vpn.md": "Staff connect to the office network with the WireGuard VPN.",
+        },
+    )
     hits = await services.searcher.search(
         workspace, "How could I tell which VPN we use?", top_k=2, mode="bm25"
     )
@@ -200,12 +215,15 @@ async def test_keyword_search_ranks_by_what_a_question_is_about_not_its_framing(
 async def test_the_previous_question_steers_dense_search_but_scores_stay_the_querys_cosine(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    docs = tmp_path / "offices"
-    docs.mkdir()
-    (docs / "paris.md").write_text("The Paris office opens at 8 am on weekdays.")
-    (docs / "berlin.md").write_text("The Berlin office opens at 9 am on weekdays.")
-    for path in sorted(docs.iterdir()):
-        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    await _ingest(
+        services,
+        workspace,
+        tmp_path / "offices",
+        {
+            "paris.md": "The Paris office opens at 8 am on weekdays.",
+            "berlin.md": "The Berlin office opens at 9 am on weekdays.",
+        },
+    )
     searcher = services.searcher
     query = "When does the office open?"
     plain = await searcher.search(workspace, query, top_k=2, mode="dense")
@@ -235,12 +253,9 @@ async def test_milvus_dense_search_steers_feeds_back_and_scores_as_the_in_proces
     scores stay the query's own cosine."""
     from convrag.search import HybridSearcher
 
-    docs = tmp_path / "offices"
-    docs.mkdir()
-    for city, hour in (("Paris", 8), ("Berlin", 9), ("Madrid", 10), ("Rome", 7)):
-        (docs / f"{city.lower()}.md").write_text(f"The {city} office opens at {hour} am.")
-    for path in sorted(docs.iterdir()):
-        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    cities = (("Paris", 8), ("Berlin", 9), ("Madrid", 10), ("Rome", 7))
+    offices = {f"{c.lower()}.md": f"The {c} office opens at {h} am." for c, h in cities}
+    await _ingest(services, workspace, tmp_path / "offices", offices)
     numpy_engine = services.searcher
     milvus_engine = HybridSearcher(
         services.db, services.index, services.embedder, keyword_engine="bm25s"
