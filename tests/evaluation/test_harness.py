@@ -64,6 +64,24 @@ def _mtrag_dir(root: Path, filler: int = 0) -> Path:
     return d
 
 
+async def test_mtrag_report_names_the_reranker_convrag_ran_with(
+    services: Services, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    import aiohttp
+
+    from convrag.rerank import HttpReranker
+    from tests.test_rerank import serving
+
+    async with serving("Glendale") as (_, url), aiohttp.ClientSession() as session:
+        reranked = replace(services, reranker=HttpReranker(f"{url}/rerank", session))
+        report = await evaluate_mtrag(
+            reranked, _mtrag_dir(tmp_path), "mini", strategies=["convrag"]
+        )
+    assert report["reranker"] == f"http:{url}/rerank"
+
+
 async def test_mtrag_report_has_every_strategy_split_by_turn_type(
     services: Services, tmp_path: Path
 ) -> None:

@@ -341,7 +341,8 @@ async def evaluate_mtrag(
         "corpus_passages": len(corpus),
         "ingest_seconds": round(ingest_s, 1),
         "embedder": services.settings.embedding_model,
-        "reranker": "none",
+        # The one convrag's strategies ran with (the baselines never rerank).
+        "reranker": "none" if services.reranker is None else f"http:{services.reranker.url}",
         "rrf_bm25_weight": services.settings.rrf_bm25_weight,
         "context_overrides": dict(overrides or {}),
         "ms_per_turn": timing,
