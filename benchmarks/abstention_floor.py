@@ -205,12 +205,17 @@ def _line(s: Row | None) -> str:
     )
 
 
+def _chunk_evidence(row: Row, penalty: float) -> float:
+    """The best chunk's cosine less the rare-term penalty: the evidence before sentences."""
+    return float(row["chunk"]) - penalty * float(row.get("rare", 0.0))
+
+
 def decides(row: Row, candidates: int, band: float, floor: float, penalty: float) -> bool:
     """Whether the graph refuses this turn when it weighs the ``candidates`` best sentences
     by words only within ``band`` of ``floor`` (the chunk's evidence decides elsewhere)."""
     if "chunk" not in row:
         return False
-    evidence = float(row["chunk"]) - penalty * float(row.get("rare", 0.0))
+    evidence = _chunk_evidence(row, penalty)
     if abs(evidence - floor) < band and row["cosines"][:candidates]:
         evidence = _closest(row, 2, candidates) - penalty * float(row.get("rare", 0.0))
     return evidence < floor
@@ -232,8 +237,7 @@ def bands(domains: dict[str, list[Row]], floor: float, penalty: float) -> list[R
                 embedded = sum(
                     len(r["cosines"][:candidates])
                     for r in rows
-                    if "chunk" in r
-                    and abs(float(r["chunk"]) - penalty * float(r.get("rare", 0.0)) - floor) < band
+                    if "chunk" in r and abs(_chunk_evidence(r, penalty) - floor) < band
                 )
                 out.append(
                     {

@@ -258,17 +258,7 @@ class VectorIndex:
         found = self._nearest(
             workspace_id, query, limit, kind, conversation_id, vectors=scorer is not None
         )
-        if scorer is None:
-            return _hits(found)
-        return [
-            Hit(
-                str(h["chunk_id"]),
-                h["entity"]["document_id"],
-                h["entity"]["text"],
-                float(np.asarray(h["entity"]["dense"], dtype=np.float32) @ scorer),
-            )
-            for h in found
-        ]
+        return _hits(found, score_with=scorer)
 
     def _nearest(
         self,
@@ -329,10 +319,15 @@ def rocchio(query: Matrix, first: Matrix, weight: float) -> Matrix:
     return np.asarray(moved, dtype=np.float32)
 
 
-def _hits(rows: Any, *, absolute: bool = False) -> list[Hit]:
+def _hits(rows: Any, *, absolute: bool = False, score_with: Matrix | None = None) -> list[Hit]:
+    """Milvus result rows as hits, scored by their distance, or by the cosine of their
+    returned vector to ``score_with``."""
     out = []
     for h in rows:
-        score = float(h["distance"])
+        if score_with is not None:
+            score = float(np.asarray(h["entity"]["dense"], dtype=np.float32) @ score_with)
+        else:
+            score = float(h["distance"])
         out.append(
             Hit(
                 str(h["chunk_id"]),
