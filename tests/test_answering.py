@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convrag.answering import NO_SOURCES_ANSWER, extractive_answer, sentences
+from convrag.answering import (
+    NO_SOURCES_ANSWER,
+    PROCEDURE_EXTRA_SENTENCES,
+    answer_length,
+    extractive_answer,
+    sentences,
+)
 from convrag.citations import resolve_citations
 from convrag.records import Source
 
@@ -37,6 +43,22 @@ def test_the_answer_quotes_the_asked_record_with_its_marker_only() -> None:
     answer = extractive_answer("What is Prasad Chaudhari's basic salary?", [_src(RECORDS, 1)])
     assert answer.startswith("Prasad Chaudhari;") and answer.endswith("[1]")
     assert "John Doe" not in answer
+
+
+def test_the_sentence_after_the_best_one_is_quoted_as_its_continuation() -> None:
+    text = (
+        "The regional office opened in 2019. The commuter tax is 5 percent of gross pay. "
+        "It is deducted monthly by the employer. Unrelated remarks about the weather follow."
+    )
+    answer = extractive_answer("What is the commuter tax?", [_src(text, 1)])
+    assert "It is deducted monthly by the employer. [1]" in answer
+    assert "weather" not in answer
+
+
+def test_a_how_to_question_may_quote_more_sentences() -> None:
+    assert answer_length("How do I reset my password?", 4) == 4 + PROCEDURE_EXTRA_SENTENCES
+    assert answer_length("What are the steps to enrol?", 4) == 4 + PROCEDURE_EXTRA_SENTENCES
+    assert answer_length("How old is the founder?", 4) == 4
 
 
 def test_excluded_entities_are_not_repeated() -> None:

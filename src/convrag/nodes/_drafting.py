@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from convrag.answering import (
     GREETING_ANSWER,
+    answer_length,
     build_messages,
     extractive_answer,
     llm_answer,
@@ -135,7 +136,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         state.get("sources") or [],
         history=history,
         excluded_entities=excluded,
-        max_sentences=ctx.answer_sentences,
+        max_sentences=answer_length(rewritten, ctx.answer_sentences),
         similarity=cosine_to_query(ctx.deps.sentences),
     )
 
