@@ -267,3 +267,28 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
     assert twins[0].id in both.stderr and twins[1].id in both.stderr
     one = CliRunner().invoke(app, ["keys", "revoke", "abcd2"])
     assert one.exit_code == 0 and revoked == [twins[1].id]
+
+
+def test_a_bad_workspace_id_exits_2_naming_the_rule_before_any_work(cli_data: Path) -> None:
+    for args in (["keys", "create"], ["documents", "list"]):
+        out = _run([*args, "-w", "../x"], cli_data)
+        assert out.returncode == 2, out.stderr
+        assert "invalid workspace id" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ask_in_an_unknown_or_foreign_conversation_exits_2_without_a_new_one(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    assert _run(["ingest", str(doc), "-w", "mine", "-q"], cli_data).returncode == 0
+    first = _run(["ask", "How many days of leave?", "-w", "mine", "--json"], cli_data)
+    conv = json.loads(first.stdout)["conversation_id"]
+    for workspace, conversation in (
+        ("other", conv),
+        ("mine", "00000000-0000-0000-0000-000000000000"),
+    ):
+        out = _run(["ask", "And sick leave?", "-w", workspace, "-c", conversation], cli_data)
+        assert out.returncode == 2, out.stderr
+        assert f"no conversation '{conversation}' in workspace '{workspace}'" in out.stderr
+        assert "Traceback" not in out.stderr

@@ -106,6 +106,12 @@ NO_SOURCES_ANSWER = (
     "I could not find anything about this in the workspace's documents. "
     "Try rephrasing, or ingest documents that cover it."
 )
+RAG_OFF_ANSWER = (
+    "Retrieval is off for this message (rag.enabled is false), and with no language model "
+    "configured there is nothing to answer from: turn retrieval on, or configure an LLM."
+)
+NOT_ANSWERED = frozenset({NO_SOURCES_ANSWER, RAG_OFF_ANSWER})
+"""The no-LLM answers that say nothing was found: the turn carries ``no_answer``."""
 GREETING_ANSWER = "Hello! Ask me anything about the documents in this workspace."
 
 

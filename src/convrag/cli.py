@@ -107,8 +107,24 @@ SetOpt = Annotated[
     ),
 ]
 
+def _workspace_id(value: str) -> str:
+    """The ``--workspace`` value, checked before any work starts (exit 2 naming the rule)."""
+    from convrag.ids import check_id
+
+    try:
+        return check_id(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 WorkspaceOpt = Annotated[
-    str, typer.Option("--workspace", "-w", help="Workspace id (documents never cross workspaces).")
+    str,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Workspace id (documents never cross workspaces).",
+        callback=_workspace_id,
+    ),
 ]
 
 
@@ -422,10 +438,7 @@ def sweep() -> None:
 @keys_app.command("create")
 def keys_create(workspace: WorkspaceOpt) -> None:
     """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
-    from convrag.ids import check_id
     from convrag.services import open_services
-
-    check_id(workspace)
 
     async def go() -> str:
         async with open_services() as services:
@@ -612,6 +625,13 @@ def ask(
 
     async def go() -> Any:
         async with open_assistant() as bot:
+            if conversation is not None and not await bot.services.db.conversation_exists(
+                workspace, conversation
+            ):
+                raise ValueError(
+                    f"no conversation {conversation!r} in workspace {workspace!r}; leave out "
+                    "-c to start one (each answer prints its conversation id)"
+                )
             conv = conversation or await bot.new_conversation(workspace)
             return await bot.ask(
                 question, conv, workspace_id=workspace, context=Context(workspace_id=workspace)
@@ -655,12 +675,10 @@ def keys_list(workspace: WorkspaceOpt) -> None:
     characters and a fingerprint: the first 12 hex digits of its SHA-256 (to match a key
     you hold: ``printf %s "$KEY" | sha256sum | cut -c1-12``).
     """
-    from convrag.ids import check_id
     from convrag.services import open_services
     from convrag.stores.database import ApiKeyRecord
 
     async def go() -> list[ApiKeyRecord]:
-        check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
         async with open_services() as services:
             return await services.db.list_api_keys(workspace)
 

@@ -39,6 +39,16 @@ def test_jsonl_corpus_records_become_documents(docs_dir: Path) -> None:
         ("blank.md", b"  \n\t\n", "no text to index"),
         ("latin1.txt", "caf\u00e9 cr\u00e8me".encode("latin-1"), "not valid UTF-8"),
         ("bad.jsonl", b'{"title": "no id"}\n', "each line needs {_id, title, text}"),
+        ("nul.jsonl", b'{"_id": "a", "title": "T\\u0000", "text": "x"}\n', "title contains a NUL"),
+        ("nul2.jsonl", b'{"_id": "a", "text": "x\\u0000y"}\n', ":1: text contains a NUL"),
+        ("list.jsonl", b'{"_id": "a", "title": ["x"], "text": "y"}\n', "title must be a string"),
+        ("num.jsonl", b'{"_id": "a", "text": 5}\n', "text must be a string, got int"),
+        ("noid.jsonl", b'{"_id": null, "text": "y"}\n', "_id must be a non-empty string"),
+        (
+            "dup.jsonl",
+            b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n',
+            ":2: _id 'a' repeats line 1",
+        ),
         ("broken.pdf", b"%PDF-1.4 not really", "not a readable PDF"),
         ("scan.pdf", pdf_bytes([[]]), "no text to index (empty or whitespace only); a scanned"),
         ("broken.docx", b"PK\x03\x04 not really", "not a valid .docx file: "),
@@ -139,7 +149,8 @@ def test_a_jsonl_file_over_the_record_limit_is_refused_naming_the_setting(
     docs_dir: Path,
 ) -> None:
     path = docs_dir / "many.jsonl.gz"
-    path.write_bytes(_gzip_of(b'{"_id": "p", "text": "a"}\n', 1001))
+    lines = "".join(f'{{"_id": "p{i}", "text": "a"}}\n' for i in range(1001))
+    path.write_bytes(_gzip_of(lines.encode(), 1))
     with pytest.raises(IngestError, match=r"over 1000 records.*MAX_RECORDS_PER_FILE"):
         load_path(path, max_bytes=2**20, max_records=1000)
     assert len(load_path(path, max_bytes=2**20, max_records=1001)) == 1001

@@ -31,14 +31,19 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
-def _comment(value: str | None) -> str | None:
-    """A comment stripped, None when blank; refused with control characters other than
-    tabs and line breaks (Postgres cannot store NUL)."""
-    if value is None:
-        return None
+def _plain_text(value: str) -> str:
+    """``value`` if it has no control characters other than tabs and line breaks:
+    Postgres cannot store NUL, and the others are no one's text."""
     if any((ord(c) < 0x20 and c not in "\t\n\r") or 0x7F <= ord(c) < 0xA0 for c in value):
         raise ValueError("must not contain control characters other than tabs and newlines")
-    return value.strip() or None
+    return value
+
+
+def _comment(value: str | None) -> str | None:
+    """A comment stripped, None when blank; refused as :func:`_plain_text` refuses."""
+    if value is None:
+        return None
+    return _plain_text(value).strip() or None
 
 
 class ErrorOut(BaseModel):
@@ -113,7 +118,9 @@ class RagOptions(BaseModel):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    content: Annotated[
+        str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS), AfterValidator(_plain_text)
+    ]
     rag: RagOptions = Field(default_factory=RagOptions)
     client_message_id: str | None = Field(
         default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS
@@ -292,9 +299,20 @@ class UploadOut(DocumentOut):
     documents: list[DocumentOut]
 
 
+def _chat_content(
+    value: str | list[dict[str, Any]] | None,
+) -> str | list[dict[str, Any]] | None:
+    """A message's text, whole or in ``text`` parts, refused as :func:`_plain_text` refuses."""
+    parts = [value] if isinstance(value, str) else [p.get("text") for p in value or []]
+    for part in parts:
+        if isinstance(part, str):
+            _plain_text(part)
+    return value
+
+
 class ChatMessage(BaseModel):
     role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: str | list[dict[str, Any]] | None = None
+    content: Annotated[str | list[dict[str, Any]] | None, AfterValidator(_chat_content)] = None
 
 
 class StreamOptions(BaseModel):

@@ -169,7 +169,10 @@ def _decode_line(path: Path, line: bytes, offset: int, first: bool) -> str:
         ) from exc
 
 
-def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[SourceDocument]:
+def _jsonl_records(
+    path: Path, raw: bytes, limits: Limits
+) -> Iterator[tuple[int, SourceDocument]]:
+    """Each record of a JSONL file with its line number, checked field by field."""
     records = 0
     for lineno, line in _lines(path, raw, limits.decompressed, limits.file):
         if not line.strip():
@@ -189,8 +192,22 @@ def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[SourceDoc
                 f"{path}:{lineno}: each line needs {{_id, title, text}}; got keys "
                 f"{sorted(rec) if isinstance(rec, dict) else type(rec).__name__}"
             )
+        doc_id, title, text = rec["_id"], rec.get("title"), rec["text"]
+        where = f"{path}:{lineno}"
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or doc_id == "":
+            raise IngestError(f"{where}: _id must be a non-empty string, got {doc_id!r}")
+        doc_id = str(doc_id)
+        if title is not None and not isinstance(title, str):
+            raise IngestError(
+                f"{where}: title must be a string or null, got {type(title).__name__}"
+            )
+        if not isinstance(text, str):
+            raise IngestError(f"{where}: text must be a string, got {type(text).__name__}")
+        for name, value in (("_id", doc_id), ("title", title or ""), ("text", text)):
+            if "\x00" in value:
+                raise IngestError(f"{where}: {name} contains a NUL character (\\u0000); remove it")
         meta = {k: v for k, v in rec.items() if k not in ("_id", "title", "text")}
-        yield SourceDocument(str(rec["_id"]), rec.get("title") or None, str(rec["text"]), meta)
+        yield lineno, SourceDocument(doc_id, (title or "").strip() or None, text, meta)
 
 
 #: What one parsed HTML element costs in memory, about (BeautifulSoup's tree).
@@ -255,10 +272,18 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
 
     source = str(path.resolve())
     if suffix in (".jsonl", ".jsonl.gz"):
-        docs = list(_jsonl_records(path, raw, limits))
-        if not docs:
+        numbered = list(_jsonl_records(path, raw, limits))
+        if not numbered:
             raise IngestError(f"{path}: no records")
-        return docs
+        # Checked once the file is read, so that the size limits speak first.
+        first: dict[str, int] = {}
+        for line, doc in numbered:
+            if first.setdefault(doc.source, line) != line:
+                raise IngestError(
+                    f"{path}:{line}: _id {doc.source!r} repeats line {first[doc.source]}; "
+                    "each record needs its own _id"
+                )
+        return [doc for _, doc in numbered]
     pages: tuple[str, ...] = ()
     title: str | None = path.stem
     if suffix == ".pdf":

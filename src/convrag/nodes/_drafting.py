@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from convrag.answering import (
     GREETING_ANSWER,
+    RAG_OFF_ANSWER,
     answer_length,
     build_messages,
     extractive_answer,
@@ -129,6 +130,8 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         if history and any(w in lowered for w in _REFORMAT_WORDS):
             return reformat_previous(state["message"], history)
         return GREETING_ANSWER
+    if not ctx.rag_enabled and not state.get("sources"):
+        return RAG_OFF_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]
     return await asyncio.to_thread(
         extractive_answer,

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from langgraph.runtime import Runtime
 
+from convrag.answering import GREETING_ANSWER
 from convrag.citations import has_marker
 from convrag.context import Context
 from convrag.state import Repetition, RepetitionUpdate, State
@@ -56,6 +57,9 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> Repetitio
     if state.get("regenerations") and not has_marker(state.get("draft", "")):
         # A regeneration with nothing new to cite: stop here, persist keeps the best draft.
         verdict = Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=1.0)
+    elif state.get("flags", {}).get("no_answer") or state.get("draft") == GREETING_ANSWER:
+        # A fixed reply ("not found", the greeting) says the same each time by design.
+        verdict = Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=0.0)
     drafts = list(state.get("drafts", []))
     if drafts:
         drafts[-1] = {**drafts[-1], "overlap_ratio": verdict["overlap_ratio"]}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from convrag.answering import NOT_ANSWERED
 from convrag.context import Context
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
@@ -52,4 +53,6 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         fallback = fell_back("synthesize", result.failure)
     text = await extractive_draft(state, ctx, excluded)
     stream_text(runtime, text, "synthesize")
+    if text in NOT_ANSWERED:
+        fallback["flags"] = {**fallback.get("flags", {}), "no_answer": True}
     return {**drafted(state, text, extractive=True), **fallback}

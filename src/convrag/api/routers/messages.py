@@ -106,17 +106,28 @@ def _busy() -> HTTPException:
 
 
 async def _previous_attempt(
-    services: Services, runner: TurnRunner, workspace: str, conversation_id: str, turn_id: str
+    services: Services,
+    runner: TurnRunner,
+    workspace: str,
+    conversation_id: str,
+    turn_id: str,
+    content: str,
 ) -> asyncio.Task[TurnResult] | AnswerOut | None:
     """What became of an earlier attempt at the keyed turn ``turn_id``: its task when it
     still runs in this process, its stored reply when it was answered, None when it must
     run (new, failed, or left ``processing`` by a process that is gone, or for longer
     than :data:`INTERRUPTED_AFTER`: it is marked failed first); 409 while it is being
-    answered elsewhere."""
+    answered elsewhere, 422 when the key was used for another message (``content``)."""
+    turn = await services.db.get_turn(workspace, conversation_id, turn_id)
+    if turn is not None and turn.question != content:
+        raise HTTPException(
+            422,
+            "Idempotency-Key: already used in this conversation for a different message; "
+            "send a new key with a new message",
+        )
     task = runner.running(workspace, conversation_id, turn_id)
     if task is not None:
         return task
-    turn = await services.db.get_turn(workspace, conversation_id, turn_id)
     if turn is None or turn.status == "failed":
         return None
     if turn.status == "done":
@@ -172,7 +183,8 @@ async def _joined(
         },
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
-            "`client_message_id` blank, over 200 characters or differing."
+            "`client_message_id` blank, over 200 characters, differing, or already used "
+            "for a different message."
         },
     },
 )
@@ -197,7 +209,9 @@ async def post_message(
     turn_id: str | None = None
     if key is not None:
         turn_id = turn_id_for(workspace, conversation_id, key)
-        previous = await _previous_attempt(services, runner, workspace, conversation_id, turn_id)
+        previous = await _previous_attempt(
+            services, runner, workspace, conversation_id, turn_id, content
+        )
         if isinstance(previous, AnswerOut):
             return await _reply(request, previous)
         if previous is not None:

@@ -1,0 +1,146 @@
+"""Input a new user sent that once failed unclearly: each is now a 4xx naming the problem,
+or an honest reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from convrag.answering import GREETING_ANSWER, RAG_OFF_ANSWER
+from tests import test_server as server_tests
+
+_auth = server_tests._auth
+app_server = server_tests.app_server
+base_url = server_tests.base_url
+tenant = server_tests.tenant
+
+JSON = {"Accept": "application/json"}
+
+
+async def _conversation(client: httpx.AsyncClient, base: str, tenant: dict[str, str]) -> str:
+    resp = await client.post(f"{base}/v1/conversations", headers=_auth(tenant))
+    return str(resp.json()["conversation_id"])
+
+
+async def _post(
+    client: httpx.AsyncClient,
+    base: str,
+    tenant: dict[str, str],
+    conv: str,
+    body: dict[str, Any],
+    **headers: str,
+) -> httpx.Response:
+    return await client.post(
+        f"{base}/v1/conversations/{conv}/messages",
+        json=body,
+        headers={**_auth(tenant), **JSON, **headers},
+    )
+
+
+async def test_a_nul_character_in_a_message_is_a_422_naming_the_field(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        message = await _post(client, base_url, tenant, conv, {"content": "salary\u0000?"})
+        chat = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": [{"type": "text", "text": "a\u0000"}]}]},
+            headers=_auth(tenant),
+        )
+        fine = await _post(client, base_url, tenant, conv, {"content": "Salary?\n\tPlease."})
+    assert message.status_code == 422 and "content" in message.text
+    assert "control characters" in message.text
+    assert chat.status_code == 422 and "control characters" in chat.text
+    assert fine.status_code == 200, fine.text
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (b'{"_id": "a", "title": "T\\u0000", "text": "x"}\n', ":1: title contains a NUL"),
+        (b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', ":2: _id 'a' repeats line 1"),
+        (b'{"_id": "a", "title": ["x"], "text": "y"}\n', ":1: title must be a string"),
+    ],
+    ids=["nul-title", "repeated-id", "list-title"],
+)
+async def test_a_jsonl_upload_with_a_bad_record_is_a_422_naming_its_line(
+    base_url: str, tenant: dict[str, str], lines: bytes, message: str
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("records.jsonl", lines)},
+            headers=_auth(tenant),
+        )
+        listed = await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))
+    assert resp.status_code == 422, resp.text
+    assert f"records.jsonl{message}" in resp.json()["detail"]
+    assert all(d["source"] != "a" for d in listed.json())
+
+
+async def test_an_idempotency_key_reused_for_another_message_is_a_422(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        first = await _post(
+            client,
+            base_url,
+            tenant,
+            conv,
+            {"content": "What is John Doe's salary?"},
+            **{"Idempotency-Key": "k1"},
+        )
+        again = await _post(
+            client,
+            base_url,
+            tenant,
+            conv,
+            {"content": "What is John Doe's salary?"},
+            **{"Idempotency-Key": "k1"},
+        )
+        other = await _post(
+            client,
+            base_url,
+            tenant,
+            conv,
+            {"content": "What is the capital of France?"},
+            **{"Idempotency-Key": "k1"},
+        )
+    # The retry's reply is the stored turn's, as the first attempt gave it.
+    assert first.status_code == 200 and again.json()["sources"] == first.json()["sources"]
+    assert again.json()["turn_id"] == first.json()["turn_id"]
+    assert other.status_code == 422
+    assert "already used in this conversation for a different message" in other.text
+
+
+async def test_retrieval_switched_off_without_an_llm_says_so_and_is_no_answer(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await _post(
+            client,
+            base_url,
+            tenant,
+            conv,
+            {"content": "What is John Doe's salary?", "rag": {"enabled": False}},
+        )
+    assert resp.json()["answer"] == RAG_OFF_ANSWER
+    assert resp.json()["no_answer"] is True
+
+
+async def test_a_second_greeting_is_not_flagged_as_a_repetition(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        replies = [
+            (await _post(client, base_url, tenant, conv, {"content": q})).json()
+            for q in ("Hello!", "Thanks!")
+        ]
+    assert [r["answer"] for r in replies] == [GREETING_ANSWER, GREETING_ANSWER]
+    assert replies[1]["repetition_detected"] is False
