@@ -9,6 +9,8 @@ test on another, both ways.
         bench-out/evidence-cloud.json
     python benchmarks/abstention_floor.py band bench-out/evidence-clapnq.json \\
         bench-out/evidence-cloud.json
+    python benchmarks/abstention_floor.py every-term bench-out/evidence-clapnq.json \\
+        bench-out/evidence-cloud.json
 
 ``record`` runs every turn of a domain through the real graph without an LLM, as
 ``convrag eval answers`` does (the dataset's own history, the pool ingested into
@@ -23,6 +25,10 @@ reproduce ``convrag eval answers``'s abstention figures.
 ``band`` replays the recordings with the sentences weighed only near the floor (and only
 the best few by words), and counts the decisions that differ from weighing every turn's 24:
 how ``sentence_band`` and the evidence's 16 candidates were chosen.
+
+``every-term`` replays the default floor without and with the rule that a sentence
+holding every query term (no rare term missing) overrules it, and names the turns it
+changes.
 
 ``fit`` scores candidate signals over a grid of floors: for each, the floor with the best
 abstention F1 (UNANSWERABLE against ANSWERABLE turns) within the bars (false abstention
@@ -41,8 +47,18 @@ from pathlib import Path
 from typing import Any
 
 import convrag.answering as answering
-from convrag.answering import SEMANTIC_CANDIDATES, Similarity, query_coverage, ranked_by_words
-from convrag.context import DEFAULT_RARE_TERM_PENALTY, DEFAULT_RELEVANCE_FLOOR
+from convrag.answering import (
+    EVIDENCE_CANDIDATES,
+    SEMANTIC_CANDIDATES,
+    Similarity,
+    query_coverage,
+    ranked_by_words,
+)
+from convrag.context import (
+    DEFAULT_RARE_TERM_PENALTY,
+    DEFAULT_RELEVANCE_FLOOR,
+    DEFAULT_SENTENCE_BAND,
+)
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
@@ -83,10 +99,12 @@ SIGNALS: dict[str, Callable[[Row], float]] = {
     "mean of the two closest of the 12 best by words": lambda r: _closest(r, 2, 12),
     "mean of the three closest sentences": lambda r: _closest(r, 3),
     "mean of chunk and closest sentence": lambda r: (_closest(r, 1) + float(r["chunk"])) / 2,
-    "two closest + 0.1 x the closest one's query coverage": lambda r: _closest(r, 2)
-    + 0.1 * _coverage(r),
-    "two closest + 0.1 x the best chunk's margin over the next four": lambda r: _closest(r, 2)
-    + 0.1 * _margin(r),
+    "two closest + 0.1 x the closest one's query coverage": lambda r: (
+        _closest(r, 2) + 0.1 * _coverage(r)
+    ),
+    "two closest + 0.1 x the best chunk's margin over the next four": lambda r: (
+        _closest(r, 2) + 0.1 * _margin(r)
+    ),
 }
 """Each signal before the rare-term penalty; a turn with no candidate sentence falls back
 to the chunk's cosine, as the graph does."""
@@ -210,15 +228,48 @@ def _chunk_evidence(row: Row, penalty: float) -> float:
     return float(row["chunk"]) - penalty * float(row.get("rare", 0.0))
 
 
-def decides(row: Row, candidates: int, band: float, floor: float, penalty: float) -> bool:
+def decides(
+    row: Row, candidates: int, band: float, floor: float, penalty: float, every_term: bool = True
+) -> bool:
     """Whether the graph refuses this turn when it weighs the ``candidates`` best sentences
-    by words only within ``band`` of ``floor`` (the chunk's evidence decides elsewhere)."""
+    by words only within ``band`` of ``floor`` (the chunk's evidence decides elsewhere).
+    ``every_term``: a sentence that holds every query term, with no rare term missing,
+    overrules the floor (``names_every_term``)."""
     if "chunk" not in row:
         return False
     evidence = _chunk_evidence(row, penalty)
     if abs(evidence - floor) < band and row["cosines"][:candidates]:
         evidence = _closest(row, 2, candidates) - penalty * float(row.get("rare", 0.0))
+    if every_term and evidence < floor and float(row.get("rare", 0.0)) == 0.0:
+        best = row.get("sentences", [])[:EVIDENCE_CANDIDATES]
+        if any(query_coverage(row["query"], s) == 1.0 for s in best):
+            return False
     return evidence < floor
+
+
+def every_term(domains: dict[str, list[Row]], floor: float, penalty: float) -> list[Row]:
+    """The abstention figures at ``floor`` without and with the every-term rule, and the
+    turns whose decision it changes."""
+    out = []
+    for name, rows in domains.items():
+        for rule in (False, True):
+            scored = score(
+                rows,
+                lambda r, rule=rule: (
+                    -1.0 if decides(r, 16, DEFAULT_SENTENCE_BAND, floor, penalty, rule) else 1.0
+                ),
+                0.0,
+                0.0,
+            )
+            changed = [
+                f"{r['label']}: {r['query'][:60]}"
+                for r in rows
+                if rule
+                and decides(r, 16, DEFAULT_SENTENCE_BAND, floor, penalty, False)
+                != decides(r, 16, DEFAULT_SENTENCE_BAND, floor, penalty, True)
+            ]
+            out.append({"domain": name, "every_term": rule, **scored, "changed": changed})
+    return out
 
 
 def bands(domains: dict[str, list[Row]], floor: float, penalty: float) -> list[Row]:
@@ -277,6 +328,10 @@ def main() -> None:
     banding.add_argument("recordings", type=Path, nargs="+")
     banding.add_argument("--floor", type=float, default=DEFAULT_RELEVANCE_FLOOR)
     banding.add_argument("--penalty", type=float, default=DEFAULT_RARE_TERM_PENALTY)
+    terms = sub.add_parser(
+        "every-term", help="figures without and with the every-term rule, at the default floor"
+    )
+    terms.add_argument("recordings", type=Path, nargs="+")
     args = parser.parse_args()
     if args.command == "record":
         rows = asyncio.run(record(args.data, args.domain, args.offtopic_domain))
@@ -286,17 +341,29 @@ def main() -> None:
     domains = _recordings(args.recordings)
     if args.command == "band":
         for b in bands(domains, args.floor, args.penalty):
-            print(f"{b['domain']}: {b['candidates']} candidates, band {b['band']}: "
-                  f"{b['changed']} decisions changed {b['changed_labels']}, "
-                  f"{b['sentences_per_turn']} sentences embedded a turn")
+            print(
+                f"{b['domain']}: {b['candidates']} candidates, band {b['band']}: "
+                f"{b['changed']} decisions changed {b['changed_labels']}, "
+                f"{b['sentences_per_turn']} sentences embedded a turn"
+            )
+        return
+    if args.command == "every-term":
+        for t in every_term(domains, DEFAULT_RELEVANCE_FLOOR, DEFAULT_RARE_TERM_PENALTY):
+            print(
+                f"{t['domain']}, every-term rule {'on' if t['every_term'] else 'off'}: "
+                f"F1 {t['f1']}, false {t['false_abstention']:.1%}, "
+                f"off-topic {t['offtopic_abstention']:.1%}; changed {t['changed']}"
+            )
         return
     report = fits(domains)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     for r in report:
         tests = "; ".join(f"on {d}: {_line(s)}" for d, s in r["tested"].items())
-        print(f"{r['signal']}, penalty {r['penalty']}, fitted on {r['fitted_on']}: "
-              f"{_line(r['fitted'])} -> {tests}")
+        print(
+            f"{r['signal']}, penalty {r['penalty']}, fitted on {r['fitted_on']}: "
+            f"{_line(r['fitted'])} -> {tests}"
+        )
 
 
 if __name__ == "__main__":

@@ -273,6 +273,22 @@ def candidate_cosines(
     return [float(c) for c in similarity(query, [s for *_, s in scored])]
 
 
+def names_every_term(query: str, sources: Sequence[Source]) -> bool:
+    """Whether one of the :data:`EVIDENCE_CANDIDATES` best sentences by words holds every
+    content term of ``query``.
+
+    On a record-style chunk ("Maria Lopez; Position: Product Manager; ...") the chunk's
+    cosine, and even the sentence's, can be low while the sentence plainly says what was
+    asked. Replayed on both MTRAG domains' recordings (``benchmarks/abstention_floor.py
+    band``), letting such a sentence overrule the floor when no rare query term is missing
+    changes one decision on each, a false abstention both times.
+    """
+    return any(
+        query_coverage(query, sent) == 1.0
+        for *_, sent in ranked_by_words(query, sources)[:EVIDENCE_CANDIDATES]
+    )
+
+
 def sentence_evidence(
     query: str, sources: Sequence[Source], similarity: Similarity, *, top: int = 2
 ) -> float | None:

@@ -95,3 +95,18 @@ async def test_follow_ups_keep_low_evidence_pronouns_and_greetings_are_not_follo
     assert "What did Indian do" not in patel[1]["rewritten_query"]
     assert "Sickle kill" not in sickle[1]["rewritten_query"]
     assert hello[1]["classification"] != "follow_up"
+
+
+async def test_every_field_of_a_record_is_answered_not_only_the_salary(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=_auth(tenant))).json()[
+            "conversation_id"
+        ]
+        position = await _ask(client, base_url, tenant, conv, "What is John Doe's position?")
+        manager = await _ask(client, base_url, tenant, conv, "Who is the Product Manager?")
+        france = await _ask(client, base_url, tenant, conv, "What is the capital of France?")
+    assert not position["no_answer"] and "Software Engineer" in position["answer"]
+    assert not manager["no_answer"] and "Maria Lopez" in manager["answer"]
+    assert france["no_answer"]

@@ -13,7 +13,7 @@ import time
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import sentence_evidence
+from convrag.answering import names_every_term, sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
@@ -140,6 +140,8 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
             timings["embed_sentences"] = ms_since(waited)
             if closest is not None:
                 evidence = closest - ctx.rare_term_penalty * rarest
+        if evidence < ctx.relevance_floor and rarest == 0.0 and names_every_term(query, kept):
+            evidence = ctx.relevance_floor  # a sentence says every word asked
     abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
