@@ -316,3 +316,34 @@ def test_an_unresolved_pronoun_is_kept_and_carries_the_previous_question(
     message: str, history: list[HistoryTurn]
 ) -> None:
     assert rules_rewrite(message, history) == f"{message} ({history[-1]['question']})"
+
+
+def _rewritten(question: str, answer: str, query: str, n: int) -> HistoryTurn:
+    return {**_turn(question, answer, n), "contextualized_query": query}
+
+
+def test_vague_follow_ups_carry_the_topic_question_without_nesting() -> None:
+    first = "How do volcanic eruptions begin?"
+    history = [
+        _turn(first, "Volcanic eruptions begin when magma rises. [1]"),
+        _rewritten(
+            "Can you elaborate?",
+            "Magma chambers collect molten rock. [1]",
+            f"Can you elaborate? ({first})",
+            2,
+        ),
+    ]
+    assert rules_rewrite("Tell me more", history) == f"Tell me more ({first})"
+
+
+def test_a_what_about_follow_up_maps_onto_the_previous_turn_as_rewritten() -> None:
+    history = [
+        _turn(STANDALONE, "The meal allowance in Europe is 60 euros a day. [1]"),
+        _rewritten(
+            "And in North America?",
+            "It is 75 dollars a day. [1]",
+            "What is the meal allowance in North America?",
+            2,
+        ),
+    ]
+    assert rules_rewrite("What about Asia?", history) == "What is the meal allowance in Asia?"

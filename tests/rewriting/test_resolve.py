@@ -213,3 +213,16 @@ def test_a_person_the_user_named_stays_he_when_the_answer_lists_another() -> Non
 def test_he_after_two_people_named_together_is_left_alone() -> None:
     """Either engineer could be "his"; picking the first would be a guess."""
     assert contextualize("What is his salary?", ENGINEERS) == "What is his salary?"
+
+
+def test_how_many_units_are_not_what_them_points_to() -> None:
+    history = [Turn("How many hours of sunlight do tomatoes need?", "Six to eight hours. [1]")]
+    assert "water hours" not in contextualize("How often should I water them?", history)
+
+
+def test_what_about_a_person_moves_he_and_his_to_that_person() -> None:
+    history = [
+        Turn("What is Prasad Chaudhari's salary?", "Prasad Chaudhari's salary is $120,000."),
+        Turn("And what about John Doe?", "John Doe's salary is $110,000."),
+    ]
+    assert contextualize("What is his position?", history) == "What is John Doe's position?"

@@ -70,11 +70,22 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
     """The deterministic contextualizer; a follow-up it cannot resolve ("Can you elaborate
     more on that?", "Will it kill me?") carries the previous standalone question along, so
     retrieval still sees the topic."""
-    turns = [Turn(t["question"], t["answer"]) for t in history]
+    turns = [Turn(t["question"], t["answer"], standalone_question(t)) for t in history]
     query = contextualize(message, turns)
     if _words(query) == _words(message) and history:
-        previous = history[-1]["contextualized_query"] or history[-1]["question"]
-        query = f"{message.strip()} ({previous.strip()})"
+        query = f"{message.strip()} ({standalone_question(history[-1])})"
+    return query
+
+
+def standalone_question(turn: HistoryTurn) -> str:
+    """The turn's question as it was made standalone, without the previous question that
+    :func:`rules_rewrite` carried along (which would otherwise nest turn after turn:
+    "Tell me more (What about that? (Can you elaborate? (...)))")."""
+    question = turn["question"].strip()
+    query = (turn["contextualized_query"] or question).strip()
+    carried = f"{question} ("
+    if query.startswith(carried) and query.endswith(")"):
+        return query[len(carried) : -1]
     return query
 
 

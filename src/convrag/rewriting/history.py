@@ -81,6 +81,9 @@ class Turn:
 
     question: str
     answer: str
+    standalone: str | None = None
+    """The question as it was rewritten then ("What is the meal allowance in North
+    America?" for "And in North America?"), when the service rewrote it."""
 
 
 # Salience weights (general defaults, not fitted to a data set).

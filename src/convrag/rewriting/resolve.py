@@ -251,6 +251,13 @@ def _referents(history: Sequence[Turn]) -> _Referents:
     person = _person_for(ranked, "", ambiguous)
     female = _person_for(ranked, "f", ambiguous)
     male = _person_for(ranked, "m", ambiguous)
+    shifted = _asked_about(last.question, ranked)
+    if shifted is not None:
+        # "And what about John Doe?" moves the conversation to him: "his position" next
+        # is his, however often the earlier person was named.
+        person = display_name(shifted)
+        female = person if shifted.female >= shifted.male else female
+        male = person if shifted.male >= shifted.female else male
     group = _plural_phrase(last.question)
     if group is None:
         group_ent = max((e for e in ranked if e.grouplike), key=lambda e: e.group, default=None)
@@ -270,6 +277,16 @@ def _referents(history: Sequence[Turn]) -> _Referents:
     best = max(ranked, key=lambda e: e.person + e.score, default=None)
     refs.main = person or (display_name(best) if best else None)
     return refs
+
+
+def _asked_about(question: str, ranked: Sequence[Entity]) -> Entity | None:
+    """The person a "what about X?" question turns to, when X names one."""
+    m = WHAT_ABOUT_RE.match(question.strip())
+    if not m:
+        return None
+    keys = {w for span in name_spans(tokenize(m.group("rest"))) for w in span.key.split()}
+    people = [e for e in ranked if e.person >= PERSON_MIN and e.tokens & keys]
+    return people[0] if len(people) == 1 else None
 
 
 def _person_for(ranked: Sequence[Entity], gender: str, ambiguous: Sequence[Entity]) -> str | None:
@@ -340,6 +357,8 @@ def _plural_phrase(question: str) -> str | None:
     for k, t in enumerate(toks):
         if t.low not in ("the", "these", "those", "some", "all", "many", "most") and k != 0:
             continue
+        if t.low == "many" and k and toks[k - 1].low == "how":
+            continue  # "how many hours ...": the unit counted, not a thing "they" can be
         j = k + 1 if k or t.low in FUNCTION_WORDS else k
         words: list[str] = []
         while (
@@ -580,7 +599,7 @@ def _asks_for_name(question: str) -> bool:
 
 def _place(turn: Turn) -> str | None:
     """Where "there" points: the first name after "in/at/from/to/near" in the last exchange."""
-    for text in (turn.answer[:ANSWER_CHARS], turn.question):
+    for text in (turn.answer[:ANSWER_CHARS], turn.standalone or turn.question):
         toks = tokenize(text)
         for span in name_spans(toks):
             if span.prev in ("in", "at", "from", "to", "near"):
@@ -706,8 +725,8 @@ def _lower_first(s: str) -> str:
 def _previous_question(history: Sequence[Turn], refs: _Referents) -> str | None:
     """The latest real question, its own pronouns resolved against the history."""
     for turn in reversed(history):
-        q = clean(turn.question)
-        if q and not is_no_retrieval(q):
+        q = clean(turn.standalone or turn.question)
+        if q and not is_no_retrieval(clean(turn.question)):
             resolved, _ = _resolve_pronouns(q, refs)
             return resolved
     return None
