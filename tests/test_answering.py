@@ -150,3 +150,19 @@ def test_the_evidence_is_the_mean_of_the_two_closest_sentences_sharing_a_word() 
     assert sentence_evidence("What is the meal allowance?", [one], similarity) == 0.9
     # No sentence shares a word with the question: no sentence evidence at all.
     assert sentence_evidence("Where do staff park?", [meals], similarity) is None
+
+
+TABLE = (
+    "Opening hours\n\n| Day | Hours |\n| --- | --- |\n| Monday | 9-17 |\n| Saturday | closed |\n\n"
+    "The office is open on weekdays from nine to five."
+)
+
+
+def test_a_table_row_is_a_unit_under_its_column_headers() -> None:
+    assert sentences(TABLE)[1:3] == ["Day: Monday; Hours: 9-17", "Day: Saturday; Hours: closed"]
+
+
+def test_the_answer_quotes_the_asked_table_row_alone() -> None:
+    answer = extractive_answer("Is the office open on Saturday?", [_src(TABLE, 1)])
+    assert answer.startswith("Day: Saturday; Hours: closed [1]")
+    assert "Monday" not in answer

@@ -150,6 +150,9 @@ def sentences(text: str) -> list[str]:
         ]
         if not lines:
             continue
+        if all(ln.startswith("|") and ln.endswith("|") for ln in lines):
+            units.extend(_table_rows(lines))
+            continue
         if (
             len(lines) > 1
             and sum(len(ln) for ln in lines) / len(lines) < 60
@@ -158,6 +161,28 @@ def sentences(text: str) -> list[str]:
             units.append("; ".join(lines))
             continue
         units.extend(s.strip() for s in _SENTENCE.split(" ".join(lines)) if len(s.strip()) > 2)
+    return units
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_RULE_CELL = re.compile(r":?-{3,}:?")
+
+
+def _table_rows(lines: Sequence[str]) -> list[str]:
+    """A Markdown table's data rows as records, each cell under its column's header
+    ("Day: Saturday; Hours: closed"): a row alone is the answer, the header its labels."""
+    rows = [[c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(ln)[1:-1]] for ln in lines]
+    header: list[str] = []
+    if len(rows) > 1 and rows[1] and all(_RULE_CELL.fullmatch(c) for c in rows[1]):
+        header, rows = rows[0], rows[2:]
+    units = []
+    for cells in rows:
+        if header:
+            pairs = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False) if c]
+        else:
+            pairs = [c for c in cells if c]
+        if pairs:
+            units.append("; ".join(pairs))
     return units
 
 
@@ -383,13 +408,15 @@ def _continue(
     citation precision +.015 on both; the share of answers citing a gold passage falls
     .015 on ClapNQ (BENCHMARKS.md).
     """
-    n, pos, _ = picked[0]
+    n, pos, best = picked[0]
     units = sentences(sources[n - 1]["text"])
     if pos + 1 >= len(units):
         return
     nxt = units[pos + 1]
     if (
-        nxt in skip
+        "; " in best  # a record or a table row is whole; the next one is another's
+        or "; " in nxt
+        or nxt in skip
         or nxt.rstrip().endswith("?")
         or any(e in nxt.lower() for e in excluded)
         or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
