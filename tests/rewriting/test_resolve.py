@@ -226,3 +226,17 @@ def test_what_about_a_person_moves_he_and_his_to_that_person() -> None:
         Turn("And what about John Doe?", "John Doe's salary is $110,000."),
     ]
     assert contextualize("What is his position?", history) == "What is John Doe's position?"
+
+
+def test_a_referent_does_not_repeat_the_word_after_the_pronoun() -> None:
+    history = [Turn("When is the office open?", "From nine to five. [1]")]
+    assert contextualize("Is it open on Saturday?", history) == "Is the office open on Saturday?"
+
+
+def test_only_a_prepositional_fragment_extends_the_previous_question() -> None:
+    assert (
+        contextualize("And in 2010?", [Turn("What was the GDP in 2009?", "")])
+        == "What was the GDP in 2010?"
+    )
+    history = [Turn("Do unused days carry over?", "Up to five days carry over. [1]")]
+    assert "carry over sick leave" not in contextualize("And sick leave?", history)

@@ -175,7 +175,9 @@ def _rewrite(msg: str, history: Sequence[Turn]) -> str:
             mapped = _what_about(rest, prev_q, refs)
             if mapped:
                 return mapped
-            if not name_spans(rtoks):
+            if rtoks[0].low in PREPS and not name_spans(rtoks):
+                # "and in 2010?" extends the question; "and sick leave?" would not read
+                # onto "Do unused days carry over?": that one carries the question instead.
                 return f"{strip_end(prev_q)} {strip_end(rest)}?"
 
     resolved, changed = _resolve_pronouns(msg, refs)
@@ -704,6 +706,10 @@ def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
             repl = refs.place
         if repl is None:
             continue
+        after = next((x for x in toks[k + 1 :] if x.kind == "word"), None)
+        words = repl.split()
+        if after is not None and len(words) > 1 and fold(words[-1]) == after.low:
+            repl = " ".join(words[:-1])  # "When is the office open?" + "is it open ...?"
         if t.sent_start and repl[:1].islower() and k == 0:
             repl = repl[0].upper() + repl[1:]
         out.append(msg[pos : t.start])
