@@ -292,3 +292,19 @@ def test_ask_in_an_unknown_or_foreign_conversation_exits_2_without_a_new_one(
         assert out.returncode == 2, out.stderr
         assert f"no conversation '{conversation}' in workspace '{workspace}'" in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_ingest_of_a_directory_stores_the_readable_files_and_names_the_others(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "good.md").write_text("Staff may work from home two days a week.")
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    out = _run(["ingest", str(tmp_path), "-w", "partial"], cli_data)
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["added"] == 1
+    assert "empty.txt: the file is empty" in out.stderr
+    assert "broken.pdf: not a readable PDF" in out.stderr
+    assert "EOF marker" not in out.stderr and "Traceback" not in out.stderr
+    listed = _run(["documents", "list", "-w", "partial"], cli_data)
+    assert "good" in listed.stdout

@@ -209,7 +209,13 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
-    from convrag.documents import SUPPORTED, IngestError, expand_paths, load_path
+    from convrag.documents import (
+        SUPPORTED,
+        IngestError,
+        SourceDocument,
+        expand_paths,
+        load_path,
+    )
     from convrag.ingest import ingest_documents
     from convrag.services import open_services
 
@@ -217,9 +223,20 @@ def ingest(
     skipped: list[Path] = []
     try:
         files = expand_paths(paths, skipped)
-        loaded = [(f, load_path(f, max_bytes=settings.max_file_bytes)) for f in files]
     except IngestError as exc:
         raise fail(exc) from exc
+    named = {p.resolve() for p in paths if not p.is_dir()}
+    loaded: list[tuple[Path, list[SourceDocument]]] = []
+    unreadable: list[str] = []
+    for f in files:
+        try:
+            loaded.append((f, load_path(f, max_bytes=settings.max_file_bytes)))
+        except IngestError as exc:
+            if f.resolve() in named:
+                raise fail(exc) from exc
+            unreadable.append(str(exc))  # found in a directory: the others still go in
+    for problem in unreadable:
+        err.print(escape(f"not ingested: {problem}"), style="yellow")
     for f in skipped:
         err.print(
             escape(
@@ -240,6 +257,12 @@ def ingest(
 
     report = _run(go)
     print(json.dumps(report.as_json()))
+    if unreadable:
+        err.print(
+            f"{len(unreadable)} file(s) could not be read (listed above); fix them and run "
+            "the same command again: unchanged files are not ingested twice"
+        )
+        raise typer.Exit(1)
 
 
 @dataclass

@@ -16,10 +16,14 @@ _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
 def pdf_pages(path: Path, raw: bytes) -> list[str]:
     """The text of each page, in order (empty for a page without a text layer)."""
     import io
+    import logging
 
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError
 
+    # pypdf logs what it repairs ("EOF marker not found") to stderr; a file it cannot
+    # read raises, and the IngestError below says so once.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         reader = PdfReader(io.BytesIO(raw))
         return [_pdf_page_text(page.extract_text() or "") for page in reader.pages]
