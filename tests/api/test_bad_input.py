@@ -144,3 +144,90 @@ async def test_a_second_greeting_is_not_flagged_as_a_repetition(
         ]
     assert [r["answer"] for r in replies] == [GREETING_ANSWER, GREETING_ANSWER]
     assert replies[1]["repetition_detected"] is False
+
+
+async def test_a_json_body_sent_as_another_type_is_a_415_naming_content_type(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            content=b'{"content": "What is John Doe\'s salary?"}',
+            headers={**_auth(tenant), "Content-Type": "text/plain"},
+        )
+    assert resp.status_code == 415
+    assert "Content-Type: text/plain" in resp.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("application/xml", 406),
+        ("text/event-stream;q=0.5, application/json", "json"),
+        ("*/*", "sse"),
+        ("text/event-stream", "sse"),
+    ],
+)
+async def test_the_reply_type_follows_accept_and_an_unmet_accept_is_a_406(
+    base_url: str, tenant: dict[str, str], accept: str, expected: int | str
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is John Doe's salary?"},
+            headers={**_auth(tenant), "Accept": accept},
+        )
+    if expected == 406:
+        assert resp.status_code == 406 and "text/event-stream" in resp.json()["detail"]
+    else:
+        kind = "application/json" if expected == "json" else "text/event-stream"
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith(kind)
+
+
+async def test_a_conversation_can_be_named_when_created_and_a_bad_body_is_a_422(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        named = await client.post(
+            f"{base_url}/v1/conversations", json={"title": "Payroll"}, headers=_auth(tenant)
+        )
+        conv = named.json()["conversation_id"]
+        listed = await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))
+        bad = await client.post(
+            f"{base_url}/v1/conversations", json={"nme": "x"}, headers=_auth(tenant)
+        )
+        bare = await client.post(f"{base_url}/v1/conversations", headers=_auth(tenant))
+    titles = {c["id"]: c["title"] for c in listed.json()["conversations"]}
+    assert named.status_code == 201 and titles[conv] == "Payroll"
+    assert bad.status_code == 422 and "nme" in bad.text
+    assert bare.status_code == 201
+
+
+async def test_two_files_in_one_upload_are_a_422_and_nothing_is_stored(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files=[("file", ("a.md", b"Alpha text here.")), ("file", ("b.md", b"Beta text."))],
+            headers=_auth(tenant),
+        )
+        listed = await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))
+    assert resp.status_code == 422 and "one file per upload, got 2" in resp.text
+    assert not any("a.md" in d["source"] or "b.md" in d["source"] for d in listed.json())
+
+
+async def test_health_answers_head_and_chat_completions_refuse_several_choices(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        head = await client.head(f"{base_url}/healthz")
+        several = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"n": 3, "messages": [{"role": "user", "content": "Salary?"}]},
+            headers=_auth(tenant),
+        )
+    assert head.status_code == 200
+    assert several.status_code == 422 and "n:" in several.json()["detail"]

@@ -50,6 +50,7 @@ def test_jsonl_corpus_records_become_documents(docs_dir: Path) -> None:
             ":2: _id 'a' repeats line 1",
         ),
         ("broken.pdf", b"%PDF-1.4 not really", "not a readable PDF"),
+        ("report.txt", b"%PDF-1.4\n1 0 obj\n<< >>\nendobj\n", "a PDF file under another name"),
         ("scan.pdf", pdf_bytes([[]]), "no text to index (empty or whitespace only); a scanned"),
         ("broken.docx", b"PK\x03\x04 not really", "not a valid .docx file: "),
         ("old.docx", b"\xd0\xcf\x11\xe0 a Word 97 file", "save it as a Word document (.docx)"),

@@ -202,8 +202,24 @@ def _problem(error: Any) -> dict[str, str]:
     return {"field": field, "message": error["msg"], "type": error["type"]}
 
 
-async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 with one readable ``detail`` line and the problems field by field."""
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 with one readable ``detail`` line and the problems field by field; 415 when a
+    JSON body was refused because it was sent as another type (a form, plain text)."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if (
+        media
+        and "json" not in media
+        and media != "multipart/form-data"
+        and any(tuple(e["loc"]) == ("body",) for e in exc.errors())
+    ):
+        HTTP_ERRORS.labels("415").inc()
+        return JSONResponse(
+            {
+                "detail": f"Content-Type: {media} is not read here; send the body as JSON "
+                "with Content-Type: application/json"
+            },
+            status_code=415,
+        )
     HTTP_ERRORS.labels("422").inc()
     problems = [_problem(e) for e in exc.errors()]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)

@@ -133,17 +133,30 @@ class ConversationOut(BaseModel):
     conversation_id: str
 
 
+Title = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_TITLE_CHARS),
+    AfterValidator(_no_control_characters),
+]
+"""A conversation's name: 1 to 200 characters once surrounding spaces are stripped, one line."""
+
+
 class ConversationRename(BaseModel):
     """The body of ``PATCH /v1/conversations/{id}``."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    title: Annotated[
-        str,
-        Field(min_length=1, max_length=MAX_TITLE_CHARS),
-        AfterValidator(_no_control_characters),
-    ]
-    """The new name, 1 to 200 characters once surrounding spaces are stripped."""
+    title: Title
+    """The new name."""
+
+
+class ConversationCreate(BaseModel):
+    """The optional body of ``POST /v1/conversations``."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    title: Title | None = None
+    """A name for the conversation; without one it is named by its first question."""
 
 
 class ConversationSummary(BaseModel):
@@ -330,6 +343,7 @@ class ChatCompletionIn(BaseModel):
     stream: bool = False
     stream_options: StreamOptions | None = None
     workspace_rag: RagOptions | None = Field(default=None, alias="rag")
+    n: int = Field(default=1, ge=1, le=1, description="One choice per request: only 1.")
 
 
 class UsageOut(BaseModel):

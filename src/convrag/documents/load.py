@@ -63,6 +63,8 @@ def _size(n: int) -> str:
 
 
 def _decode(path: Path, raw: bytes) -> str:
+    if raw.lstrip()[:5] == b"%PDF-":
+        raise IngestError(f"{path}: a PDF file under another name; rename it to .pdf")
     if looks_binary(raw):
         raise IngestError(
             f"{path}: a binary file, not text (NUL bytes in its first 8 KiB); ingest the "

@@ -21,6 +21,7 @@ from convrag.api.deps import (
 )
 from convrag.api.errors import not_found
 from convrag.api.schemas import (
+    ConversationCreate,
     ConversationDetail,
     ConversationExport,
     ConversationOut,
@@ -39,9 +40,20 @@ router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 _NOT_FOUND = "No such conversation in this workspace."
 
 
-@router.post("/v1/conversations", response_model=ConversationOut, status_code=201)
-async def create_conversation(workspace: WorkspaceDep, services: ServicesDep) -> ConversationOut:
-    return ConversationOut(conversation_id=await services.db.create_conversation(workspace))
+@router.post(
+    "/v1/conversations",
+    response_model=ConversationOut,
+    status_code=201,
+    responses=error_responses({422: "A body other than `{}` or `{\"title\": ...}`."}),
+)
+async def create_conversation(
+    workspace: WorkspaceDep, services: ServicesDep, body: ConversationCreate | None = None
+) -> ConversationOut:
+    """Start a conversation, optionally named (the body may be left out)."""
+    conversation_id = await services.db.create_conversation(workspace)
+    if body is not None and body.title is not None:
+        await services.db.rename_conversation(workspace, conversation_id, body.title)
+    return ConversationOut(conversation_id=conversation_id)
 
 
 @router.get(

@@ -86,6 +86,7 @@ async def upload_document(
     services: ServicesDep,
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="A .txt, .md, .html, .pdf, .docx or .jsonl file")],
+    request: Request,
 ) -> UploadOut:
     """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`).
 
@@ -99,6 +100,9 @@ async def upload_document(
     :func:`upload_name`); a ``.jsonl.gz`` file that decompresses to more than
     ``MAX_DECOMPRESSED_BYTES`` gets a 422 naming that limit.
     """
+    files = (await request.form()).getlist("file")
+    if len(files) > 1:
+        raise HTTPException(422, f"file: one file per upload, got {len(files)}; send each alone")
     name = upload_name(file.filename)
     lowered = name.lower()
     if not any(lowered.endswith(s) for s in SUPPORTED):

@@ -70,9 +70,46 @@ def _sse(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
+_REPLY_TYPES = ("text/event-stream", "application/json")
+
+
+def _accepted(accept: str, media: str) -> float:
+    """The quality an ``Accept`` header gives ``media``: that of its most specific
+    matching range (``text/event-stream`` over ``text/*`` over ``*/*``), 0 when none."""
+    best = (-1, 0.0)
+    kind = media.split("/")[0]
+    for part in accept.split(","):
+        name, *params = (p.strip().lower() for p in part.split(";"))
+        rank = {media: 2, f"{kind}/*": 1, "*/*": 0}.get(name)
+        if rank is None or rank < best[0]:
+            continue
+        q = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    q = min(max(float(param[2:]), 0.0), 1.0)
+                except ValueError:
+                    q = 0.0
+        best = (rank, q) if rank > best[0] else (rank, max(q, best[1]))
+    return best[1]
+
+
 def _wants_json(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "application/json" in accept and "text/event-stream" not in accept
+    """Whether the reply is one JSON object rather than SSE events: when ``Accept``
+    prefers ``application/json`` (SSE wins a tie, and a missing header); 406 when it
+    accepts neither."""
+    accept = request.headers.get("accept", "").strip()
+    if not accept:
+        return False
+    sse, json_q = (_accepted(accept, media) for media in _REPLY_TYPES)
+    if sse <= 0.0 and json_q <= 0.0:
+        HTTP_ERRORS.labels("406").inc()
+        raise HTTPException(
+            status.HTTP_406_NOT_ACCEPTABLE,
+            f"Accept: {accept[:100]!r} accepts neither reply; ask for text/event-stream "
+            "(the default) or application/json",
+        )
+    return json_q > sse
 
 
 def _idempotency_key(request: Request, body: MessageIn) -> str | None:
@@ -177,6 +214,7 @@ async def _joined(
             "the whole answer.",
         },
         404: {"description": "No such conversation in this workspace."},
+        406: {"description": "`Accept` names neither text/event-stream nor application/json."},
         409: {
             "description": "The conversation is still answering a message, or this "
             "message's idempotency key is being answered by another worker."
@@ -204,6 +242,7 @@ async def post_message(
     content = body.content.strip()
     if not content:
         raise HTTPException(422, "content: must not be blank")
+    _wants_json(request)  # 406 now, before any work, for an Accept it cannot meet
     key = _idempotency_key(request, body)
     payload = InputState(message=content, conversation_id=conversation_id)
     turn_id: str | None = None

@@ -23,6 +23,7 @@ HEALTH_TIMEOUT_S = 2.0
 
 
 @router.get("/healthz", response_model=HealthOut)
+@router.head("/healthz", include_in_schema=False)  # load balancers probe with HEAD
 async def healthz(services: ServicesDep, response: Response) -> HealthOut:
     """Whether Postgres and Milvus answer."""
     pg = await services.db.ping(timeout=HEALTH_TIMEOUT_S)
