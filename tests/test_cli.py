@@ -308,3 +308,15 @@ def test_ingest_of_a_directory_stores_the_readable_files_and_names_the_others(
     assert "EOF marker" not in out.stderr and "Traceback" not in out.stderr
     listed = _run(["documents", "list", "-w", "partial"], cli_data)
     assert "good" in listed.stdout
+
+
+def test_serve_on_a_port_in_use_exits_2_before_starting_the_stores(cli_data: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = _run(["serve", "--port", str(port)], cli_data)
+    assert out.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "--port" in out.stderr

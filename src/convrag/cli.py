@@ -595,11 +595,28 @@ def serve(
     from convrag.server import run
 
     settings = get_settings()
+    _check_port_free(host, port)
     warn_if_new_store(settings)
     if workers == 1:
         run(host, port, settings)
         return
     _serve_workers(host, port, workers, settings)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Exit 2 naming the port when something already listens there, before the stores
+    start (a minute of startup would otherwise end in uvicorn's bind error)."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise fail(
+                f"cannot listen on {host}:{port} ({exc.strerror}); stop what uses it or "
+                "choose another with --port"
+            ) from exc
 
 
 def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> None:

@@ -300,7 +300,7 @@ class DocumentOut(BaseModel):
     n_chunks: int
     """Its chunks; while ``processing``, the chunks embedded so far."""
     chunks_total: int = 0
-    """While ``processing``: how many chunks it has (0 until they are counted)."""
+    """How many chunks it has (while ``processing``, 0 until they are counted)."""
     created_at: datetime
     updated_at: datetime
 

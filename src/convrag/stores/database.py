@@ -1026,12 +1026,13 @@ class Database:
         async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             await cur.executemany(
                 """INSERT INTO documents (id, workspace_id, source, title, content_hash, metadata,
-                                          status, n_chunks)
-                   VALUES (%s, %s, %s, %s, %s, %s, 'ready', %s)
+                                          status, n_chunks, chunks_total)
+                   VALUES (%s, %s, %s, %s, %s, %s, 'ready', %s, %s)
                    ON CONFLICT (workspace_id, source) DO UPDATE
                    SET title = EXCLUDED.title, content_hash = EXCLUDED.content_hash,
                        metadata = EXCLUDED.metadata, status = 'ready', error = NULL,
-                       n_chunks = EXCLUDED.n_chunks, updated_at = now()""",
+                       n_chunks = EXCLUDED.n_chunks, chunks_total = EXCLUDED.chunks_total,
+                       updated_at = now()""",
                 [
                     (
                         d.document_id,
@@ -1040,6 +1041,7 @@ class Database:
                         d.title,
                         d.content_hash,
                         Jsonb(d.metadata),
+                        len(d.chunks),
                         len(d.chunks),
                     )
                     for d in docs
