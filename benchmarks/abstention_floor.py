@@ -238,7 +238,7 @@ def decides(
     if "chunk" not in row:
         return False
     evidence = _chunk_evidence(row, penalty)
-    if abs(evidence - floor) < band and row["cosines"][:candidates]:
+    if evidence < floor + band and row["cosines"][:candidates]:
         evidence = _closest(row, 2, candidates) - penalty * float(row.get("rare", 0.0))
     if every_term and evidence < floor and float(row.get("rare", 0.0)) == 0.0:
         best = row.get("sentences", [])[:EVIDENCE_CANDIDATES]
@@ -288,7 +288,7 @@ def bands(domains: dict[str, list[Row]], floor: float, penalty: float) -> list[R
                 embedded = sum(
                     len(r["cosines"][:candidates])
                     for r in rows
-                    if "chunk" in r and abs(_chunk_evidence(r, penalty) - floor) < band
+                    if "chunk" in r and _chunk_evidence(r, penalty) < floor + band
                 )
                 out.append(
                     {

@@ -166,3 +166,29 @@ def test_the_answer_quotes_the_asked_table_row_alone() -> None:
     answer = extractive_answer("Is the office open on Saturday?", [_src(TABLE, 1)])
     assert answer.startswith("Day: Saturday; Hours: closed [1]")
     assert "Monday" not in answer
+
+
+MANUAL = (
+    "AquaPure 3000 Water Filter - User Manual\n\n"
+    "Before you begin, turn off the cold water supply under the sink.\n"
+    "Follow these steps to install the filter:\n"
+    "1. Mount the filter bracket under the sink using the two screws provided.\n"
+    "2. Connect the blue inlet hose to the cold water valve.\n"
+    "3. Insert the filter cartridge and turn it clockwise until it clicks.\n\n"
+    "2. Replacing the Cartridge\n\n"
+    "The filter cartridge should be replaced every 6 months."
+)
+
+
+def test_list_items_are_units_and_headings_are_not_quotable() -> None:
+    units = sentences(MANUAL)
+    assert "Follow these steps to install the filter:" in units
+    assert "2. Connect the blue inlet hose to the cold water valve." in units
+    answer = extractive_answer("What is the AquaPure 3000 Water Filter?", [_src(MANUAL, 1)])
+    assert "User Manual" not in answer and "Replacing the Cartridge" not in answer
+
+
+def test_a_how_to_answer_quotes_the_steps_its_best_sentence_introduces() -> None:
+    answer = extractive_answer("How do I install the filter?", [_src(MANUAL, 1)], max_sentences=6)
+    assert answer.startswith("Follow these steps to install the filter: [1] 1. Mount")
+    assert "3. Insert the filter cartridge" in answer

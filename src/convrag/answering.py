@@ -113,6 +113,22 @@ RAG_OFF_ANSWER = (
 NOT_ANSWERED = frozenset({NO_SOURCES_ANSWER, RAG_OFF_ANSWER})
 """The no-LLM answers that say nothing was found: the turn carries ``no_answer``."""
 GREETING_ANSWER = "Hello! Ask me anything about the documents in this workspace."
+THANKS_ANSWER = "You're welcome! Ask me anything else about the documents in this workspace."
+GOODBYE_ANSWER = "Goodbye! Come back any time with a question about the workspace's documents."
+CHIT_CHAT_ANSWERS = frozenset({GREETING_ANSWER, THANKS_ANSWER, GOODBYE_ANSWER})
+"""The fixed replies to chit-chat: the same each time by design, never a repetition."""
+
+_THANKS = re.compile(r"\b(?:thanks?|thank\s+you|thx|ty|cheers|appreciate)\b", re.IGNORECASE)
+_GOODBYE = re.compile(r"\b(?:bye|goodbye|see\s+you|good\s+night|farewell)\b", re.IGNORECASE)
+
+
+def chit_chat_answer(message: str) -> str:
+    """The fixed reply to a message that asks nothing: thanks, a goodbye, or a greeting."""
+    if _GOODBYE.search(message):
+        return GOODBYE_ANSWER
+    if _THANKS.search(message):
+        return THANKS_ANSWER
+    return GREETING_ANSWER
 
 
 def _terms(text: str) -> list[str]:
@@ -153,6 +169,9 @@ def sentences(text: str) -> list[str]:
         if all(ln.startswith("|") and ln.endswith("|") for ln in lines):
             units.extend(_table_rows(lines))
             continue
+        if any(_ITEM.match(ln) for ln in lines):
+            units.extend(_list_units(lines))
+            continue
         if (
             len(lines) > 1
             and sum(len(ln) for ln in lines) / len(lines) < 60
@@ -162,6 +181,37 @@ def sentences(text: str) -> list[str]:
             continue
         units.extend(s.strip() for s in _SENTENCE.split(" ".join(lines)) if len(s.strip()) > 2)
     return units
+
+
+_ITEM = re.compile(r"(?:[-*•◦▪·–]|\(?\d{1,3}[.)])\s+\S")
+"""A list item's line: "1. Mount the bracket", "- Bring a towel"."""
+
+
+def _list_units(lines: Sequence[str]) -> list[str]:
+    """A paragraph holding a list: each item is a unit of its own, and the prose between
+    items is split into sentences ("Follow these steps: 1. Mount ..." would otherwise
+    be cut after "1.")."""
+    units: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            units.extend(s.strip() for s in _SENTENCE.split(" ".join(prose)) if len(s.strip()) > 2)
+            prose.clear()
+
+    for line in lines:
+        if _ITEM.match(line):
+            flush()
+            units.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return units
+
+
+def is_item(unit: str) -> bool:
+    """Whether ``unit`` is a list item (see :func:`sentences`)."""
+    return bool(_ITEM.match(unit))
 
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -186,6 +236,20 @@ def _table_rows(lines: Sequence[str]) -> list[str]:
     return units
 
 
+def _looks_like_heading(unit: str) -> bool:
+    """A title line ("AquaPure 3000 Water Filter - User Manual", "Help Desk Office
+    Hours"): no closing punctuation and every word capitalised (or a number or a dash)."""
+    if unit.rstrip().endswith((".", "!", "?", ":", ";", '"', "'", ")")):
+        return False
+    words = unit.split()
+    return len(words) <= 12 and all(
+        w[:1].isupper() or not w[:1].isalpha() or w in _MINOR_WORDS for w in words
+    )
+
+
+_MINOR_WORDS = frozenset({"a", "an", "and", "at", "by", "for", "in", "of", "on", "or", "the", "to"})
+
+
 def quotable(unit: str, *, first: bool, last: bool) -> bool:
     """Whether an answer may quote ``unit`` as a whole statement.
 
@@ -198,6 +262,10 @@ def quotable(unit: str, *, first: bool, last: bool) -> bool:
         return True
     if len(unit.split()) <= 3:
         return False
+    if _looks_like_heading(unit):
+        return False
+    if _ITEM.match(unit):
+        return True  # an item of a list is whole, with or without a full stop
     if first and unit[:1].islower():
         return False
     return not (last and not unit.rstrip().endswith((".", "!", "?", '"', "'", ")", ":")))
@@ -391,6 +459,10 @@ def extractive_answer(
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
 
 
+LIST_ITEMS_QUOTED = 10
+"""The most items of a list an answer quotes after the sentence that introduces it."""
+
+
 def _continue(
     picked: list[tuple[int, int, str]],
     sources: Sequence[Source],
@@ -412,6 +484,17 @@ def _continue(
     units = sentences(sources[n - 1]["text"])
     if pos + 1 >= len(units):
         return
+    if best.rstrip().endswith(":"):
+        # "Follow these steps:" is answered by the steps that follow it.
+        items: list[tuple[int, int, str]] = []
+        for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
+            if not (is_item(units[k]) and quotable(units[k], first=False, last=False)):
+                break  # the list ended (a numbered heading is not one of its items)
+            items.append((n, k, units[k]))
+        if items:
+            others = [p for p in picked[1:] if p[2] not in {i[2] for i in items}]
+            picked[:] = [picked[0], *items, *others[: max(0, max_sentences - 1 - len(items))]]
+            return
     nxt = units[pos + 1]
     if (
         "; " in best  # a record or a table row is whole; the next one is another's

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from convrag.answering import GREETING_ANSWER, RAG_OFF_ANSWER
+from convrag.answering import GREETING_ANSWER, RAG_OFF_ANSWER, THANKS_ANSWER
 from tests import test_server as server_tests
 
 _auth = server_tests._auth
@@ -133,17 +133,17 @@ async def test_retrieval_switched_off_without_an_llm_says_so_and_is_no_answer(
     assert resp.json()["no_answer"] is True
 
 
-async def test_a_second_greeting_is_not_flagged_as_a_repetition(
+async def test_chit_chat_gets_its_own_fixed_reply_never_flagged_as_a_repetition(
     base_url: str, tenant: dict[str, str]
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as client:
         conv = await _conversation(client, base_url, tenant)
         replies = [
             (await _post(client, base_url, tenant, conv, {"content": q})).json()
-            for q in ("Hello!", "Thanks!")
+            for q in ("Hello!", "Hello!", "Thanks!")
         ]
-    assert [r["answer"] for r in replies] == [GREETING_ANSWER, GREETING_ANSWER]
-    assert replies[1]["repetition_detected"] is False
+    assert [r["answer"] for r in replies] == [GREETING_ANSWER, GREETING_ANSWER, THANKS_ANSWER]
+    assert not any(r["repetition_detected"] for r in replies)
 
 
 async def test_a_json_body_sent_as_another_type_is_a_415_naming_content_type(

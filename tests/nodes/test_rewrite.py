@@ -347,3 +347,11 @@ def test_a_what_about_follow_up_maps_onto_the_previous_turn_as_rewritten() -> No
         ),
     ]
     assert rules_rewrite("What about Asia?", history) == "What is the meal allowance in Asia?"
+
+
+def test_a_greeting_in_the_history_is_no_referent() -> None:
+    history = [
+        _turn("Hi there!", "Hello! Ask me anything about the documents in this workspace."),
+        _turn("How many vacation days do I get?", "25 days of paid annual leave. [1]", 2),
+    ]
+    assert rules_rewrite("Can I carry them over?", history) == "Can I carry vacation days over?"

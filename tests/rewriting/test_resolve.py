@@ -240,3 +240,14 @@ def test_only_a_prepositional_fragment_extends_the_previous_question() -> None:
     )
     history = [Turn("Do unused days carry over?", "Up to five days carry over. [1]")]
     assert "carry over sick leave" not in contextualize("And sick leave?", history)
+
+
+def test_after_how_many_they_point_to_the_subject_or_else_the_counted_phrase() -> None:
+    leave = [Turn("How many days of annual leave do I get?", "25 days. [1]")]
+    assert (
+        contextualize("Can I carry them over?", leave) == "Can I carry days of annual leave over?"
+    )
+    sun = [Turn("How many hours of sunlight do tomatoes need?", "Six to eight. [1]")]
+    assert contextualize("How often should I water them?", sun) == (
+        "How often should I water tomatoes?"
+    )

@@ -25,6 +25,17 @@ def markdown_rows(rows: Sequence[Sequence[str]], *, header: bool) -> str:
     return "\n".join(lines)
 
 
+def looks_like_header(rows: Sequence[Sequence[str]]) -> bool:
+    """Whether a table's first row labels its columns though nothing marks it so (most
+    Word tables): every cell a short label without figures, above at least one row."""
+    if len(rows) < 2 or not rows[0]:
+        return False
+    return all(
+        cell and len(cell.split()) <= 5 and not any(ch.isdigit() for ch in cell)
+        for cell in rows[0]
+    )
+
+
 def clean_line(text: str) -> str:
     """``text`` with runs of whitespace as single spaces, trimmed."""
     return " ".join(text.split())

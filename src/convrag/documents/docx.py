@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convrag.documents.blocks import clean_line, join_blocks, markdown_rows
+from convrag.documents.blocks import clean_line, join_blocks, looks_like_header, markdown_rows
 from convrag.documents.load import IngestError, over_decompressed_limit
 
 
@@ -77,8 +77,8 @@ def _docx_table_rows(table: Any) -> tuple[list[list[str]], bool]:
         if any(cells):
             rows.append(cells)
     first = table.rows[0]._tr if len(table.rows) else None
-    header = first is not None and bool(first.xpath("./w:trPr/w:tblHeader"))
-    return rows, header
+    marked = first is not None and bool(first.xpath("./w:trPr/w:tblHeader"))
+    return rows, marked or looks_like_header(rows)
 
 
 def _docx_cell_text(cell: Any) -> str:

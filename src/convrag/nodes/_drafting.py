@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from langgraph.runtime import Runtime
 
 from convrag.answering import (
-    GREETING_ANSWER,
     RAG_OFF_ANSWER,
     answer_length,
     build_messages,
+    chit_chat_answer,
     extractive_answer,
     llm_answer,
     query_coverage,
@@ -129,7 +129,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         lowered = state["message"].lower()
         if history and any(w in lowered for w in _REFORMAT_WORDS):
             return reformat_previous(state["message"], history)
-        return GREETING_ANSWER
+        return chit_chat_answer(state["message"])
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]

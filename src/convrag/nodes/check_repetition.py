@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import GREETING_ANSWER
+from convrag.answering import CHIT_CHAT_ANSWERS
 from convrag.citations import has_marker
 from convrag.context import Context
 from convrag.state import Repetition, RepetitionUpdate, State
@@ -57,8 +57,8 @@ async def check_repetition(state: State, runtime: Runtime[Context]) -> Repetitio
     if state.get("regenerations") and not has_marker(state.get("draft", "")):
         # A regeneration with nothing new to cite: stop here, persist keeps the best draft.
         verdict = Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=1.0)
-    elif state.get("flags", {}).get("no_answer") or state.get("draft") == GREETING_ANSWER:
-        # A fixed reply ("not found", the greeting) says the same each time by design.
+    elif state.get("flags", {}).get("no_answer") or state.get("draft") in CHIT_CHAT_ANSWERS:
+        # A fixed reply ("not found", a greeting) says the same each time by design.
         verdict = Repetition(is_repetitive=False, repeated_entities=[], overlap_ratio=0.0)
     drafts = list(state.get("drafts", []))
     if drafts:

@@ -132,7 +132,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         # Sentences cost up to 16 embeddings: weighed only where they can change the
         # decision. With none sharing a word with the query (a paraphrase), the chunk's
         # cosine is all the evidence there is.
-        if abs(evidence - ctx.relevance_floor) < ctx.sentence_band:
+        if evidence < ctx.relevance_floor + ctx.sentence_band:
             waited = time.perf_counter()
             closest = await asyncio.to_thread(
                 sentence_evidence, query, kept, cosine_to_query(services.sentences)

@@ -70,6 +70,8 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
     """The deterministic contextualizer; a follow-up it cannot resolve ("Can you elaborate
     more on that?", "Will it kill me?") carries the previous standalone question along, so
     retrieval still sees the topic."""
+    # A greeting or a thanks names nothing a follow-up can point to ("Hi there!").
+    history = [t for t in history if not is_no_retrieval(clean(t["question"]))]
     turns = [Turn(t["question"], t["answer"], standalone_question(t)) for t in history]
     query = contextualize(message, turns)
     if _words(query) == _words(message) and history:

@@ -353,6 +353,31 @@ def _person_like(span: NameSpan, ctx: ConversationContext) -> bool:
     return span.ntok >= 2
 
 
+def _counted(toks: tuple[Token, ...], k: int) -> str | None:
+    """What "they" points to after a "how many" question whose counted phrase starts at
+    ``k``: the plural subject after its verb when there is one ("How many hours of
+    sunlight do tomatoes need?": the tomatoes), else the counted phrase with its "of"
+    complement ("How many days of annual leave do I get?": the days of annual leave)."""
+    verb = next((j for j in range(k + 1, len(toks)) if toks[j].low in AUX), None)
+    if verb is None:
+        return None
+    if verb + 1 < len(toks):
+        subject = toks[verb + 1]
+        if (
+            subject.kind == "word"
+            and subject.low not in PRONOUNS
+            and subject.low not in FUNCTION_WORDS
+            and subject.low.endswith("s")
+            and not subject.low.endswith(("ss", "us", "is"))
+        ):
+            return subject.text
+    words = [x for x in toks[k:verb] if x.kind == "word"]
+    head = next((i for i, x in enumerate(words) if x.low in FUNCTION_WORDS), len(words))
+    if head and words[head - 1].low.endswith("s"):
+        return " ".join(x.text for x in words)
+    return None
+
+
 def _plural_phrase(question: str) -> str | None:
     """A plural noun phrase of a question ("those conversations") that "they" can point to."""
     toks = tokenize(question)
@@ -360,7 +385,7 @@ def _plural_phrase(question: str) -> str | None:
         if t.low not in ("the", "these", "those", "some", "all", "many", "most") and k != 0:
             continue
         if t.low == "many" and k and toks[k - 1].low == "how":
-            continue  # "how many hours ...": the unit counted, not a thing "they" can be
+            return _counted(toks, k + 1)
         j = k + 1 if k or t.low in FUNCTION_WORDS else k
         words: list[str] = []
         while (
