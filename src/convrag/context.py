@@ -28,7 +28,7 @@ then meets too; ``convrag eval answers`` confirms both (BENCHMARKS.md)."""
 DEFAULT_SENTENCE_BAND = 0.10
 """Chosen by measurement with ``benchmarks/abstention_floor.py``: the narrowest band that
 changes no decision on MTRAG ClapNQ (against weighing every turn's sentences), which
-changes none on Cloud either; about a quarter of the turns lie within it."""
+changes none on Cloud either. Turns under the floor always weigh them."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
@@ -122,8 +122,8 @@ class Context:
         default=DEFAULT_SENTENCE_BAND,
         metadata={
             "description": "Weigh the sources' sentences only when the best chunk's "
-            "evidence is within this of relevance_floor; outside it, the chunk's evidence "
-            "decides. 1 always weighs them."
+            "evidence is under relevance_floor or within this above it; higher, the chunk's "
+            "evidence decides. 1 always weighs them."
         },
     )
     context_budget_chars: int = field(

@@ -130,8 +130,9 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         )
         evidence = confidence - ctx.rare_term_penalty * rarest
         # Sentences cost up to 16 embeddings: weighed only where they can change the
-        # decision. With none sharing a word with the query (a paraphrase), the chunk's
-        # cosine is all the evidence there is.
+        # decision, which is anywhere under the floor (a chunk mixing several sections
+        # scores low while one sentence answers). With none sharing a word with the query
+        # (a paraphrase), the chunk's cosine is all the evidence there is.
         if evidence < ctx.relevance_floor + ctx.sentence_band:
             waited = time.perf_counter()
             closest = await asyncio.to_thread(
