@@ -251,3 +251,17 @@ def test_after_how_many_they_point_to_the_subject_or_else_the_counted_phrase() -
     assert contextualize("How often should I water them?", sun) == (
         "How often should I water tomatoes?"
     )
+
+
+def test_they_keeps_pointing_where_the_previous_them_was_resolved() -> None:
+    history = [
+        Turn("How many days of annual leave do I get?", "25 days. [1]"),
+        Turn(
+            "Can I carry them over?",
+            "Up to 5 unused days may be carried over. [1]",
+            "Can I carry days of annual leave over?",
+        ),
+    ]
+    assert contextualize("When do they expire?", history) == (
+        "When do days of annual leave expire?"
+    )

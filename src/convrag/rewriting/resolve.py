@@ -15,6 +15,7 @@ models of :mod:`convrag.rewriting.history`, so a call takes a fraction of a mill
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -260,7 +261,7 @@ def _referents(history: Sequence[Turn]) -> _Referents:
         person = display_name(shifted)
         female = person if shifted.female >= shifted.male else female
         male = person if shifted.male >= shifted.female else male
-    group = _plural_phrase(last.question)
+    group = _plural_phrase(last.question) or _resolved_they(last)
     if group is None:
         group_ent = max((e for e in ranked if e.grouplike), key=lambda e: e.group, default=None)
         if group_ent and group_ent.group > PERSON_MIN:
@@ -351,6 +352,20 @@ def _person_like(span: NameSpan, ctx: ConversationContext) -> bool:
     if ent is not None and ent.person > ent.thing:
         return True
     return span.ntok >= 2
+
+
+def _resolved_they(turn: Turn) -> str | None:
+    """What "they/them" of ``turn`` was rewritten to ("Can I carry them over?" ->
+    "Can I carry days of annual leave over?"): the next "they" most likely means it too."""
+    if not turn.standalone:
+        return None
+    asked = [w.lower().strip("?.!,") for w in turn.question.split()]
+    rewritten = turn.standalone.split()
+    matcher = difflib.SequenceMatcher(a=asked, b=[w.lower().strip("?.!,") for w in rewritten])
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "replace" and i2 - i1 == 1 and asked[i1] in ("they", "them"):
+            return " ".join(w.strip("?.!,") for w in rewritten[j1:j2])
+    return None
 
 
 def _counted(toks: tuple[Token, ...], k: int) -> str | None:
