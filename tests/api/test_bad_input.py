@@ -12,16 +12,12 @@ from convrag.answering import GREETING_ANSWER, RAG_OFF_ANSWER, THANKS_ANSWER
 from tests import test_server as server_tests
 
 _auth = server_tests._auth
+_conversation = server_tests._conversation
 app_server = server_tests.app_server
 base_url = server_tests.base_url
 tenant = server_tests.tenant
 
 JSON = {"Accept": "application/json"}
-
-
-async def _conversation(client: httpx.AsyncClient, base: str, tenant: dict[str, str]) -> str:
-    resp = await client.post(f"{base}/v1/conversations", headers=_auth(tenant))
-    return str(resp.json()["conversation_id"])
 
 
 async def _post(
@@ -86,30 +82,14 @@ async def test_an_idempotency_key_reused_for_another_message_is_a_422(
 ) -> None:
     async with httpx.AsyncClient(timeout=60) as client:
         conv = await _conversation(client, base_url, tenant)
-        first = await _post(
-            client,
-            base_url,
-            tenant,
-            conv,
-            {"content": "What is John Doe's salary?"},
-            **{"Idempotency-Key": "k1"},
-        )
-        again = await _post(
-            client,
-            base_url,
-            tenant,
-            conv,
-            {"content": "What is John Doe's salary?"},
-            **{"Idempotency-Key": "k1"},
-        )
-        other = await _post(
-            client,
-            base_url,
-            tenant,
-            conv,
-            {"content": "What is the capital of France?"},
-            **{"Idempotency-Key": "k1"},
-        )
+        first, again, other = [
+            await _post(client, base_url, tenant, conv, {"content": q}, **{"Idempotency-Key": "k1"})
+            for q in (
+                "What is John Doe's salary?",
+                "What is John Doe's salary?",
+                "What is the capital of France?",
+            )
+        ]
     # The retry's reply is the stored turn's, as the first attempt gave it.
     assert first.status_code == 200 and again.json()["sources"] == first.json()["sources"]
     assert again.json()["turn_id"] == first.json()["turn_id"]
