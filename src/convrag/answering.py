@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from convrag import prompts
+from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
@@ -169,7 +170,7 @@ def sentences(text: str) -> list[str]:
         if all(ln.startswith("|") and ln.endswith("|") for ln in lines):
             units.extend(_table_rows(lines))
             continue
-        if any(_ITEM.match(ln) for ln in lines):
+        if any(LIST_ITEM.match(ln) for ln in lines):
             units.extend(_list_units(lines))
             continue
         if (
@@ -181,10 +182,6 @@ def sentences(text: str) -> list[str]:
             continue
         units.extend(s.strip() for s in _SENTENCE.split(" ".join(lines)) if len(s.strip()) > 2)
     return units
-
-
-_ITEM = re.compile(r"(?:[-*•◦▪·–]|\(?\d{1,3}[.)])\s+\S")
-"""A list item's line: "1. Mount the bracket", "- Bring a towel"."""
 
 
 def _list_units(lines: Sequence[str]) -> list[str]:
@@ -200,18 +197,13 @@ def _list_units(lines: Sequence[str]) -> list[str]:
             prose.clear()
 
     for line in lines:
-        if _ITEM.match(line):
+        if LIST_ITEM.match(line):
             flush()
             units.append(line)
         else:
             prose.append(line)
     flush()
     return units
-
-
-def is_item(unit: str) -> bool:
-    """Whether ``unit`` is a list item (see :func:`sentences`)."""
-    return bool(_ITEM.match(unit))
 
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -264,7 +256,7 @@ def quotable(unit: str, *, first: bool, last: bool) -> bool:
         return False
     if _looks_like_heading(unit):
         return False
-    if _ITEM.match(unit):
+    if LIST_ITEM.match(unit):
         return True  # an item of a list is whole, with or without a full stop
     if first and unit[:1].islower():
         return False
@@ -488,7 +480,7 @@ def _continue(
         # "Follow these steps:" is answered by the steps that follow it.
         items: list[tuple[int, int, str]] = []
         for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
-            if not (is_item(units[k]) and quotable(units[k], first=False, last=False)):
+            if not (LIST_ITEM.match(units[k]) and quotable(units[k], first=False, last=False)):
                 break  # the list ended (a numbered heading is not one of its items)
             items.append((n, k, units[k]))
         if items:

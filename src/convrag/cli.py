@@ -107,6 +107,7 @@ SetOpt = Annotated[
     ),
 ]
 
+
 def _workspace_id(value: str) -> str:
     """The ``--workspace`` value, checked before any work starts (exit 2 naming the rule)."""
     from convrag.ids import check_id
@@ -694,8 +695,7 @@ def ask(
         return
     out.print(state["answer"], markup=False, highlight=False)
     labels = [
-        src.get("url") or src.get("title") or src["document_id"]
-        for src in state.get("sources", [])
+        src.get("url") or src.get("title") or src["document_id"] for src in state.get("sources", [])
     ]
     if (state.get("flags") or {}).get("no_answer"):
         # Numbered sources under "not found" would read as citations.

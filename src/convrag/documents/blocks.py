@@ -31,8 +31,7 @@ def looks_like_header(rows: Sequence[Sequence[str]]) -> bool:
     if len(rows) < 2 or not rows[0]:
         return False
     return all(
-        cell and len(cell.split()) <= 5 and not any(ch.isdigit() for ch in cell)
-        for cell in rows[0]
+        cell and len(cell.split()) <= 5 and not any(ch.isdigit() for ch in cell) for cell in rows[0]
     )
 
 

@@ -171,9 +171,7 @@ def _decode_line(path: Path, line: bytes, offset: int, first: bool) -> str:
         ) from exc
 
 
-def _jsonl_records(
-    path: Path, raw: bytes, limits: Limits
-) -> Iterator[tuple[int, SourceDocument]]:
+def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[tuple[int, SourceDocument]]:
     """Each record of a JSONL file with its line number, checked field by field."""
     records = 0
     for lineno, line in _lines(path, raw, limits.decompressed, limits.file):

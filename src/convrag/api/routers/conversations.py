@@ -44,7 +44,7 @@ _NOT_FOUND = "No such conversation in this workspace."
     "/v1/conversations",
     response_model=ConversationOut,
     status_code=201,
-    responses=error_responses({422: "A body other than `{}` or `{\"title\": ...}`."}),
+    responses=error_responses({422: 'A body other than `{}` or `{"title": ...}`.'}),
 )
 async def create_conversation(
     workspace: WorkspaceDep, services: ServicesDep, body: ConversationCreate | None = None
