@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from convrag.config import Settings
 from convrag.context import Context
-from convrag.nodes.rewrite import answer_like, rewrite, rules_rewrite
+from convrag.nodes.rewrite import answer_like, rewrite, rules_rewrite, standalone_question
 from convrag.records import HistoryTurn
 from convrag.services import Services
 from convrag.state import RewriteUpdate, State
@@ -355,3 +355,11 @@ def test_a_greeting_in_the_history_is_no_referent() -> None:
         _turn("How many vacation days do I get?", "25 days of paid annual leave. [1]", 2),
     ]
     assert rules_rewrite("Can I carry them over?", history) == "Can I carry vacation days over?"
+
+
+def test_the_standalone_question_of_a_turn_drops_the_pleasantries_before_it() -> None:
+    question = "OK thanks. Now, how many sick days do I get?"
+    turn = _rewritten(question, "10 days of paid sick leave per year. [1]", question, 1)
+    assert standalone_question(turn) == "how many sick days do I get?"
+    carried = _rewritten("Tell me more", "It is paid. [1]", f"Tell me more ({question})", 2)
+    assert standalone_question(carried) == "how many sick days do I get?"

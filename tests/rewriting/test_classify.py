@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convrag.rewriting import Turn, classify
+from convrag.rewriting.classify import split_pleasantries
 from tests.rewriting.conftest import (
     BURLESQUE,
     CAPITAL_OF_FRANCE,
@@ -94,3 +95,22 @@ def test_questions_about_the_assistant_itself_need_no_retrieval(message: str) ->
     history = [Turn("What is the meal allowance in Europe?", "It is 60 euros a day [1].")]
     assert classify(message, history) == "no_retrieval"
     assert classify(message, []) == "no_retrieval"
+
+
+@pytest.mark.parametrize(
+    ("message", "pleasantries", "rest"),
+    [
+        (
+            "OK thanks. Now, how many sick days do I get?",
+            "OK thanks. Now, ",
+            "how many sick days do I get?",
+        ),
+        ("Thanks! What about Germany?", "Thanks! ", "What about Germany?"),
+        ("By the way, who is the CISO?", "By the way, ", "who is the CISO?"),
+        ("So what is it?", "", "So what is it?"),
+    ],
+)
+def test_pleasantries_and_discourse_markers_are_split_from_the_request(
+    message: str, pleasantries: str, rest: str
+) -> None:
+    assert split_pleasantries(message) == (pleasantries, rest)

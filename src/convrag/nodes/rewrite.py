@@ -29,7 +29,7 @@ from convrag.llm import attempt, chat_model
 from convrag.nodes.policy import ms_since
 from convrag.records import HistoryTurn
 from convrag.rewriting import Classification, Turn, classify, contextualize
-from convrag.rewriting.classify import is_no_retrieval
+from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
 from convrag.state import RewriteMethod, RewriteUpdate, State
 from convrag.text.lexicon import AUX, WH
 from convrag.text.tokens import clean, content_words, tokenize
@@ -82,13 +82,14 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
 def standalone_question(turn: HistoryTurn) -> str:
     """The turn's question as it was made standalone, without the previous question that
     :func:`rules_rewrite` carried along (which would otherwise nest turn after turn:
-    "Tell me more (What about that? (Can you elaborate? (...)))")."""
+    "Tell me more (What about that? (Can you elaborate? (...)))"), and without the
+    pleasantries before it ("OK thanks. Now, ")."""
     question = turn["question"].strip()
     query = (turn["contextualized_query"] or question).strip()
     carried = f"{question} ("
     if query.startswith(carried) and query.endswith(")"):
-        return query[len(carried) : -1]
-    return query
+        query = query[len(carried) : -1]
+    return split_pleasantries(query)[1]
 
 
 def _words(text: str) -> list[str]:

@@ -45,6 +45,8 @@ _GREETING_WORDS = (
     r"|helpful|interesting|much\s+appreciated|(?:i\s+)?appreciate\s+it|good\s+job|well\s+done"
     r"|how\s+are\s+you(?:\s+doing)?|what'?s\s+up|nice\s+to\s+meet\s+you|no\s+problem"
     r"|you'?re\s+welcome|welcome|please|hm|ah|oh|uh|um"
+    # Discourse markers that open a new request ("OK thanks. Now, how many ...?").
+    r"|now|anyways?|btw|by\s+the\s+way|also|so"
     # Questions about the assistant itself: nothing in the documents answers them.
     r"|who\s+are\s+you|what\s+are\s+you|what\s+(?:can|do)\s+you\s+do"
     r"|what(?:'?s|\s+is)\s+your\s+name|are\s+you\s+(?:an?\s+)?(?:bot|robot|human|person|ai|real)"
@@ -53,7 +55,9 @@ _GREETING_WORDS = (
 _CHITCHAT_PART = rf"(?:{_GREETING_WORDS})(?:\s+(?:there|everyone|all|bot|assistant|buddy|friend))?"
 _CHITCHAT_RE = re.compile(rf"^(?:{_CHITCHAT_PART}[\s,.!?;:)(-]*)+$", re.IGNORECASE)
 # Pleasantries before the real request ("Thanks! What about BM25?") are set aside for analysis.
-_CHITCHAT_PREFIX_RE = re.compile(rf"^(?:{_CHITCHAT_PART}\s*[,.!;:]+\s*)+", re.IGNORECASE)
+_CHITCHAT_PREFIX_RE = re.compile(
+    rf"^(?:{_CHITCHAT_PART}[\s,.!;:]+)*{_CHITCHAT_PART}\s*[,.!;:]+\s*", re.IGNORECASE
+)
 # Requests to reshape the previous answer ("format that as a table", "make it shorter").
 _REF_ANSWER = (
     r"(?:that|it|this|those|these|them|the\s+above|above|(?:your|the|this|that)\s+"
