@@ -49,6 +49,7 @@ from typing import Any
 import convrag.answering as answering
 from convrag.answering import (
     EVIDENCE_CANDIDATES,
+    LONE_SENTENCE_MARGIN,
     SEMANTIC_CANDIDATES,
     Similarity,
     query_coverage,
@@ -239,7 +240,10 @@ def decides(
         return False
     evidence = _chunk_evidence(row, penalty)
     if evidence < floor + band and row["cosines"][:candidates]:
-        evidence = _closest(row, 2, candidates) - penalty * float(row.get("rare", 0.0))
+        closest = max(
+            _closest(row, 2, candidates), _closest(row, 1, candidates) - LONE_SENTENCE_MARGIN
+        )
+        evidence = closest - penalty * float(row.get("rare", 0.0))
     if every_term and evidence < floor and float(row.get("rare", 0.0)) == 0.0:
         best = row.get("sentences", [])[:EVIDENCE_CANDIDATES]
         if any(query_coverage(row["query"], s) == 1.0 for s in best):

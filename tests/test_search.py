@@ -191,6 +191,9 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     rewritten = "Per year? (Is there a meal allowance for leave?)"
     assert searcher.rarest_missing_term(workspace, rewritten, leave) == meal
     assert searcher.rarest_missing_term(workspace, rewritten, leave, typed="Per year?") == 0
+    # An acronym the sources spell out is there ("PAL" for "paid annual leave").
+    assert searcher.rarest_missing_term(workspace, "How many days of PAL?", leave) == 0
+    assert searcher.rarest_missing_term(workspace, "How many days of PTO?", leave) > 0
 
 
 async def test_keyword_search_ranks_by_what_a_question_is_about_not_its_framing(

@@ -102,6 +102,41 @@ def is_acronym(s: str) -> bool:
     return len(letters) >= 2 and all(c.isupper() for c in letters)
 
 
+_ACRONYM = re.compile(r"\b[A-Z]{2,6}\b")
+_SKIPPABLE = r"(?:(?:of|and|for|the|to|on|in|&)[\s-]+)?"
+
+
+def spelled_out(text: str, acronyms_of: str) -> dict[str, str]:
+    """The acronyms of ``acronyms_of`` ("MFA", "CISO") whose words ``text`` spells out,
+    each with the first spelling found ("Multi-factor authentication", "Chief Information
+    Security Officer").
+
+    An acronym is spelled out by consecutive words, hyphenated parts included, whose
+    initials are its letters in order; a short function word between them may be skipped
+    ("Bureau of Labor Statistics" for "BLS"), but the spelled words themselves are content
+    words of three letters or more ("is the" never spells "IT"). A question asks "is MFA
+    required?" of a document that only ever writes the words out.
+    """
+    found: dict[str, str] = {}
+    for acronym in sorted(set(_ACRONYM.findall(acronyms_of))):
+        parts = [rf"({c}[\w']{{2,}})" for c in acronym.lower()]
+        pattern = r"\b" + (r"[\s-]+" + _SKIPPABLE).join(parts) + r"\b"
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            if not any(w.lower() in FUNCTION_WORDS for w in match.groups()):
+                found[acronym] = match.group(0)
+                break
+    return found
+
+
+def expand_acronyms(query: str, text: str) -> str:
+    """``query`` with each acronym that ``text`` spells out followed by its spelling in
+    brackets ("is MFA (Multi-factor authentication) required?"), so that words and
+    embeddings compare it with the text that says it in full."""
+    for acronym, words in spelled_out(text, query).items():
+        query = re.sub(rf"\b{acronym}\b", f"{acronym} ({words})", query)
+    return query
+
+
 def has_inner_cap(s: str) -> bool:
     """Lowercase start with a capital inside ("iPhone", "eBay"): a product name, not a word."""
     return s[0].islower() and s[1:] != s[1:].lower()

@@ -1,0 +1,30 @@
+"""Tokeniser helpers: acronyms spelled out in a text."""
+
+from __future__ import annotations
+
+from convrag.text.tokens import expand_acronyms, spelled_out
+
+
+def test_an_acronym_is_spelled_out_by_the_initials_of_consecutive_words() -> None:
+    text = (
+        "Multi-factor authentication is required. Questions go to the Chief Information "
+        "Security Officer. Data comes from the Bureau of Labor Statistics."
+    )
+    assert spelled_out(text, "Is MFA on? Who is the CISO? What does the BLS say?") == {
+        "MFA": "Multi-factor authentication",
+        "CISO": "Chief Information Security Officer",
+        "BLS": "Bureau of Labor Statistics",
+    }
+
+
+def test_function_words_and_lowercase_question_words_never_spell_an_acronym() -> None:
+    assert spelled_out("What is the plan? It is there.", "Is IT on call?") == {}
+    assert spelled_out("Multi-factor authentication is required.", "is mfa required?") == {}
+
+
+def test_the_question_carries_the_spelling_after_its_acronym() -> None:
+    text = "Multi-factor authentication with the Authenticator app is required."
+    assert expand_acronyms("Is MFA required?", text) == (
+        "Is MFA (Multi-factor authentication) required?"
+    )
+    assert expand_acronyms("Is SSO required?", text) == "Is SSO required?"
