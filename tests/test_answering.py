@@ -244,3 +244,11 @@ def test_an_acronym_the_sources_spell_out_is_answered_by_the_spelled_out_sentenc
     answer = extractive_answer("Is MFA required?", [faq], similarity=similarity, max_sentences=1)
     assert answer.startswith("Multi-factor authentication with the Authenticator app")
     assert query_coverage("Is MFA required?", faq["text"].split(". ")[1]) == 1.0
+
+
+def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
+    from convrag.answering import names_every_term
+
+    stipend = _src("Remote employees receive a one-time home office stipend of 500 USD.")
+    assert names_every_term("What do I get for my home office?", [stipend])
+    assert not names_every_term("What do I get for my home printer?", [stipend])

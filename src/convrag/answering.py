@@ -101,6 +101,12 @@ _STOP = frozenset(
         "any",
         "some",
         "other",
+        "get",
+        "gets",
+        "got",
+        "getting",
+        "want",
+        "know",
     ]
 )
 
