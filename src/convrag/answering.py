@@ -557,8 +557,9 @@ WORD_WEIGHT = 0.5
 
 ANSWER_TYPE_BONUS = 0.1
 """What holding the asked-for kind of answer adds to a sentence's meaning score (a tenth
-of the cosine's range). ``convrag eval answers``: ROUGE-L recall .289 → .290 on MTRAG
-ClapNQ, Cloud unchanged at three decimals; 0.1 and 0.2 score alike on the walkthrough."""
+of the cosine's range). With the acronym matching, ``convrag eval answers`` gives ROUGE-L
+recall .290 → .292 on MTRAG ClapNQ and leaves Cloud unchanged (BENCHMARKS.md, session 9);
+0.2 scored .001 under 0.1 on ClapNQ, and the two score alike on the walkthrough."""
 
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
