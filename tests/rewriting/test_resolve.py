@@ -265,3 +265,12 @@ def test_they_keeps_pointing_where_the_previous_them_was_resolved() -> None:
     assert contextualize("When do they expire?", history) == (
         "When do days of annual leave expire?"
     )
+
+
+def test_it_points_to_the_asked_thing_not_the_place_that_qualifies_it() -> None:
+    question = "What is the daily meal allowance in Asia?"
+    history = [Turn(question, "The daily meal allowance in Asia is 50 dollars. [1]", question)]
+    assert contextualize("Who pays it?", history) == "Who pays the daily meal allowance?"
+    assert contextualize("Is it taxed there?", history) == (
+        "Is the daily meal allowance taxed in Asia?"
+    )

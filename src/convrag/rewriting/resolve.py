@@ -50,6 +50,7 @@ from convrag.text.lexicon import (
     FRAME_WORDS,
     FUNCTION_WORDS,
     LOC_PREPS,
+    LY_ADJECTIVES,
     META_NOUNS,
     NAME_SUFFIXES,
     NOT_NAME,
@@ -485,6 +486,12 @@ def _question_topic(
         )
     ]
     things = [s for s in names if not _person_like(s, ctx) and not _fragment(toks, s)]
+    if things and all(s.prev in _PLACE_PREPS for s in things):
+        # "the daily meal allowance in Asia": the place qualifies what was asked about
+        # ("there" points to it); "it" is the asked thing.
+        phrase = _det_phrase(toks, referents)
+        if phrase:
+            return phrase
     if things:
         s = max(things, key=lambda s: (s.ntok, -s.first))
         text = s.text
@@ -554,7 +561,7 @@ def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | 
                 u.kind in ("word", "num", "init")
                 and u.low not in FUNCTION_WORDS
                 and u.low not in ADVERBS
-                and not u.low.endswith("ly")
+                and not (u.low.endswith("ly") and u.low not in LY_ADJECTIVES)
                 and not is_verb_like(u)
             ):
                 words.append(u.text)
@@ -639,12 +646,15 @@ def _asks_for_name(question: str) -> bool:
     return bool(toks) and toks[0].low in ("what", "which", "who", "name")
 
 
+_PLACE_PREPS = frozenset({"in", "at", "from", "to", "near"})
+
+
 def _place(turn: Turn) -> str | None:
     """Where "there" points: the first name after "in/at/from/to/near" in the last exchange."""
     for text in (turn.answer[:ANSWER_CHARS], turn.standalone or turn.question):
         toks = tokenize(text)
         for span in name_spans(toks):
-            if span.prev in ("in", "at", "from", "to", "near"):
+            if span.prev in _PLACE_PREPS:
                 name = f"the {span.text}" if span.article else span.text
                 return f"{'at' if span.prev == 'at' else 'in'} {name}"
     return None

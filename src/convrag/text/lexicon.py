@@ -162,3 +162,8 @@ UNITS = _words(
 )
 # Words that open a new clause: "I updated my card, but it fails" links "it" to the card.
 CLAUSE_LINKS = _words("but and because so when if how although though since while")
+LY_ADJECTIVES = _words(
+    "daily weekly monthly quarterly yearly hourly nightly early only friendly elderly"
+)
+"""Words in "-ly" that are adjectives after a determiner ("the daily meal allowance"), where
+other "-ly" words are adverbs that end a noun phrase."""
