@@ -655,12 +655,26 @@ async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
             assert reply["answer"] == services.settings.no_answer_text
         found = await answer("What is the daily meal allowance in Asia?")
         assert found["no_answer"] is False and "50 dollars" in found["answer"]
+        earlier = await _conversation(client, base_url, tenant)
+        earlier_url = f"{base_url}/v1/conversations/{earlier}/messages"
+        asia = {"content": "What is the daily meal allowance in Asia?"}
+        before = await client.post(earlier_url, json=asia, headers=ask)
+        assert "50 dollars" in before.json()["answer"]
         docs = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()
         travel = next(d["id"] for d in docs if d["source"].endswith("travel.md"))
         deleted = await client.delete(f"{base_url}/v1/documents/{travel}", headers=_auth(tenant))
         assert deleted.status_code == 204
         gone = await answer("What is the daily meal allowance in Asia?")
         assert gone["no_answer"] is True and "50 dollars" not in gone["answer"]
+        # Follow-ups to an answer from the deleted document are about it too; the salary
+        # records that remain say "Allowances", "paid" and "salary".
+        for question in ("Is it part of the salary?", "Is it paid with the salary?"):
+            reply = await client.post(earlier_url, json={"content": question}, headers=ask)
+            follow = reply.json()
+            assert follow["no_answer"] is True and follow["citations"] == [], (question, follow)
+        assert follow["rewritten_query"].endswith(
+            "(Is the daily meal allowance part of the salary?)"
+        )
 
 
 async def test_models_lists_convrag_for_openai_compatible_clients(
