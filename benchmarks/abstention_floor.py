@@ -49,9 +49,9 @@ from typing import Any
 import convrag.answering as answering
 from convrag.answering import (
     EVIDENCE_CANDIDATES,
-    LONE_SENTENCE_MARGIN,
     SEMANTIC_CANDIDATES,
     Similarity,
+    closest_evidence,
     query_coverage,
     ranked_by_words,
 )
@@ -239,10 +239,8 @@ def decides(
     if "chunk" not in row:
         return False
     evidence = _chunk_evidence(row, penalty)
-    if evidence < floor + band and row["cosines"][:candidates]:
-        closest = max(
-            _closest(row, 2, candidates), _closest(row, 1, candidates) - LONE_SENTENCE_MARGIN
-        )
+    closest = closest_evidence(row["cosines"][:candidates])
+    if evidence < floor + band and closest is not None:
         evidence = closest - penalty * float(row.get("rare", 0.0))
     if every_term and evidence < floor and float(row.get("rare", 0.0)) == 0.0:
         best = row.get("sentences", [])[:EVIDENCE_CANDIDATES]

@@ -401,7 +401,14 @@ def sentence_evidence(
     An acronym the sources spell out is weighed with its spelling (:func:`expand_acronyms`).
     """
     query = expand_acronyms(query, _joined(sources))
-    cosines = candidate_cosines(query, sources, similarity, EVIDENCE_CANDIDATES)
+    return closest_evidence(
+        candidate_cosines(query, sources, similarity, EVIDENCE_CANDIDATES), top=top
+    )
+
+
+def closest_evidence(cosines: Sequence[float], *, top: int = 2) -> float | None:
+    """The mean of the ``top`` highest ``cosines``, or the highest less
+    :data:`LONE_SENTENCE_MARGIN` when that is more; None when there are none."""
     closest = sorted(cosines, reverse=True)[:top]
     if not closest:
         return None

@@ -122,9 +122,11 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         evidence = confidence  # never abstains: no evidence to weigh
     else:
         query = state.get("rewritten_query") or state["message"]
-        texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
         rarest = services.searcher.rarest_missing_term(
-            state["workspace_id"], query, texts, typed=state["message"]
+            state["workspace_id"],
+            query,
+            [f"{s['title'] or ''}\n{s['text']}" for s in kept],
+            typed=state["message"],
         )
         evidence = confidence - ctx.rare_term_penalty * rarest
         # Sentences cost up to 16 embeddings: weighed only where they can change the
