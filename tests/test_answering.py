@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from convrag.answering import (
     NO_SOURCES_ANSWER,
     PROCEDURE_EXTRA_SENTENCES,
     answer_length,
     extractive_answer,
+    says_not_found,
     sentences,
 )
 from convrag.citations import resolve_citations
@@ -252,3 +255,21 @@ def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
     stipend = _src("Remote employees receive a one-time home office stipend of 500 USD.")
     assert names_every_term("What do I get for my home office?", [stipend])
     assert not names_every_term("What do I get for my home printer?", [stipend])
+
+
+@pytest.mark.parametrize(
+    ("answer", "meant"),
+    [
+        ("I could not find this in the workspace's documents.", True),
+        ('"I could not find this in the workspace\'s documents"', True),
+        ("  i could not find this in the workspace's   documents! ", True),
+        (
+            "I could not find this in the workspace's documents. "
+            "The travel policy [1] only covers Europe.",
+            False,
+        ),
+        ("Prasad Chaudhari's salary is $120,000 [1].", False),
+    ],
+)
+def test_only_the_not_found_sentence_alone_reads_as_not_found(answer: str, meant: bool) -> None:
+    assert says_not_found(answer, "I could not find this in the workspace's documents.") is meant

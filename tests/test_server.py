@@ -677,6 +677,53 @@ async def test_out_of_domain_questions_and_deleted_documents_get_not_found(
         )
 
 
+@pytest.fixture
+async def unknowing_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
+    """An LLM that finds no answer in the sources: it replies the "not found" sentence
+    the system message tells it to reply alone."""
+
+    def not_found(request: dict[str, Any]) -> str:
+        system = str(request["messages"][0]["content"])
+        told = re.search(r"nothing else: (.+?)\n", system)
+        assert told is not None, system
+        return f'"{told.group(1)}"'
+
+    async with OpenAIStub() as stub:
+        stub.add_rule("CURRENT QUESTION", Reply(content=not_found))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        yield stub
+
+
+async def test_an_llm_that_finds_no_answer_in_the_sources_marks_the_turn_not_found(
+    base_url: str, services: Services, tenant: dict[str, str], unknowing_llm: OpenAIStub
+) -> None:
+    question = "What is Prasad Chaudhari's salary?"
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        events = await _sse(
+            client,
+            f"{base_url}/v1/conversations/{conv}/messages",
+            {"content": question},
+            _auth(tenant),
+        )
+        completion = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"model": "convrag", "messages": [{"role": "user", "content": question}]},
+            headers=_auth(tenant),
+        )
+        stored = (
+            await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        ).json()["turns"][-1]
+    done = next(data for name, data in events if name == "done")
+    assert unknowing_llm.requests, "the LLM answered"
+    assert done["no_answer"] is True and done["citations"] == []
+    assert services.settings.no_answer_text in done["answer"]
+    assert stored["no_answer"] is True
+    assert completion.status_code == 200 and completion.json()["no_answer"] is True
+
+
 async def test_models_lists_convrag_for_openai_compatible_clients(
     base_url: str, tenant: dict[str, str]
 ) -> None:

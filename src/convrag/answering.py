@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from convrag import prompts
+from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 from convrag.text.tokens import expand_acronyms, spelled_out
@@ -645,8 +646,10 @@ def build_messages(
     history: Sequence[HistoryTurn],
     excluded_entities: Sequence[str],
     fence: prompts.Fence,
+    no_answer: str,
 ) -> list[SystemMessage | HumanMessage]:
-    """The answer prompt: sources and earlier turns go in as fenced, neutralised data."""
+    """The answer prompt: sources and earlier turns go in as fenced, neutralised data; the
+    model is told to reply ``no_answer`` alone when the sources do not hold the answer."""
     standalone = f"(Standalone form: {rewritten})\n" if rewritten and rewritten != question else ""
     exclusions = (
         prompts.EXCLUSIONS.format(entities=", ".join(excluded_entities))
@@ -660,8 +663,22 @@ def build_messages(
         sources=prompts.format_sources(sources, fence),
         exclusions=exclusions,
     )
-    system = prompts.SYNTHESIS_SYSTEM.format(boundary=fence.boundary, canary=fence.canary)
+    system = prompts.SYNTHESIS_SYSTEM.format(
+        boundary=fence.boundary, canary=fence.canary, no_answer=no_answer
+    )
     return [SystemMessage(system), HumanMessage(user)]
+
+
+def says_not_found(answer: str, no_answer: str) -> bool:
+    """Whether the LLM's ``answer`` is the "not found" sentence it was told to reply alone
+    (:func:`build_messages`): compared without case, markers, quotes and the closing
+    punctuation. An answer that goes on after the sentence answers something, so it is
+    not "not found"."""
+
+    def bare(text: str) -> str:
+        return " ".join(strip_markers(text).split()).strip(" \"'“”.!").lower()
+
+    return bool(bare(no_answer)) and bare(answer) == bare(no_answer)
 
 
 async def llm_answer(

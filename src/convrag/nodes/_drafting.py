@@ -98,7 +98,13 @@ async def llm_draft(
             send(ready)
 
     messages = build_messages(
-        question, rewritten, state.get("sources") or [], state.get("history") or [], excluded, fence
+        question,
+        rewritten,
+        state.get("sources") or [],
+        state.get("history") or [],
+        excluded,
+        fence,
+        services.settings.no_answer_text,
     )
     reply, failure = await attempt(
         llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s

@@ -5,7 +5,9 @@ When retrieval ran, it first merges the hits into the turn's sources
 search runs first, as it does for the LLM's ``google_search`` call.
 
 With an LLM the answer does not repeat earlier answers, builds on them, and may call the
-``google_search`` tool once. Without one, or when the LLM fails mid-turn, the extractive
+``google_search`` tool once; when the sources do not hold the answer it replies the
+configured "not found" sentence alone, and the turn carries ``no_answer`` as the
+extractive "not found" does. Without one, or when the LLM fails mid-turn, the extractive
 answer runs instead (flagged), in the same graph.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import NOT_ANSWERED
+from convrag.answering import NOT_ANSWERED, says_not_found
 from convrag.context import Context
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
@@ -49,7 +51,10 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         if result.web_query is not None:
             return DraftUpdate(pending_web_query=result.web_query)
         if result.text is not None:
-            return drafted(state, result.text, extractive=False)
+            update = drafted(state, result.text, extractive=False)
+            if says_not_found(result.text, ctx.deps.settings.no_answer_text):
+                update["flags"] = {"no_answer": True}
+            return update
         fallback = fell_back("synthesize", result.failure)
     text = await extractive_draft(state, ctx, excluded)
     stream_text(runtime, text, "synthesize")
