@@ -527,6 +527,14 @@ def eval_answers(
         int | None, typer.Option(help="Score only the first N turns (and N off-topic ones).")
     ] = None,
     knobs: SetOpt = None,
+    turns_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--turns",
+            help="Write convrag's answer to every turn here (JSON lines: label, question, "
+            "answer, abstained, ROUGE-L, cites gold), to see which answers a change moved.",
+        ),
+    ] = None,
 ) -> None:
     """Answer quality on MTRAG: abstention, ROUGE-L and citations, with two baselines."""
     from convrag.evaluation.answers import evaluate_answers
@@ -543,6 +551,7 @@ def eval_answers(
             limit=limit,
             progress=step,
             overrides=overrides,
+            turns_out=turns_file,
         )
     )
     write_json(report, out_file)

@@ -74,7 +74,8 @@ async def test_answer_report_scores_three_systems_and_off_topic_questions(
     services: Services, tmp_path: Path
 ) -> None:
     root = _with_unanswerable_and_offtopic(tmp_path)
-    report = await evaluate_answers(services, root, "mini")
+    turns_file = tmp_path / "out" / "turns.jsonl"
+    report = await evaluate_answers(services, root, "mini", turns_out=turns_file)
     assert report["n_turns"] == 3 and report["labels"] == {"ANSWERABLE": 2, "UNANSWERABLE": 1}
     assert report["offtopic_domain"] == "other" and report["n_offtopic"] == 1
     assert set(report["systems"]) == {"convrag", "top1_sentence", "oracle_sentence"}
@@ -96,6 +97,15 @@ async def test_answer_report_scores_three_systems_and_off_topic_questions(
     assert report["systems"]["top1_sentence"]["offtopic_abstention"] == 0.0
     oracle = report["systems"]["oracle_sentence"]["answerable"]
     assert oracle["rougeL_recall"] >= convrag["answerable"]["rougeL_recall"] * 0.5
+    # Every turn's answer is kept, scored as the report scores it.
+    rows = [json.loads(line) for line in turns_file.read_text().splitlines()]
+    labels = sorted(r["answerability"] for r in rows[:3])
+    assert labels == ["ANSWERABLE", "ANSWERABLE", "UNANSWERABLE"] and len(rows) == 4
+    assert rows[-1]["answerability"] == "OFFTOPIC" and rows[-1]["abstained"] is True
+    answered = [r for r in rows if r["answerability"] == "ANSWERABLE"]
+    assert all(r["cites_gold"] and not r["abstained"] for r in answered)
+    rouge = sum(r["rougeL_recall"] for r in answered) / len(answered)
+    assert rouge == pytest.approx(convrag["answerable"]["rougeL_recall"], abs=1e-3)
 
 
 async def test_answer_evaluation_with_llm_needs_a_configured_llm(

@@ -19,6 +19,7 @@ answers that are certainly absent: the share that abstains is reported too.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -204,9 +205,11 @@ async def evaluate_answers(
     limit: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    turns_out: Path | None = None,
 ) -> dict[str, Any]:
     """Score convrag's answers and the two baselines; returns the documented JSON shape.
-    ``overrides`` sets context knobs for convrag's runs (``--set``)."""
+    ``overrides`` sets context knobs for convrag's runs (``--set``); ``turns_out`` gets
+    convrag's reply to every turn, off-topic ones included (:func:`write_turns`)."""
     path = domain_path(data, domain)
     model = services.settings.effective_llm_model if llm else None
     if llm and model is None:
@@ -249,8 +252,10 @@ async def evaluate_answers(
         if progress:
             progress("turns", i, len(turns))
     off_abstained: dict[str, list[bool]] = defaultdict(list)
+    off_replies: list[Reply] = []
     for i, turn in enumerate(offtopic, 1):
         reply = await evaluation.convrag(turn, with_history=False)
+        off_replies.append(reply)
         off_abstained["convrag"].append(reply.abstained)
         off_abstained["top1_sentence"].append(False)
         off_abstained["oracle_sentence"].append(True)
@@ -280,6 +285,8 @@ async def evaluate_answers(
             "offtopic_abstention": _mean(1.0 if a else 0.0 for a in off_abstained[name]),
             "ms_per_turn": round(1000 * ms[name] / max(1, len(turns)), 2),
         }
+    if turns_out is not None:
+        write_turns(turns_out, turns, replies["convrag"], qrels, offtopic, off_replies)
     labels: dict[str, int] = defaultdict(int)
     for t in turns:
         labels[t.answerability] += 1
@@ -296,3 +303,43 @@ async def evaluate_answers(
         "context_overrides": dict(overrides or {}),
         "systems": systems,
     }
+
+
+def write_turns(
+    path: Path,
+    turns: Sequence[MtragTurn],
+    replies: Sequence[Reply],
+    qrels: Mapping[str, Mapping[str, int]],
+    offtopic: Sequence[MtragTurn],
+    off_replies: Sequence[Reply],
+) -> None:
+    """One JSON line per turn: its label, question, convrag's answer and whether it
+    abstained, with its ROUGE-L recall and whether it cites a gold passage where the
+    turn has a reference answer. Off-topic questions come last, labelled ``OFFTOPIC``.
+    Two runs' files side by side show which answers a change moved."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        for turn, reply in zip(turns, replies, strict=True):
+            row: dict[str, Any] = {
+                "task_id": turn.task_id,
+                "answerability": turn.answerability,
+                "question": turn.question,
+                "answer": reply.text,
+                "abstained": reply.abstained,
+            }
+            if turn.reference_answer:
+                gold = {p for p, g in qrels.get(turn.task_id, {}).items() if g > 0}
+                row["rougeL_recall"] = round(
+                    rouge_l_recall(strip_markers(reply.text), turn.reference_answer), 4
+                )
+                row["cites_gold"] = bool(gold.intersection(reply.cited))
+            fh.write(json.dumps(row) + "\n")
+        for turn, reply in zip(offtopic, off_replies, strict=True):
+            off = {
+                "task_id": turn.task_id,
+                "answerability": "OFFTOPIC",
+                "question": turn.question,
+                "answer": reply.text,
+                "abstained": reply.abstained,
+            }
+            fh.write(json.dumps(off) + "\n")
