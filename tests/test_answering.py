@@ -273,3 +273,23 @@ def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
 )
 def test_only_the_not_found_sentence_alone_reads_as_not_found(answer: str, meant: bool) -> None:
     assert says_not_found(answer, "I could not find this in the workspace's documents.") is meant
+
+
+def test_a_noun_is_answered_by_the_sentence_that_says_its_phrasal_verb() -> None:
+    from convrag.answering import query_coverage
+
+    # The answering sentence shares no word with the question: only "backed up" is
+    # "backups".
+    source = _src(
+        "Backups are encrypted with AES-256 and stored in two regions. "
+        "Production databases are backed up every 4 hours."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.5 for _ in texts]
+
+    answer = extractive_answer(
+        "How often are backups made?", [source], similarity=similarity, max_sentences=1
+    )
+    assert answer.startswith("Production databases are backed up every 4 hours")
+    assert query_coverage("backups", "Databases are backed up nightly.") == 1.0

@@ -194,6 +194,10 @@ async def test_the_rarest_missing_term_is_the_most_specific_word_no_source_holds
     # An acronym the sources spell out is there ("PAL" for "paid annual leave").
     assert searcher.rarest_missing_term(workspace, "How many days of PAL?", leave) == 0
     assert searcher.rarest_missing_term(workspace, "How many days of PTO?", leave) > 0
+    # So is the noun of a phrasal verb they hold ("backups" for "backed up").
+    backed_up = ["Every employee's leave records are backed up per year."]
+    assert searcher.rarest_missing_term(workspace, "Leave backups per year?", backed_up) == 0
+    assert searcher.rarest_missing_term(workspace, "Leave backups per year?", leave) > 0
 
 
 async def test_keyword_search_ranks_by_what_a_question_is_about_not_its_framing(

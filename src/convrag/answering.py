@@ -22,7 +22,7 @@ from convrag import prompts
 from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
-from convrag.text.tokens import expand_acronyms, spelled_out
+from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
@@ -151,6 +151,13 @@ def _terms(text: str) -> list[str]:
     return out
 
 
+def _compounds(text: str) -> set[str]:
+    """The one-word nouns of ``text``'s phrasal verbs as terms ("backed up": "backup"):
+    what the text also says, though not in so many words, so they match a question's
+    terms without making the text longer."""
+    return {c[:6] for c in phrasal_compounds(text)}
+
+
 def _joined(sources: Sequence[Source]) -> str:
     return "\n".join(s["text"] for s in sources)
 
@@ -165,7 +172,7 @@ def query_coverage(query: str, text: str) -> float:
     wanted = set(_terms(query))
     if not wanted:
         return 0.0
-    present = set(_terms(text)) | {a.lower() for a in spelled_out(text, query)}
+    present = set(_terms(text)) | _compounds(text) | {a.lower() for a in spelled_out(text, query)}
     return round(len(wanted & present) / len(wanted), 4)
 
 
@@ -332,21 +339,21 @@ def ranked_by_words(
     q_terms = set(_terms(query))
     said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
     excluded = [e.lower() for e in excluded_entities if e]
-    candidates: list[tuple[int, int, str, list[str]]] = []
+    candidates: list[tuple[int, int, str, list[str], set[str]]] = []
     for n, src in enumerate(sources, start=1):
         units = sentences(src["text"])
         for pos, sent in enumerate(units):
             if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
-                candidates.append((n, pos, sent, _terms(sent)))
+                candidates.append((n, pos, sent, _terms(sent), _compounds(sent)))
     df: Counter[str] = Counter()
-    for *_, terms in candidates:
-        df.update(set(terms))
+    for *_, terms, compounds in candidates:
+        df.update(set(terms) | compounds)
     total = max(1, len(candidates))
     scored: list[tuple[float, int, int, str]] = []
-    for n, pos, sent, terms in candidates:
+    for n, pos, sent, terms, compounds in candidates:
         if any(e in sent.lower() for e in excluded):
             continue
-        hits = q_terms.intersection(terms)
+        hits = q_terms.intersection(terms) | (q_terms & compounds)
         if not hits:
             continue
         idf = sum(math.log(1 + total / df[t]) for t in hits)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convrag.text.tokens import expand_acronyms, spelled_out
+from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out
 
 
 def test_an_acronym_is_spelled_out_by_the_initials_of_consecutive_words() -> None:
@@ -28,3 +28,9 @@ def test_the_question_carries_the_spelling_after_its_acronym() -> None:
         "Is MFA (Multi-factor authentication) required?"
     )
     assert expand_acronyms("Is SSO required?", text) == "Is SSO required?"
+
+
+def test_phrasal_verbs_give_the_nouns_written_as_one_word() -> None:
+    text = "Data is backed up nightly. After logging in, set up the VPN, then shut down."
+    assert phrasal_compounds(text) == {"backup", "login", "setup", "shutdown"}
+    assert phrasal_compounds("It passes the test.") == set()

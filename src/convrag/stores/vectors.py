@@ -33,7 +33,7 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
 from convrag.text.lexicon import NOT_SUBJECT
-from convrag.text.tokens import spelled_out
+from convrag.text.tokens import phrasal_compounds, spelled_out
 
 _BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 """bm25s's default token pattern, for tokenising as it does."""
@@ -466,7 +466,8 @@ class Bm25sKeywordIndex:
         something the workspace does not hold, however close the sources' topic is. With
         ``typed`` (the user's own message), only the query terms the user typed count: a
         word that a rewrite brought in from earlier turns is context, not the question. An
-        acronym that ``texts`` spell out ("MFA": "Multi-factor authentication") is there.
+        acronym that ``texts`` spell out ("MFA": "Multi-factor authentication") is there, and
+        so is the noun of a phrasal verb they hold ("backups": "backed up").
         """
         entry = self._cache.get(workspace_id)
         if entry is None or entry[1] is None:
@@ -480,7 +481,9 @@ class Bm25sKeywordIndex:
         if not asked:
             return 0.0
         present = self._stems(texts)
-        present |= self._stems([a.lower() for a in spelled_out("\n".join(texts), query)])
+        joined = "\n".join(texts)
+        present |= self._stems([a.lower() for a in spelled_out(joined, query)])
+        present |= self._stems(sorted(phrasal_compounds(joined)))
         missing = asked - present
         if not missing:
             return 0.0

@@ -27,6 +27,7 @@ __all__ = [
     "is_plural_phrase",
     "is_verb_like",
     "join_tokens",
+    "phrasal_compounds",
     "strip_end",
     "strip_possessive",
     "tokenize",
@@ -126,6 +127,32 @@ def spelled_out(text: str, acronyms_of: str) -> dict[str, str]:
                 found[acronym] = match.group(0)
                 break
     return found
+
+
+_PARTICLES = ("up", "out", "down", "off", "in")
+_PHRASAL_RE = re.compile(r"\b([a-z]{2,})[\s-]+(" + "|".join(_PARTICLES) + r")\b")
+
+
+def _base(verb: str) -> str:
+    """A verb's crude base form: "backed", "logging", "sets" to "back", "log", "set"."""
+    for ending, shortest in (("ing", 6), ("ed", 5), ("s", 4)):
+        if verb.endswith(ending) and len(verb) >= shortest and not verb.endswith("ss"):
+            verb = verb[: -len(ending)]
+            if len(verb) > 2 and verb[-1] == verb[-2] and verb[-1] not in "aeiouls":
+                verb = verb[:-1]
+            break
+    return verb
+
+
+def phrasal_compounds(text: str) -> set[str]:
+    """The one-word nouns that ``text``'s phrasal verbs are written as elsewhere: "backed
+    up" is "backup", "logging in" "login", "set up" "setup", "shut down" "shutdown".
+
+    A question asks "How often are backups made?" of a text that says "databases are
+    backed up every 4 hours": without the compound the two share no word. A verb and
+    particle that make no such noun ("stored in" gives "storein") match nothing.
+    """
+    return {_base(v) + p for v, p in _PHRASAL_RE.findall(text.lower())}
 
 
 def expand_acronyms(query: str, text: str) -> str:
