@@ -590,6 +590,36 @@ async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regenerat
     assert done["repetition_detected"] and done["flags"]["repetition_unresolved"] is True
 
 
+SECURITY_POLICY = """# Acme Data Security Policy
+
+## Backups
+Production databases are backed up every 4 hours.
+Backups are encrypted with AES-256 and stored in two regions.
+
+## Contact
+Questions about this policy go to the Chief Information Security Officer, Dana Whitfield.
+"""
+
+
+async def test_this_policy_in_a_follow_up_names_the_document_the_last_answer_cited(
+    base_url: str, services: Services, tmp_path: Path
+) -> None:
+    workspace = f"ws-{uuid.uuid4().hex[:10]}"
+    for name, text in (("security_policy.md", SECURITY_POLICY), ("employee_data.txt", EMPLOYEES)):
+        path = tmp_path / name
+        path.write_text(text)
+        await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    first, second = await _two_turns(
+        base_url, tenant, "How often are backups made?", "Who do I contact about this policy?"
+    )
+    assert "every 4 hours" in first[-1][1]["answer"]
+    rewrite, done = second[0][1], second[-1][1]
+    # Not "... (How often are backups made?)": the previous question would pick the answer.
+    assert rewrite["query"] == "Who do I contact about the security policy?"
+    assert "Dana Whitfield" in done["answer"] and "every 4 hours" not in done["answer"]
+
+
 async def test_odd_id_spellings_are_404_and_an_upper_case_id_is_the_same_conversation(
     base_url: str, tenant: dict[str, str]
 ) -> None:

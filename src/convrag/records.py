@@ -69,6 +69,9 @@ class HistoryTurn(TypedDict):
     contextualized_query: str | None
     entities: list[str]
     cited_document_ids: list[str]
+    cited_titles: NotRequired[list[str]]
+    """The titles of the documents the answer cited, in citation order: "this policy"
+    in the next question names one of them."""
 
 
 def previous_question(history: Sequence[HistoryTurn]) -> str | None:

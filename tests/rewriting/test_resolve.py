@@ -274,3 +274,21 @@ def test_it_points_to_the_asked_thing_not_the_place_that_qualifies_it() -> None:
     assert contextualize("Is it taxed there?", history) == (
         "Is the daily meal allowance taxed in Asia?"
     )
+
+
+def test_this_and_that_name_the_cited_document_whose_head_word_they_use() -> None:
+    from convrag.rewriting.resolve import name_documents
+
+    cited = Turn("How often are backups made?", "Every 4 hours [1].", titles=("security_policy",))
+    assert (
+        contextualize("Who do I contact about this policy?", [cited])
+        == "Who do I contact about the security policy?"
+    )
+    war = Turn("When did it end?", "In 1975 [1].", titles=("Vietnam War",))
+    assert name_documents("Who won that war?", war) == "Who won the Vietnam War?"
+    # A noun of the title that is not its head word asks about something in the document.
+    travel = Turn(
+        "What is the meal allowance?", "60 euros [1].", titles=("Travel Allowance Policy",)
+    )
+    assert name_documents("Is this allowance taxed?", travel) == "Is this allowance taxed?"
+    assert name_documents("Who wrote this policy?", Turn("Q?", "A.")) == "Who wrote this policy?"

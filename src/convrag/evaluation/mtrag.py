@@ -124,10 +124,12 @@ def load_corpus(path: Path) -> list[SourceDocument]:
     return docs
 
 
-def history_turns(turn: MtragTurn, workspace: str) -> list[HistoryTurn]:
+def history_turns(
+    turn: MtragTurn, workspace: str, titles: Mapping[str, str | None] | None = None
+) -> list[HistoryTurn]:
     """MTRAG's history as convrag history; the last answer is anchored to the passages
     behind it (``prev_turn_relevant_passage_ids``), as the graph anchors a follow-up to
-    the documents the previous answer cited."""
+    the documents the previous answer cited, and cites their ``titles`` (by passage id)."""
     out: list[HistoryTurn] = []
     pending: str | None = None
     for h in turn.history:
@@ -147,6 +149,8 @@ def history_turns(turn: MtragTurn, workspace: str) -> list[HistoryTurn]:
             pending = None
     if out:
         out[-1]["cited_document_ids"] = [document_id_for(workspace, p) for p in turn.prev_passages]
+        named = [(titles or {}).get(p) for p in turn.prev_passages]
+        out[-1]["cited_titles"] = list(dict.fromkeys(t for t in named if t))
     return out
 
 
@@ -172,6 +176,7 @@ class MtragEvaluation:
         self.answers = answers
         self.overrides = dict(overrides or {})
         self.passage_of: dict[str, str] = {}
+        self.title_of: dict[str, str | None] = {}
         self.graph = build_graph(services).compile(
             checkpointer=InMemorySaver(),
             interrupt_before=[] if answers else ["synthesize"],
@@ -188,6 +193,7 @@ class MtragEvaluation:
             progress(done)
 
         await ingest_documents(self.services, self.workspace, corpus, progress=advance)
+        self.title_of = {d.source: d.title for d in corpus}
         # Load the in-process engines before the first turn: a cold load of a large pool
         # takes longer than a turn's retrieval time limit.
         await self.services.searcher.warm(self.workspace)
@@ -224,7 +230,7 @@ class MtragEvaluation:
     ) -> dict[str, Any]:
         """The graph's state for ``turn``: after retrieval, or after the whole turn when
         the evaluation scores answers."""
-        history = history_turns(turn, self.workspace) if with_history else []
+        history = history_turns(turn, self.workspace, self.title_of) if with_history else []
         if not anchored and history:
             history[-1]["cited_document_ids"] = []
         knobs: dict[str, Any] = {"llm_model": llm, "web_search": "off"}

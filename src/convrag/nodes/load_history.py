@@ -103,6 +103,11 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
                 cited_document_ids=[
                     s["document_id"] for s in t.sources if s.get("cited") and s.get("document_id")
                 ],
+                cited_titles=list(
+                    dict.fromkeys(
+                        s["title"] for s in t.sources if s.get("cited") and s.get("title")
+                    )
+                ),
             )
             for t in turns
         ]

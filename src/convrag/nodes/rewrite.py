@@ -72,7 +72,15 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
     retrieval still sees the topic."""
     # A greeting or a thanks names nothing a follow-up can point to ("Hi there!").
     history = [t for t in history if not is_no_retrieval(clean(t["question"]))]
-    turns = [Turn(t["question"], t["answer"], standalone_question(t)) for t in history]
+    turns = [
+        Turn(
+            t["question"],
+            t["answer"],
+            standalone_question(t),
+            tuple(t.get("cited_titles") or ()),
+        )
+        for t in history
+    ]
     query = contextualize(message, turns)
     if _words(query) == _words(message) and history:
         query = f"{message.strip()} ({standalone_question(history[-1])})"

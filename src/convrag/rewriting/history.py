@@ -84,6 +84,8 @@ class Turn:
     standalone: str | None = None
     """The question as it was rewritten then ("What is the meal allowance in North
     America?" for "And in North America?"), when the service rewrote it."""
+    titles: tuple[str, ...] = ()
+    """The titles of the documents the answer cited."""
 
 
 # Salience weights (general defaults, not fitted to a data set).

@@ -108,12 +108,38 @@ def contextualize(message: str, history: Sequence[Turn]) -> str:
     if not history or classify(msg, history) != "follow_up":
         return message.strip()
     prefix, core = split_pleasantries(msg)
-    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(core, history)))
+    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(name_documents(core, history[-1]), history)))
     if not out:
         return msg
     if out == clean(_SPACE_PUNCT_RE.sub(r"\1", core)):
         return message.strip()  # nothing resolved: the user's own words, not a re-cased copy
     return prefix + _as_question(out, capitalize=not prefix)
+
+
+_DEMONSTRATIVE_RE = re.compile(r"\b(?:this|that)\s+([a-z]+)\b", re.IGNORECASE)
+
+
+def name_documents(message: str, last: Turn) -> str:
+    """``message`` with "this policy" or "that manual" replaced by the title of the document
+    the last answer cited whose head word it is ("the security policy" for a file
+    ``security_policy.pdf``; "the Vietnam War" for "that war").
+
+    Only the title's last word counts: "this allowance" after an answer from the "Travel
+    Allowance Policy" asks about an allowance in it, not about the policy.
+    """
+
+    def head(title: str) -> str:
+        words = re.findall(r"[a-z]+", title.lower())
+        return words[-1] if words else ""
+
+    def named(m: re.Match[str]) -> str:
+        noun = m.group(1).lower()
+        for title in last.titles:
+            if noun == head(title):
+                return "the " + clean(title.replace("_", " "))
+        return m.group(0)
+
+    return _DEMONSTRATIVE_RE.sub(named, message) if last.titles else message
 
 
 def _as_question(text: str, *, capitalize: bool) -> str:
