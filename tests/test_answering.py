@@ -293,3 +293,20 @@ def test_a_noun_is_answered_by_the_sentence_that_says_its_phrasal_verb() -> None
     )
     assert answer.startswith("Production databases are backed up every 4 hours")
     assert query_coverage("backups", "Databases are backed up nightly.") == 1.0
+
+
+def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None:
+    docs = _src(
+        "Extending the web chat\n\n"
+        "A developer can extend the web chat with the toolkit.\n\n"
+        "Securing the web chat\n\n"
+        "If you enable security, the web chat authenticates users."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if t.startswith("Extending") else 0.3 for t in texts]
+
+    answer = extractive_answer(
+        "Can I extend the web chat?", [docs], similarity=similarity, max_sentences=1
+    )
+    assert answer == "A developer can extend the web chat with the toolkit. [1]"

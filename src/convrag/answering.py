@@ -22,7 +22,13 @@ from convrag import prompts
 from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
-from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out
+from convrag.text.tokens import (
+    expand_acronyms,
+    is_verb_like,
+    phrasal_compounds,
+    spelled_out,
+    tokenize,
+)
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
@@ -260,6 +266,22 @@ def _looks_like_heading(unit: str) -> bool:
     )
 
 
+def _names_a_section(unit: str) -> bool:
+    """A heading in sentence case ("Machine learning model creation workflow", "VMware
+    Systems storage options"): a short capitalised line with no closing punctuation and
+    no verb. Its words say what the text under it is about, which is what a question's
+    words match, but it answers nothing itself (:func:`_under_heading`)."""
+    if unit.rstrip().endswith((".", "!", "?", ":", ";", '"', "'", ")")) or "; " in unit:
+        return False
+    toks = tokenize(unit)
+    return (
+        len(unit.split()) <= 8
+        and unit[:1].isupper()
+        and not LIST_ITEM.match(unit)
+        and not any(is_verb_like(t) for t in toks)
+    )
+
+
 _MINOR_WORDS = frozenset({"a", "an", "and", "at", "by", "for", "in", "of", "on", "or", "the", "to"})
 
 
@@ -465,7 +487,9 @@ def extractive_answer(
     per_source: Counter[int] = Counter()
     chosen_text: set[str] = set()
     for _, n, pos, sent in scored:
-        if per_source[n] >= 2 or sent in chosen_text:
+        if _names_a_section(sent):
+            pos, sent = _under_heading(sources[n - 1]["text"], pos)
+        if per_source[n] >= 2 or not sent or sent in chosen_text:
             continue
         chosen_text.add(sent)
         picked.append((n, pos, sent))
@@ -490,6 +514,18 @@ def extractive_answer(
         picked = [(1, 0, first)]
     picked.sort(key=lambda x: (x[0], x[1]))
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+def _under_heading(text: str, pos: int) -> tuple[int, str]:
+    """The first statement after the heading at ``pos`` of ``text``, with its position, or
+    ``(pos, "")`` when none follows before the next heading or the chunk's end."""
+    units = sentences(text)
+    for k in range(pos + 1, len(units)):
+        if _names_a_section(units[k]) or _looks_like_heading(units[k]):
+            break
+        if quotable(units[k], first=False, last=k == len(units) - 1):
+            return k, units[k]
+    return pos, ""
 
 
 LIST_ITEMS_QUOTED = 10
