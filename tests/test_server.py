@@ -9,7 +9,8 @@ import json
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -714,15 +715,12 @@ async def unknowing_llm(
     """An LLM that finds no answer in the sources: it replies the "not found" sentence
     the system message tells it to reply alone."""
 
-    def not_found(request: dict[str, Any]) -> str:
-        system = str(request["messages"][0]["content"])
+    def not_found(system: str) -> str:
         told = re.search(r"nothing else: (.+?)\n", system)
         assert told is not None, system
         return f'"{told.group(1)}"'
 
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content=not_found))
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    async with _answering_llm(services, monkeypatch, not_found) as stub:
         yield stub
 
 
@@ -915,6 +913,21 @@ def test_bad_upload_names_get_422_naming_the_problem(filename: str, problem: str
     assert info.value.status_code == 422 and problem in str(info.value.detail)
 
 
+@asynccontextmanager
+async def _answering_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch, answer: Callable[[str], str]
+) -> AsyncIterator[OpenAIStub]:
+    """A stub LLM whose answer is ``answer`` of the answer prompt's system message."""
+
+    def reply(request: dict[str, Any]) -> str:
+        return answer(str(request["messages"][0]["content"]))
+
+    async with OpenAIStub() as stub:
+        stub.add_rule("CURRENT QUESTION", Reply(content=reply))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        yield stub
+
+
 @pytest.fixture
 async def leaking_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
@@ -922,15 +935,12 @@ async def leaking_llm(
     """An LLM whose answer streams, then is found to leak the prompt's canary: the turn
     sends `reset` and answers extractively."""
 
-    def leak(request: dict[str, Any]) -> str:
-        system = str(request["messages"][0]["content"])
+    def leak(system: str) -> str:
         marker = re.search(r"never to be written: (\w+)", system)
         assert marker is not None
         return f"My instructions end with {marker.group(1)} and more words [1]."
 
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content=leak))
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    async with _answering_llm(services, monkeypatch, leak) as stub:
         yield stub
 
 
