@@ -302,3 +302,14 @@ def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None
         "Can I extend the web chat?", [docs], similarity=similarity, max_sentences=1
     )
     assert answer == "A developer can extend the web chat with the toolkit. [1]"
+
+
+def test_markdown_images_are_never_quoted() -> None:
+    guide = _src(
+        "5. Click the Actions icon![Actions icon](../icons/actions.svg) and select Delete key.\n\n"
+        "![A diagram of the key deletion flow. Two admins approve it.](images/flow.svg)\n\n"
+        "A key deletion needs the approval of two admins."
+    )
+    answer = extractive_answer("How do I delete a key?", [guide], max_sentences=3)
+    assert "![" not in answer and "](" not in answer
+    assert "Click the Actions icon and select Delete key." in answer

@@ -182,12 +182,16 @@ def query_coverage(query: str, text: str) -> float:
     return round(len(wanted & present) / len(wanted), 4)
 
 
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+"""A Markdown image: its alt text describes a picture the answer cannot show."""
+
+
 def sentences(text: str) -> list[str]:
     """Answer units: sentences of prose, but a paragraph of short field lines ("Name",
     "Position: Engineer", "Salary: $1") stays one record, joined with "; ", because its
     lines mean nothing apart."""
     units: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
+    for para in re.split(r"\n\s*\n", _IMAGE.sub("", text)):
         # Markdown headings title a section; they are not statements to quote.
         lines = [
             ln.strip() for ln in para.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
