@@ -302,6 +302,10 @@ def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None
         "Can I extend the web chat?", [docs], similarity=similarity, max_sentences=1
     )
     assert answer == "A developer can extend the web chat with the toolkit. [1]"
+    # After a gerund, an "-ed" word is a participle, not the verb of a statement.
+    start = _src("Getting started with the web chat\n\nAdd the script to your page first.")
+    answer = extractive_answer("How do I get started with the web chat?", [start])
+    assert answer == "Add the script to your page first. [1]"
 
 
 def test_markdown_images_are_never_quoted() -> None:

@@ -22,6 +22,7 @@ from convrag import prompts
 from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
+from convrag.text.lexicon import AUX
 from convrag.text.tokens import (
     expand_acronyms,
     is_verb_like,
@@ -278,11 +279,16 @@ def _names_a_section(unit: str) -> bool:
     if unit.rstrip().endswith((".", "!", "?", ":", ";", '"', "'", ")")) or "; " in unit:
         return False
     toks = tokenize(unit)
+    # After a gerund ("Getting started with ..."), an "-ed" word is a participle.
+    gerund = bool(toks) and toks[0].low.endswith("ing")
     return (
         len(unit.split()) <= 8
         and unit[:1].isupper()
         and not LIST_ITEM.match(unit)
-        and not any(is_verb_like(t) for t in toks)
+        and not any(
+            is_verb_like(t) and not (gerund and t.low.endswith("ed") and t.low not in AUX)
+            for t in toks
+        )
     )
 
 
