@@ -532,7 +532,8 @@ def eval_answers(
         typer.Option(
             "--turns",
             help="Write convrag's answer to every turn here (JSON lines: label, question, "
-            "answer, abstained, ROUGE-L, cites gold), to see which answers a change moved.",
+            "query, answer, abstained, ROUGE-L, cites gold), to see which answers a change "
+            "moved.",
         ),
     ] = None,
 ) -> None:

@@ -102,6 +102,7 @@ async def test_answer_report_scores_three_systems_and_off_topic_questions(
     labels = sorted(r["answerability"] for r in rows[:3])
     assert labels == ["ANSWERABLE", "ANSWERABLE", "UNANSWERABLE"] and len(rows) == 4
     assert rows[-1]["answerability"] == "OFFTOPIC" and rows[-1]["abstained"] is True
+    assert all(r["query"] for r in rows)
     answered = [r for r in rows if r["answerability"] == "ANSWERABLE"]
     assert all(r["cites_gold"] and not r["abstained"] for r in answered)
     rouge = sum(r["rougeL_recall"] for r in answered) / len(answered)

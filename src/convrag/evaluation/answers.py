@@ -56,6 +56,8 @@ class Reply:
     """Passage ids the answer cites, in order."""
     retrieved: list[str] = field(default_factory=list)
     """Passage ids the system had as sources, in rank order."""
+    query: str | None = None
+    """The standalone query the system searched for, where it rewrites."""
 
 
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
@@ -148,6 +150,7 @@ class AnswerEvaluation:
             abstained=bool(state.get("flags", {}).get("no_answer")),
             cited=self.ev.passages(cited_docs),
             retrieved=self.ev.passages([s["document_id"] or "" for s in state.get("sources", [])]),
+            query=state.get("rewritten_query"),
         )
 
     async def top1_sentence(self, turn: MtragTurn) -> Reply:
@@ -313,10 +316,11 @@ def write_turns(
     offtopic: Sequence[MtragTurn],
     off_replies: Sequence[Reply],
 ) -> None:
-    """One JSON line per turn: its label, question, convrag's answer and whether it
-    abstained, with its ROUGE-L recall and whether it cites a gold passage where the
-    turn has a reference answer. Off-topic questions come last, labelled ``OFFTOPIC``.
-    Two runs' files side by side show which answers a change moved."""
+    """One JSON line per turn: its label, question, the query convrag searched for, its
+    answer and whether it abstained, with its ROUGE-L recall and whether it cites a gold
+    passage where the turn has a reference answer. Off-topic questions come last,
+    labelled ``OFFTOPIC``. Two runs' files side by side show which answers a change
+    moved."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
         for turn, reply in zip(turns, replies, strict=True):
@@ -324,6 +328,7 @@ def write_turns(
                 "task_id": turn.task_id,
                 "answerability": turn.answerability,
                 "question": turn.question,
+                "query": reply.query,
                 "answer": reply.text,
                 "abstained": reply.abstained,
             }
@@ -339,6 +344,7 @@ def write_turns(
                 "task_id": turn.task_id,
                 "answerability": "OFFTOPIC",
                 "question": turn.question,
+                "query": reply.query,
                 "answer": reply.text,
                 "abstained": reply.abstained,
             }
