@@ -260,10 +260,14 @@ def _table_rows(lines: Sequence[str]) -> list[str]:
     return units
 
 
+_CLOSING = (".", "!", "?", ":", ";", '"', "'", ")")
+"""What ends a statement, a lead-in or a quotation, and never a heading."""
+
+
 def _looks_like_heading(unit: str) -> bool:
     """A title line ("AquaPure 3000 Water Filter - User Manual", "Help Desk Office
     Hours"): no closing punctuation and every word capitalised (or a number or a dash)."""
-    if unit.rstrip().endswith((".", "!", "?", ":", ";", '"', "'", ")")):
+    if unit.rstrip().endswith(_CLOSING):
         return False
     words = unit.split()
     return len(words) <= 12 and all(
@@ -276,7 +280,7 @@ def _names_a_section(unit: str) -> bool:
     Systems storage options"): a short capitalised line with no closing punctuation and
     no verb. Its words say what the text under it is about, which is what a question's
     words match, but it answers nothing itself (:func:`_under_heading`)."""
-    if unit.rstrip().endswith((".", "!", "?", ":", ";", '"', "'", ")")) or "; " in unit:
+    if unit.rstrip().endswith(_CLOSING) or "; " in unit:
         return False
     toks = tokenize(unit)
     # After a gerund ("Getting started with ..."), an "-ed" word is a participle.
@@ -371,21 +375,23 @@ def ranked_by_words(
     q_terms = set(_terms(query))
     said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
     excluded = [e.lower() for e in excluded_entities if e]
+    # Each candidate's terms (its length) and what it says, its phrasal nouns included.
     candidates: list[tuple[int, int, str, list[str], set[str]]] = []
     for n, src in enumerate(sources, start=1):
         units = sentences(src["text"])
         for pos, sent in enumerate(units):
             if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
-                candidates.append((n, pos, sent, _terms(sent), _compounds(sent)))
+                terms = _terms(sent)
+                candidates.append((n, pos, sent, terms, set(terms) | _compounds(sent)))
     df: Counter[str] = Counter()
-    for *_, terms, compounds in candidates:
-        df.update(set(terms) | compounds)
+    for *_, says in candidates:
+        df.update(says)
     total = max(1, len(candidates))
     scored: list[tuple[float, int, int, str]] = []
-    for n, pos, sent, terms, compounds in candidates:
+    for n, pos, sent, terms, says in candidates:
         if any(e in sent.lower() for e in excluded):
             continue
-        hits = q_terms.intersection(terms) | (q_terms & compounds)
+        hits = q_terms & says
         if not hits:
             continue
         idf = sum(math.log(1 + total / df[t]) for t in hits)

@@ -321,31 +321,25 @@ def write_turns(
     passage where the turn has a reference answer. Off-topic questions come last,
     labelled ``OFFTOPIC``. Two runs' files side by side show which answers a change
     moved."""
+    rows = [
+        *((t, r, t.answerability) for t, r in zip(turns, replies, strict=True)),
+        *((t, r, "OFFTOPIC") for t, r in zip(offtopic, off_replies, strict=True)),
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        for turn, reply in zip(turns, replies, strict=True):
+        for turn, reply, label in rows:
             row: dict[str, Any] = {
                 "task_id": turn.task_id,
-                "answerability": turn.answerability,
+                "answerability": label,
                 "question": turn.question,
                 "query": reply.query,
                 "answer": reply.text,
                 "abstained": reply.abstained,
             }
-            if turn.reference_answer:
+            if label != "OFFTOPIC" and turn.reference_answer:
                 gold = {p for p, g in qrels.get(turn.task_id, {}).items() if g > 0}
                 row["rougeL_recall"] = round(
                     rouge_l_recall(strip_markers(reply.text), turn.reference_answer), 4
                 )
                 row["cites_gold"] = bool(gold.intersection(reply.cited))
             fh.write(json.dumps(row) + "\n")
-        for turn, reply in zip(offtopic, off_replies, strict=True):
-            off = {
-                "task_id": turn.task_id,
-                "answerability": "OFFTOPIC",
-                "question": turn.question,
-                "query": reply.query,
-                "answer": reply.text,
-                "abstained": reply.abstained,
-            }
-            fh.write(json.dumps(off) + "\n")

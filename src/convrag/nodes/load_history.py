@@ -11,7 +11,7 @@ from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.database import TurnStart, TurnStatus
+from convrag.stores.database import TurnRecord, TurnStart, TurnStatus
 
 
 class ConversationBusy(Exception):
@@ -37,6 +37,20 @@ class TurnConflict(Exception):
         )
         self.turn_id = turn_id
         self.status = status
+
+
+def history_turn(turn: TurnRecord) -> HistoryTurn:
+    """A stored turn as the graph reads it back, with the documents its answer cited."""
+    cited = [s for s in turn.sources if s.get("cited")]
+    return HistoryTurn(
+        turn_number=turn.turn_number,
+        question=turn.question,
+        answer=turn.answer,
+        contextualized_query=turn.contextualized_query,
+        entities=list(turn.entities_mentioned),
+        cited_document_ids=[s["document_id"] for s in cited if s.get("document_id")],
+        cited_titles=list(dict.fromkeys(s["title"] for s in cited if s.get("title"))),
+    )
 
 
 async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUpdate:
@@ -93,24 +107,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     if override is not None:
         history = list(override)[-ctx.history_turns :]
     else:
-        history = [
-            HistoryTurn(
-                turn_number=t.turn_number,
-                question=t.question,
-                answer=t.answer,
-                contextualized_query=t.contextualized_query,
-                entities=list(t.entities_mentioned),
-                cited_document_ids=[
-                    s["document_id"] for s in t.sources if s.get("cited") and s.get("document_id")
-                ],
-                cited_titles=list(
-                    dict.fromkeys(
-                        s["title"] for s in t.sources if s.get("cited") and s.get("title")
-                    )
-                ),
-            )
-            for t in turns
-        ]
+        history = [history_turn(t) for t in turns]
     if llm_rewrites and not history:
         services.searcher.prefetch(message)
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
