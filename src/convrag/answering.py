@@ -23,6 +23,7 @@ from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 from convrag.text.lexicon import AUX
+from convrag.text.sentences import split_sentences
 from convrag.text.tokens import (
     expand_acronyms,
     is_verb_like,
@@ -31,7 +32,6 @@ from convrag.text.tokens import (
     tokenize,
 )
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
 _STOP = frozenset(
     [
@@ -212,8 +212,13 @@ def sentences(text: str) -> list[str]:
         ):
             units.append("; ".join(lines))
             continue
-        units.extend(s.strip() for s in _SENTENCE.split(" ".join(lines)) if len(s.strip()) > 2)
+        units.extend(_prose(lines))
     return units
+
+
+def _prose(lines: Sequence[str]) -> list[str]:
+    """The sentences of prose lines, joined (a sentence may wrap), less stray marks."""
+    return [s for s in split_sentences(" ".join(lines)) if len(s) > 2]
 
 
 def _list_units(lines: Sequence[str]) -> list[str]:
@@ -225,7 +230,7 @@ def _list_units(lines: Sequence[str]) -> list[str]:
 
     def flush() -> None:
         if prose:
-            units.extend(s.strip() for s in _SENTENCE.split(" ".join(prose)) if len(s.strip()) > 2)
+            units.extend(_prose(prose))
             prose.clear()
 
     for line in lines:

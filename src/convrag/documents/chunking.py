@@ -10,6 +10,7 @@ from typing import Literal
 
 from convrag.documents.blocks import LIST_ITEM
 from convrag.documents.load import SourceDocument
+from convrag.text.sentences import sentence_ends
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,15 +23,8 @@ class Chunk:
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _LINE_BREAK = re.compile("\n")
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？]+[」』”’)]*")
 _NON_SPACE = re.compile(r"\S")
 _ENDS_SENTENCE = re.compile(r"[.!?…。！？][\"'”’)\]」』]*$")
-_ABBREVIATIONS = frozenset(
-    {"e.g", "i.e", "vs", "mr", "mrs", "ms", "dr", "prof", "st", "approx", "dept", "jr", "sr", "cf"}
-)
-"""Words whose period does not end a sentence (lower case, without the final period)."""
-_NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "fig", "figs", "p", "pp", "vol", "ch", "sec"})
-"""Words whose period does not end a sentence when a number follows ("see Fig. 3")."""
 
 
 @dataclass(slots=True)
@@ -65,32 +59,6 @@ def _continues(line: str, nxt: str) -> bool:
     return nxt[:1].islower() or len(line) >= 50
 
 
-def _sentence_ends(text: str, start: int, end: int) -> list[int]:
-    """Offsets in ``text[start:end]`` where a sentence ends and another follows."""
-    ends: list[int] = []
-    for m in _SENTENCE_END.finditer(text, start, end):
-        after = _NON_SPACE.search(text, m.end(), end)
-        if after is None:
-            break
-        nxt = after.group()
-        if m.group()[0] == ".":
-            # Only the word before the period matters: a bounded look back keeps this
-            # linear on a long paragraph.
-            before = text[max(start, m.start() - 40) : m.start()].split()
-            word = before[-1].lstrip("(\"'“‘[").lower() if before else ""
-            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
-                continue  # "e.g. the", "Dr. Smith", "J. Smith"
-            if word in _NUMBER_ABBREVIATIONS and nxt.isdigit():
-                continue  # "No. 5", "Fig. 3"
-            lead = m.start() - len(word) - start
-            if word.isdigit() and lead <= 2 and not text[start : start + lead].strip():
-                continue  # "1. Scope": a numbered item, not a sentence
-        if m.group()[0] in ".!?…" and nxt.islower():
-            continue  # "approx. twenty", "Acme Inc. and ..."
-        ends.append(m.end())
-    return ends
-
-
 def _units(text: str) -> list[_Unit]:
     """``text`` cut into sentences, and into the lines of lists, tables and records."""
     units: list[_Unit] = []
@@ -105,7 +73,7 @@ def _units(text: str) -> list[_Unit]:
                 groups.append([s, e, s])
         for g_start, g_end, _ in groups:
             pos = g_start
-            for cut in _sentence_ends(text, g_start, g_end):
+            for cut in sentence_ends(text, g_start, g_end):
                 units.append(_Unit(pos, cut))
                 nxt = _NON_SPACE.search(text, cut, g_end)
                 pos = g_end if nxt is None else nxt.start()

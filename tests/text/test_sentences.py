@@ -1,0 +1,37 @@
+"""Sentence boundaries shared by the chunker and the extractive answer."""
+
+from __future__ import annotations
+
+from convrag.answering import sentences
+from convrag.text.sentences import split_sentences
+
+
+def test_abbreviations_initials_and_numbered_references_do_not_end_a_sentence() -> None:
+    text = (
+        "The Defense of Marriage Act ( Pub. L. 104 -- 199, 110 Stat. 2419 ) is a law. "
+        "President John F. Kennedy met Dr. Smith at St. Louis. See Fig. 3 for the details."
+    )
+    assert split_sentences(text) == [
+        "The Defense of Marriage Act ( Pub. L. 104 -- 199, 110 Stat. 2419 ) is a law.",
+        "President John F. Kennedy met Dr. Smith at St. Louis.",
+        "See Fig. 3 for the details.",
+    ]
+
+
+def test_a_sentence_ends_only_where_another_can_open() -> None:
+    text = (
+        "It appeared on Sunny Side!, released in 1963. It is codified at 1 U.S.C. § 7 too. "
+        'Run CREATE TABLE t (...) WITH sync on. "Quoted." 2019 was next.'
+    )
+    assert split_sentences(text) == [
+        "It appeared on Sunny Side!, released in 1963.",
+        "It is codified at 1 U.S.C. § 7 too.",
+        "Run CREATE TABLE t (...) WITH sync on.",
+        '"Quoted."',
+        "2019 was next.",
+    ]
+
+
+def test_an_answer_never_quotes_half_of_a_name_with_an_initial() -> None:
+    units = sentences("In 1890, a newspaper editor named Thomas J. Foster founded the school.")
+    assert units == ["In 1890, a newspaper editor named Thomas J. Foster founded the school."]
