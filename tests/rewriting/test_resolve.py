@@ -138,6 +138,22 @@ def test_output_is_never_empty(message: str) -> None:
         assert contextualize(message, history).strip()
 
 
+def test_a_name_after_a_possessive_is_not_taken_for_a_surname() -> None:
+    history = [
+        Turn(
+            "Which sport awards the oldest trophy?",
+            "The America's Cup, a trophy awarded to the winner of the America's Cup match "
+            "races between two sailing yachts, is the oldest international sporting trophy. "
+            "However the Stanley Cup (the championship trophy awarded annually to the "
+            "National Hockey League ( NHL ) playoff winner) is the oldest trophy of "
+            "professional sports in North America.",
+        )
+    ]
+    assert contextualize("Is America's Cup awarded in sailing?", history) == (
+        "Is America's Cup awarded in sailing?"
+    )
+
+
 def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> None:
     history = [
         Turn(

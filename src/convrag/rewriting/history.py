@@ -671,8 +671,12 @@ def display_name(ent: Entity) -> str:
 
 
 def full_name(span: NameSpan, ctx: ConversationContext) -> str | None:
-    """The fuller name the history uses for a one-word mention ("Dali" -> "Salvador Dali")."""
-    if span.ntok != 1 or span.acronym:
+    """The fuller name the history uses for a one-word mention ("Dali" -> "Salvador Dali").
+
+    A word after a possessive is the head of a name already ("America's Cup"), not a
+    surname of someone else's ("Stanley Cup").
+    """
+    if span.ntok != 1 or span.acronym or span.prev.endswith(("'s", "’s", "s'")):
         return None
     people = sorted(ctx.ranked, key=lambda e: -e.person)[:3]
     for ent in people:
