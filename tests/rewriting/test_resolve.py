@@ -154,6 +154,18 @@ def test_a_name_after_a_possessive_is_not_taken_for_a_surname() -> None:
     )
 
 
+def test_a_surname_after_initials_is_not_spelled_out_again() -> None:
+    history = [
+        Turn(
+            "Who was P. G. Wodehouse?",
+            "P. G. Wodehouse was an English author. Wodehouse wrote novels and lyrics.",
+        )
+    ]
+    assert contextualize("What did p.g Wodehouse do in Hollywood?", history) == (
+        "What did p.g Wodehouse do in Hollywood?"
+    )
+
+
 def test_a_first_name_in_the_last_answer_is_spelled_out_from_earlier_turns() -> None:
     history = [
         Turn(

@@ -674,9 +674,16 @@ def full_name(span: NameSpan, ctx: ConversationContext) -> str | None:
     """The fuller name the history uses for a one-word mention ("Dali" -> "Salvador Dali").
 
     A word after a possessive is the head of a name already ("America's Cup"), not a
-    surname of someone else's ("Stanley Cup").
+    surname of someone else's ("Stanley Cup"), and a surname after initials is spelled out
+    already ("p.g Wodehouse").
     """
-    if span.ntok != 1 or span.acronym or span.prev.endswith(("'s", "’s", "s'")):
+    if (
+        span.ntok != 1
+        or span.acronym
+        or span.prev.endswith(("'s", "’s", "s'"))
+        # an initial before it: the tokens of "p.g" end in "g"
+        or (len(span.prev) == 1 and span.prev.isalpha() and span.prev not in ("a", "i"))
+    ):
         return None
     people = sorted(ctx.ranked, key=lambda e: -e.person)[:3]
     for ent in people:
