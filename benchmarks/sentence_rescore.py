@@ -26,13 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from convrag.answering import sentences
+from convrag.answering import ranked_by_words, sentences
 from convrag.evaluation import mtrag
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.services import open_services
 
 
-async def rescore(data: Path, domain: str, rewrite: bool, top_n: int, alphas: list[float]) -> None:
+async def rescore(
+    data: Path, domain: str, rewrite: bool, top_n: int, alphas: list[float], signal: str
+) -> None:
     async with open_services() as services:
         path = mtrag.domain_path(data, domain)
         turns, qrels = mtrag.load_domain(path)
@@ -58,7 +60,13 @@ async def rescore(data: Path, domain: str, rewrite: bool, top_n: int, alphas: li
             ]
             flat = [u for group in units for u in group]
             closest: list[float] = []
-            if flat:
+            if signal == "words":
+                best: dict[int, float] = {}
+                for score, n, _, _ in ranked_by_words(query, sources):
+                    best[n] = max(best.get(n, 0.0), score)
+                top = max(best.values(), default=1.0)
+                closest = [best.get(n, 0.0) / top for n in range(1, len(sources) + 1)]
+            elif flat:
                 vectors = services.sentences.embed([query, *flat])
                 cosines = vectors[1:] @ vectors[0]
                 start = 0
@@ -71,7 +79,7 @@ async def rescore(data: Path, domain: str, rewrite: bool, top_n: int, alphas: li
                 order = [sources[k]["document_id"] or "" for k in np.argsort(-score, kind="stable")]
                 ranked = ev.passages(order)
                 recall[a].append(retrieval_scores(ranked, qrels[turn.task_id])["R@5"])
-        how = "official rewrite" if rewrite else "convrag"
+        how = ("official rewrite" if rewrite else "convrag") + f", {signal}"
         for a, values in recall.items():
             print(f"{domain} {how} a={a:.1f} R@5 {np.mean(values):.4f}")
 
@@ -83,8 +91,17 @@ def main() -> None:
     parser.add_argument("--rewrite", action="store_true", help="feed the official rewrite")
     parser.add_argument("--top-n", type=int, default=30)
     parser.add_argument("--alpha", type=float, nargs="+", default=[0.3, 0.5, 0.7, 1.0])
+    parser.add_argument(
+        "--signal",
+        choices=["cosine", "words"],
+        default="cosine",
+        help="the closest sentence by the embedder's cosine, or by the extractive answer's "
+        "word score (shared IDF over length, as a share of the best source's)",
+    )
     args = parser.parse_args()
-    asyncio.run(rescore(args.data, args.domain, args.rewrite, args.top_n, args.alpha))
+    asyncio.run(
+        rescore(args.data, args.domain, args.rewrite, args.top_n, args.alpha, args.signal)
+    )
 
 
 if __name__ == "__main__":
