@@ -35,3 +35,12 @@ def test_a_sentence_ends_only_where_another_can_open() -> None:
 def test_an_answer_never_quotes_half_of_a_name_with_an_initial() -> None:
     units = sentences("In 1890, a newspaper editor named Thomas J. Foster founded the school.")
     assert units == ["In 1890, a newspaper editor named Thomas J. Foster founded the school."]
+
+
+def test_a_letter_without_case_opens_a_sentence() -> None:
+    assert split_sentences("这是句子. 这是另一个. مرحبا. مرحبا بك.") == [
+        "这是句子.",
+        "这是另一个.",
+        "مرحبا.",
+        "مرحبا بك.",
+    ]

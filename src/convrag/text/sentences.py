@@ -2,9 +2,10 @@
 
 A period ends a sentence unless the word before it is an abbreviation ("Dr. Smith",
 "e.g. the"), an initial ("John F. Kennedy"), a numbering word before a number ("No. 5",
-"Pub. 104"), or what follows cannot open a sentence: a lower case word ("approx.
-twenty") or a mark other than a quote or bracket ("U.S.C. § 7"). The chunker cuts
-chunks at these ends and the answer quotes whole sentences, so both must agree on where a
+"Stat. 2419"), or what follows cannot open a sentence: a lower case word ("approx.
+twenty") or a mark other than a quote or bracket ("U.S.C. § 7"). A capital, a digit or a
+letter of a script without case opens one ("。" always ends one). The chunker cuts chunks
+at these ends and the answer quotes whole sentences, so both must agree on where a
 sentence stops: a quoted "President John F." would be a fragment.
 """
 
@@ -56,7 +57,8 @@ def sentence_ends(text: str, start: int = 0, end: int | None = None) -> list[int
             lead = m.start() - len(word) - start
             if word.isdigit() and lead <= 2 and not text[start : start + lead].strip():
                 continue  # "1. Scope": a numbered item, not a sentence
-        if m.group()[0] in ".!?…" and not (nxt.isupper() or nxt.isdigit() or nxt in _OPENERS):
+        opens = (nxt.isalpha() and not nxt.islower()) or nxt.isdigit() or nxt in _OPENERS
+        if m.group()[0] in ".!?…" and not opens:
             continue  # "approx. twenty", "Acme Inc. and ...", "Sunny Side!, released"
         ends.append(m.end())
     return ends
