@@ -202,6 +202,9 @@ def sentences(text: str) -> list[str]:
         if all(ln.startswith("|") and ln.endswith("|") for ln in lines):
             units.extend(_table_rows(lines))
             continue
+        if _is_pipe_table(lines):
+            units.extend(_table_rows([f"|{ln.strip('|')}|" for ln in lines]))
+            continue
         if any(LIST_ITEM.match(ln) for ln in lines):
             units.extend(_list_units(lines))
             continue
@@ -245,6 +248,16 @@ def _list_units(lines: Sequence[str]) -> list[str]:
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _RULE_CELL = re.compile(r":?-{3,}:?")
+
+
+def _is_pipe_table(lines: Sequence[str]) -> bool:
+    """A Markdown table written without its outer pipes ("Plan | Retention", "--- | ---",
+    "Plus | 30 days"): every line has a cell border and the second is the header's rule."""
+    return (
+        len(lines) > 2
+        and all(_CELL_SPLIT.search(ln) for ln in lines)
+        and all(_RULE_CELL.fullmatch(c.strip()) for c in _CELL_SPLIT.split(lines[1].strip("|")))
+    )
 
 
 def _table_rows(lines: Sequence[str]) -> list[str]:
