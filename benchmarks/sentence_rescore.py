@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from convrag.answering import ranked_by_words, sentences
+from convrag.answering import ranked_by_words
 from convrag.evaluation import mtrag
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.services import open_services
+from convrag.text.units import sentences
 
 
 async def rescore(

@@ -12,10 +12,10 @@ from convrag.answering import (
     answer_length,
     extractive_answer,
     says_not_found,
-    sentences,
 )
 from convrag.citations import resolve_citations
 from convrag.records import Source
+from convrag.text.units import sentences
 
 
 def _src(text: str, n: int = 0) -> Source:
@@ -168,14 +168,6 @@ TABLE = (
 
 def test_a_table_row_is_a_unit_under_its_column_headers() -> None:
     assert sentences(TABLE)[1:3] == ["Day: Monday; Hours: 9-17", "Day: Saturday; Hours: closed"]
-
-
-def test_a_table_without_outer_pipes_is_read_as_a_table() -> None:
-    text = "Service plan | Retention\n------- | -------\nPlus | Last 30 days\nLite | Last 7 days"
-    assert sentences(text) == [
-        "Service plan: Plus; Retention: Last 30 days",
-        "Service plan: Lite; Retention: Last 7 days",
-    ]
 
 
 def test_the_answer_quotes_the_asked_table_row_alone() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from convrag.answering import sentences
 from convrag.text.sentences import split_sentences
 
 
@@ -30,11 +29,6 @@ def test_a_sentence_ends_only_where_another_can_open() -> None:
         '"Quoted."',
         "2019 was next.",
     ]
-
-
-def test_an_answer_never_quotes_half_of_a_name_with_an_initial() -> None:
-    units = sentences("In 1890, a newspaper editor named Thomas J. Foster founded the school.")
-    assert units == ["In 1890, a newspaper editor named Thomas J. Foster founded the school."]
 
 
 def test_a_letter_without_case_opens_a_sentence() -> None:

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 from rouge_score import rouge_scorer
 
-from convrag.answering import sentences
 from convrag.citations import strip_markers
 from convrag.context import DEFAULT_RELEVANCE_FLOOR
 from convrag.evaluation.metrics import recall_at, token_f1
@@ -42,6 +41,7 @@ from convrag.evaluation.mtrag import (
     load_domain,
 )
 from convrag.services import Services
+from convrag.text.units import sentences
 
 SYSTEMS = ("convrag", "top1_sentence", "oracle_sentence")
 
