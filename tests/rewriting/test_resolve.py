@@ -154,6 +154,20 @@ def test_a_name_after_a_possessive_is_not_taken_for_a_surname() -> None:
     )
 
 
+def test_it_is_never_the_place_that_only_bounds_the_previous_question() -> None:
+    history = [
+        Turn(
+            "how does the mls all star game work",
+            "The MLS All-Star Game is an annual soccer game of Major League Soccer.",
+        ),
+        Turn(
+            "What is it called outside of the USA?",
+            "In the United States, it is known as soccer. Elsewhere it is called football.",
+        ),
+    ]
+    assert "USA" not in contextualize("Can women play it?", history)
+
+
 def test_a_surname_after_initials_is_not_spelled_out_again() -> None:
     history = [
         Turn(

@@ -512,12 +512,14 @@ def _question_topic(
         )
     ]
     things = [s for s in names if not _person_like(s, ctx) and not _fragment(toks, s)]
-    if things and all(s.prev in _PLACE_PREPS for s in things):
+    if things and all(_qualifies(toks, s) for s in things):
         # "the daily meal allowance in Asia": the place qualifies what was asked about
         # ("there" points to it); "it" is the asked thing.
         phrase = _det_phrase(toks, referents)
-        if phrase:
+        if phrase and not any(fold(s.text) in fold(phrase) for s in things):
             return phrase
+        if anaphors(toks):
+            return None  # "What is it called outside of the USA?": about the earlier "it"
     if things:
         s = max(things, key=lambda s: (s.ntok, -s.first))
         text = s.text
@@ -673,6 +675,17 @@ def _asks_for_name(question: str) -> bool:
 
 
 _PLACE_PREPS = frozenset({"in", "at", "from", "to", "near"})
+_BOUNDS = frozenset({"outside", "inside", "across", "throughout", "within", "beyond", "around"})
+"""Prepositions that place what was asked in or out of a region ("outside (of) the USA")."""
+
+
+def _qualifies(toks: tuple[Token, ...], span: NameSpan) -> bool:
+    """Whether a name only says where: the object of a place preposition ("in Asia",
+    "outside of the USA")."""
+    if span.prev in _PLACE_PREPS or span.prev in _BOUNDS:
+        return True
+    k = span.first - 1 - (span.article and span.first > 0)
+    return span.prev == "of" and k >= 1 and toks[k - 1].low in _BOUNDS
 
 
 def _place(turn: Turn) -> str | None:
