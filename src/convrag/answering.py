@@ -22,11 +22,7 @@ from convrag import prompts
 from convrag.citations import strip_markers
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
-from convrag.text.tokens import (
-    expand_acronyms,
-    phrasal_compounds,
-    spelled_out,
-)
+from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out
 from convrag.text.units import looks_like_heading, names_a_section, quotable, sentences
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")

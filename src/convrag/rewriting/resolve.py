@@ -684,8 +684,8 @@ def _qualifies(toks: tuple[Token, ...], span: NameSpan) -> bool:
     "outside of the USA")."""
     if span.prev in _PLACE_PREPS or span.prev in _BOUNDS:
         return True
-    k = span.first - 1 - (span.article and span.first > 0)
-    return span.prev == "of" and k >= 1 and toks[k - 1].low in _BOUNDS
+    of = span.first - 1 - int(span.article)  # the token of ``prev``
+    return span.prev == "of" and of >= 1 and toks[of - 1].low in _BOUNDS
 
 
 def _place(turn: Turn) -> str | None:

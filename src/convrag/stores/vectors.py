@@ -483,7 +483,7 @@ class Bm25sKeywordIndex:
         present = self._stems(texts)
         joined = "\n".join(texts)
         present |= self._stems([a.lower() for a in spelled_out(joined, query)])
-        present |= self._stems(sorted(phrasal_compounds(joined)))
+        present |= self._stems(list(phrasal_compounds(joined)))
         missing = asked - present
         if not missing:
             return 0.0
