@@ -46,15 +46,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import convrag.answering as answering
-from convrag.answering import (
-    EVIDENCE_CANDIDATES,
-    SEMANTIC_CANDIDATES,
-    Similarity,
-    closest_evidence,
-    query_coverage,
-    ranked_by_words,
-)
+import convrag.answering.evidence as evidence
+from convrag.answering.evidence import EVIDENCE_CANDIDATES, closest_evidence
+from convrag.answering.extractive import SEMANTIC_CANDIDATES
+from convrag.answering.ranking import Similarity, query_coverage, ranked_by_words
 from convrag.context import (
     DEFAULT_RARE_TERM_PENALTY,
     DEFAULT_RELEVANCE_FLOOR,
@@ -116,7 +111,7 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
     path = domain_path(data, domain)
     off_name = offtopic or _other_domain(path.parent, path.name)
     seen: Row = {}
-    cosines = answering.candidate_cosines
+    cosines = evidence.candidate_cosines
 
     def recording(
         query: str, sources: Sequence[Source], similarity: Similarity, limit: int
@@ -130,7 +125,7 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
         seen["limit"] = limit
         return seen["cosines"][:limit]
 
-    answering.candidate_cosines = recording  # type: ignore[assignment]
+    evidence.candidate_cosines = recording  # type: ignore[assignment]
     rows: list[Row] = []
     async with open_services() as services:
         searcher = services.searcher

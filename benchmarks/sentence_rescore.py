@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convrag.answering import ranked_by_words
+from convrag.answering.ranking import ranked_by_words
 from convrag.evaluation import mtrag
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.services import open_services

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
-from convrag.answering import DEFAULT_ANSWER_SENTENCES
+from convrag.answering.extractive import DEFAULT_ANSWER_SENTENCES
 from convrag.llm import resolve_model
 from convrag.services import Services
 

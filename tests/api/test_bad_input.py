@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from convrag.answering import GREETING_ANSWER, RAG_OFF_ANSWER, THANKS_ANSWER
+from convrag.answering.replies import GREETING_ANSWER, RAG_OFF_ANSWER, THANKS_ANSWER
 from tests import test_server as server_tests
 
 _auth = server_tests._auth

@@ -13,16 +13,10 @@ from dataclasses import dataclass
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import (
-    RAG_OFF_ANSWER,
-    answer_length,
-    build_messages,
-    chit_chat_answer,
-    extractive_answer,
-    llm_answer,
-    query_coverage,
-    reformat_previous,
-)
+from convrag.answering.extractive import answer_length, extractive_answer
+from convrag.answering.llm import build_messages, llm_answer
+from convrag.answering.ranking import query_coverage
+from convrag.answering.replies import RAG_OFF_ANSWER, chit_chat_answer, reformat_previous
 from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query

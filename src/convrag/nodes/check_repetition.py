@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import CHIT_CHAT_ANSWERS
+from convrag.answering.replies import CHIT_CHAT_ANSWERS
 from convrag.citations import has_marker
 from convrag.context import Context
 from convrag.state import Repetition, RepetitionUpdate, State

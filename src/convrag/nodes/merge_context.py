@@ -13,7 +13,7 @@ import time
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import names_every_term, sentence_evidence
+from convrag.answering.evidence import names_every_term, sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit

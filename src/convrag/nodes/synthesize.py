@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from convrag.answering import NOT_ANSWERED, says_not_found
+from convrag.answering.llm import says_not_found
+from convrag.answering.replies import NOT_ANSWERED
 from convrag.context import Context
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text

@@ -1,39 +1,14 @@
-"""The no-LLM answer and citation resolution."""
+"""The no-LLM answer: whole sentences of the sources, each with its marker."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytest
-
-from convrag.answering import (
-    NO_SOURCES_ANSWER,
-    PROCEDURE_EXTRA_SENTENCES,
-    answer_length,
-    extractive_answer,
-    says_not_found,
-)
-from convrag.citations import resolve_citations
-from convrag.records import Source
+from convrag.answering.extractive import PROCEDURE_EXTRA_SENTENCES, answer_length, extractive_answer
+from convrag.answering.ranking import query_coverage
+from convrag.answering.replies import NO_SOURCES_ANSWER
 from convrag.text.units import sentences
-
-
-def _src(text: str, n: int = 0) -> Source:
-    return Source(
-        id=f"00000000-0000-0000-0000-00000000000{n}",
-        source_type="chunk",
-        document_id=f"d{n}",
-        title=None,
-        text=text,
-        url=None,
-        score=1.0,
-    )
-
-
-def _equally_close(query: str, texts: Sequence[str]) -> list[float]:
-    """A similarity that ranks no sentence above another: the words decide."""
-    return [0.5 for _ in texts]
-
+from tests.answering.samples import equally_close, source
 
 RECORDS = (
     "Prasad Chaudhari\nPosition: Software Engineer\nBasic Salary: $80,000\n\n"
@@ -48,7 +23,7 @@ def test_short_field_lines_stay_one_record() -> None:
 
 
 def test_the_answer_quotes_the_asked_record_with_its_marker_only() -> None:
-    answer = extractive_answer("What is Prasad Chaudhari's basic salary?", [_src(RECORDS, 1)])
+    answer = extractive_answer("What is Prasad Chaudhari's basic salary?", [source(RECORDS, 1)])
     assert answer.startswith("Prasad Chaudhari;") and answer.endswith("[1]")
     assert "John Doe" not in answer
 
@@ -58,7 +33,7 @@ def test_the_sentence_after_the_best_one_is_quoted_as_its_continuation() -> None
         "The regional office opened in 2019. The commuter tax is 5 percent of gross pay. "
         "It is deducted monthly by the employer. Unrelated remarks about the weather follow."
     )
-    answer = extractive_answer("What is the commuter tax?", [_src(text, 1)])
+    answer = extractive_answer("What is the commuter tax?", [source(text, 1)])
     assert "It is deducted monthly by the employer. [1]" in answer
     assert "weather" not in answer
 
@@ -71,7 +46,7 @@ def test_a_how_to_question_may_quote_more_sentences() -> None:
 
 def test_excluded_entities_are_not_repeated() -> None:
     answer = extractive_answer(
-        "basic salary", [_src(RECORDS, 1)], excluded_entities=["Prasad Chaudhari"]
+        "basic salary", [source(RECORDS, 1)], excluded_entities=["Prasad Chaudhari"]
     )
     assert "Prasad" not in answer and "John Doe" in answer
 
@@ -80,15 +55,8 @@ def test_no_sources_says_so_without_a_marker() -> None:
     assert extractive_answer("anything", []) == NO_SOURCES_ANSWER
 
 
-def test_unresolved_markers_are_removed_and_counted() -> None:
-    text, citations, unresolved = resolve_citations("A [1] and B [3].", [_src("a", 1)])
-    assert text == "A [1] and B."
-    assert [c["marker"] for c in citations] == ["[1]"] and citations[0]["position"] == 2
-    assert unresolved == 1
-
-
 def test_a_sentence_cut_at_a_chunk_boundary_is_never_quoted() -> None:
-    chunk = _src(
+    chunk = source(
         "rapidly increased after the war. The population of the city grew to two million "
         "by 1950. But Patel wrote in a letter to his daughter that he and his"
     )
@@ -102,13 +70,13 @@ def test_a_sentence_cut_at_a_chunk_boundary_is_never_quoted() -> None:
 
 
 def test_a_heading_is_not_quoted_as_an_answer() -> None:
-    chunk = _src("Meal allowances. The daily meal allowance in Asia is 50 dollars.")
+    chunk = source("Meal allowances. The daily meal allowance in Asia is 50 dollars.")
     answer = extractive_answer("What is the meal allowance in Asia?", [chunk])
     assert answer == "The daily meal allowance in Asia is 50 dollars. [1]"
 
 
 def test_an_faq_answer_quotes_the_answer_not_the_question() -> None:
-    faq = _src(
+    faq = source(
         "Which VPN do we use? We use WireGuard through the corp-vpn gateway for every "
         "laptop.\n\nWhich printer do we use? The second floor printer is the default."
     )
@@ -117,7 +85,7 @@ def test_an_faq_answer_quotes_the_answer_not_the_question() -> None:
 
 
 def test_with_the_embedder_the_sentence_that_answers_beats_one_that_repeats_the_words() -> None:
-    source = _src(
+    meals = source(
         "The meal allowance policy covers meal allowance questions for all regions. "
         "Travellers in Europe receive 60 euros per day for food."
     )
@@ -125,39 +93,13 @@ def test_with_the_embedder_the_sentence_that_answers_beats_one_that_repeats_the_
     def similarity(query: str, texts: Sequence[str]) -> list[float]:
         return [0.9 if "60 euros" in t else 0.2 for t in texts]
 
-    words_only = extractive_answer("What is the meal allowance in Europe?", [source])
+    words_only = extractive_answer("What is the meal allowance in Europe?", [meals])
     by_meaning = extractive_answer(
-        "What is the meal allowance in Europe?", [source], similarity=similarity
+        "What is the meal allowance in Europe?", [meals], similarity=similarity
     )
     assert by_meaning.startswith("Travellers in Europe receive 60 euros")
     assert "policy covers" not in by_meaning
     assert words_only != by_meaning
-
-
-def test_the_evidence_is_the_mean_of_the_two_closest_sentences_sharing_a_word() -> None:
-    from convrag.answering import sentence_evidence
-
-    asked: list[list[str]] = []
-
-    def similarity(query: str, texts: Sequence[str]) -> list[float]:
-        asked.append(list(texts))
-        return [0.9 if "60 euros" in t else 0.7 if "70 dollars" in t else 0.1 for t in texts]
-
-    meals = _src(
-        "The meal allowance in Europe is 60 euros per day. Offices close at 6 pm. "
-        "The allowance in America is 70 dollars. A meal is not a gift.",
-        1,
-    )
-    assert round(sentence_evidence("What is the meal allowance?", [meals], similarity), 6) == 0.8
-    assert sorted(asked[0]) == [
-        "A meal is not a gift.",
-        "The allowance in America is 70 dollars.",
-        "The meal allowance in Europe is 60 euros per day.",
-    ]
-    one = _src("The meal allowance in Europe is 60 euros per day. Offices close at 6 pm.", 2)
-    assert sentence_evidence("What is the meal allowance?", [one], similarity) == 0.9
-    # No sentence shares a word with the question: no sentence evidence at all.
-    assert sentence_evidence("Where do staff park?", [meals], similarity) is None
 
 
 TABLE = (
@@ -171,7 +113,7 @@ def test_a_table_row_is_a_unit_under_its_column_headers() -> None:
 
 
 def test_the_answer_quotes_the_asked_table_row_alone() -> None:
-    answer = extractive_answer("Is the office open on Saturday?", [_src(TABLE, 1)])
+    answer = extractive_answer("Is the office open on Saturday?", [source(TABLE, 1)])
     assert answer.startswith("Day: Saturday; Hours: closed [1]")
     assert "Monday" not in answer
 
@@ -192,53 +134,37 @@ def test_list_items_are_units_and_headings_are_not_quotable() -> None:
     units = sentences(MANUAL)
     assert "Follow these steps to install the filter:" in units
     assert "2. Connect the blue inlet hose to the cold water valve." in units
-    answer = extractive_answer("What is the AquaPure 3000 Water Filter?", [_src(MANUAL, 1)])
+    answer = extractive_answer("What is the AquaPure 3000 Water Filter?", [source(MANUAL, 1)])
     assert "User Manual" not in answer and "Replacing the Cartridge" not in answer
 
 
 def test_a_how_to_answer_quotes_the_steps_its_best_sentence_introduces() -> None:
-    answer = extractive_answer("How do I install the filter?", [_src(MANUAL, 1)], max_sentences=6)
+    answer = extractive_answer("How do I install the filter?", [source(MANUAL, 1)], max_sentences=6)
     assert answer.startswith("Follow these steps to install the filter: [1] 1. Mount")
     assert "3. Insert the filter cartridge" in answer
 
 
-def test_one_sentence_much_closer_than_the_floor_is_evidence_alone() -> None:
-    from convrag.answering import LONE_SENTENCE_MARGIN, sentence_evidence
-
-    def similarity(query: str, texts: Sequence[str]) -> list[float]:
-        return [0.64 if "Business class" in t else 0.26 for t in texts]
-
-    rules = _src(
-        "Expense reports must be filed within 30 days of the trip. "
-        "Business class flights are only allowed for flights longer than 8 hours."
-    )
-    evidence = sentence_evidence("Can I fly business class as an expense?", [rules], similarity)
-    assert evidence == 0.64 - LONE_SENTENCE_MARGIN  # more than the mean of the two, 0.45
-
-
 def test_the_sentence_holding_the_kind_of_answer_asked_for_is_quoted_first() -> None:
-    source = _src(
+    backups = source(
         "Backups are encrypted with AES-256 and stored in two regions. "
         "Production databases are backed up every 4 hours, and backups are kept for a year."
     )
 
     answer = extractive_answer(
-        "How often are backups made?", [source], similarity=_equally_close, max_sentences=1
+        "How often are backups made?", [backups], similarity=equally_close, max_sentences=1
     )
     assert answer.startswith("Production databases are backed up every 4 hours")
-    expiry = _src(
+    expiry = source(
         "Employees receive 25 days of annual leave. Unused days of leave expire on 31 March."
     )
     answer = extractive_answer(
-        "When do days of annual leave expire?", [expiry], similarity=_equally_close, max_sentences=1
+        "When do days of annual leave expire?", [expiry], similarity=equally_close, max_sentences=1
     )
     assert answer.startswith("Unused days of leave expire on 31 March.")
 
 
 def test_an_acronym_the_sources_spell_out_is_answered_by_the_spelled_out_sentence() -> None:
-    from convrag.answering import query_coverage
-
-    faq = _src(
+    faq = source(
         "A doctor's certificate is required for any absence longer than 3 days. "
         "Multi-factor authentication with the Authenticator app is required."
     )
@@ -251,44 +177,16 @@ def test_an_acronym_the_sources_spell_out_is_answered_by_the_spelled_out_sentenc
     assert query_coverage("Is MFA required?", faq["text"].split(". ")[1]) == 1.0
 
 
-def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
-    from convrag.answering import names_every_term
-
-    stipend = _src("Remote employees receive a one-time home office stipend of 500 USD.")
-    assert names_every_term("What do I get for my home office?", [stipend])
-    assert not names_every_term("What do I get for my home printer?", [stipend])
-
-
-@pytest.mark.parametrize(
-    ("answer", "meant"),
-    [
-        ("I could not find this in the workspace's documents.", True),
-        ('"I could not find this in the workspace\'s documents"', True),
-        ("  i could not find this in the workspace's   documents! ", True),
-        (
-            "I could not find this in the workspace's documents. "
-            "The travel policy [1] only covers Europe.",
-            False,
-        ),
-        ("Prasad Chaudhari's salary is $120,000 [1].", False),
-    ],
-)
-def test_only_the_not_found_sentence_alone_reads_as_not_found(answer: str, meant: bool) -> None:
-    assert says_not_found(answer, "I could not find this in the workspace's documents.") is meant
-
-
 def test_a_noun_is_answered_by_the_sentence_that_says_its_phrasal_verb() -> None:
-    from convrag.answering import query_coverage
-
     # The answering sentence shares no word with the question: only "logged in" is "login".
-    policy = _src("Passwords expire every 90 days. Users stay logged in for 8 hours.")
+    policy = source("Passwords expire every 90 days. Users stay logged in for 8 hours.")
     answer = extractive_answer("How long does a login last?", [policy], max_sentences=1)
     assert answer == "Users stay logged in for 8 hours. [1]"
     assert query_coverage("backups", "Databases are backed up nightly.") == 1.0
 
 
 def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None:
-    docs = _src(
+    docs = source(
         "Extending the web chat\n\n"
         "A developer can extend the web chat with the toolkit.\n\n"
         "Securing the web chat\n\n"
@@ -303,13 +201,13 @@ def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None
     )
     assert answer == "A developer can extend the web chat with the toolkit. [1]"
     # After a gerund, an "-ed" word is a participle, not the verb of a statement.
-    start = _src("Getting started with the web chat\n\nAdd the script to your page first.")
+    start = source("Getting started with the web chat\n\nAdd the script to your page first.")
     answer = extractive_answer("How do I get started with the web chat?", [start])
     assert answer == "Add the script to your page first. [1]"
 
 
 def test_markdown_images_are_never_quoted() -> None:
-    guide = _src(
+    guide = source(
         "5. Click the Actions icon![Actions icon](../icons/actions.svg) and select Delete key.\n\n"
         "![A diagram of the key deletion flow. Two admins approve it.](images/flow.svg)\n\n"
         "A key deletion needs the approval of two admins."

@@ -1,0 +1,256 @@
+"""The no-LLM answer: the most relevant whole sentences of the sources, each with its
+``[n]``; also the fallback when the LLM fails mid-turn."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from convrag.answering.ranking import Similarity, joined, ranked_by_words
+from convrag.answering.replies import NO_SOURCES_ANSWER
+from convrag.documents.blocks import LIST_ITEM
+from convrag.records import HistoryTurn, Source
+from convrag.text.tokens import expand_acronyms
+from convrag.text.units import looks_like_heading, names_a_section, quotable, sentences
+
+DEFAULT_ANSWER_SENTENCES = 4
+"""The most sentences an extractive answer quotes. Chosen by measurement with ``convrag
+eval answers --set answer_sentences=N``: the best token F1 against MTRAG ClapNQ's reference
+answers, and a gain on Cloud too (whose own best, 6, also gains on ClapNQ, by less);
+citation precision drops a little (BENCHMARKS.md)."""
+
+PROCEDURE_EXTRA_SENTENCES = 2
+"""How many more sentences a how-to question's answer may quote: its answer is a series of
+steps. Measured with ``convrag eval answers``: +.004 token F1 on MTRAG Cloud on top of
+:func:`extractive_answer`'s continuation, no change on ClapNQ (BENCHMARKS.md)."""
+
+_PROCEDURE = re.compile(
+    r"\s*(?:how (?:do|can|could|should|would|does|did) (?:i|we|you|one|it|they)\b"
+    r"|how to\b|what are the steps\b|(?:what are the )?steps (?:to|for)\b)",
+    re.IGNORECASE,
+)
+
+
+def answer_length(query: str, sentences_wanted: int) -> int:
+    """The most sentences an extractive answer to ``query`` quotes: ``sentences_wanted``,
+    and :data:`PROCEDURE_EXTRA_SENTENCES` more for a how-to question."""
+    return sentences_wanted + (PROCEDURE_EXTRA_SENTENCES if _PROCEDURE.match(query) else 0)
+
+
+#: Candidate sentences whose meaning is compared with the query (the best by words first):
+#: each costs one embedding.
+SEMANTIC_CANDIDATES = 24
+
+
+def extractive_answer(
+    query: str,
+    sources: Sequence[Source],
+    *,
+    history: Sequence[HistoryTurn] = (),
+    excluded_entities: Sequence[str] = (),
+    max_sentences: int = DEFAULT_ANSWER_SENTENCES,
+    similarity: Similarity | None = None,
+) -> str:
+    """The best sentences of the sources for ``query``, each followed by its ``[n]``.
+
+    Sentences are ranked by the query words they share (:func:`ranked_by_words`) and,
+    given ``similarity``, by their meaning's closeness to the query, so the sentence that
+    answers beats one that only repeats the question's words. Sentences naming an excluded
+    entity are skipped, so a regeneration really says something new. An acronym the
+    sources spell out is matched by its spelling (:func:`expand_acronyms`).
+    """
+    if not sources:
+        return NO_SOURCES_ANSWER
+    query = expand_acronyms(query, joined(sources))
+    scored = ranked_by_words(query, sources, history=history, excluded_entities=excluded_entities)
+    excluded = [e.lower() for e in excluded_entities if e]
+    if similarity is not None and scored:
+        scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
+    matched = {x[3] for x in scored}
+    if scored:
+        # Only the clearly relevant: a sentence scoring under 60 % of the best one answers
+        # a different question (John Doe's record when Prasad's was asked for).
+        floor = 0.6 * scored[0][0]
+        scored = [x for x in scored if x[0] >= floor]
+    weak = matched - {x[3] for x in scored}
+    picked: list[tuple[int, int, str]] = []
+    per_source: Counter[int] = Counter()
+    chosen_text: set[str] = set()
+    for _, n, pos, sent in scored:
+        if names_a_section(sent):
+            pos, sent = _under_heading(sources[n - 1]["text"], pos)
+        if per_source[n] >= 2 or not sent or sent in chosen_text:
+            continue
+        chosen_text.add(sent)
+        picked.append((n, pos, sent))
+        per_source[n] += 1
+        if len(picked) >= max_sentences:
+            break
+    if picked:
+        _continue(picked, sources, chosen_text | weak, max_sentences, excluded)
+    else:
+        units = sentences(sources[0]["text"])
+        first = next(
+            (
+                u
+                for pos, u in enumerate(units)
+                if quotable(u, first=pos == 0, last=pos == len(units) - 1)
+                and not any(e in u.lower() for e in excluded)
+            ),
+            None,
+        )
+        if first is None:
+            return NO_SOURCES_ANSWER
+        picked = [(1, 0, first)]
+    picked.sort(key=lambda x: (x[0], x[1]))
+    return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+def _under_heading(text: str, pos: int) -> tuple[int, str]:
+    """The first statement after the heading at ``pos`` of ``text``, with its position, or
+    ``(pos, "")`` when none follows before the next heading or the chunk's end."""
+    units = sentences(text)
+    for k in range(pos + 1, len(units)):
+        if names_a_section(units[k]) or looks_like_heading(units[k]):
+            break
+        if quotable(units[k], first=False, last=k == len(units) - 1):
+            return k, units[k]
+    return pos, ""
+
+
+LIST_ITEMS_QUOTED = 10
+"""The most items of a list an answer quotes after the sentence that introduces it."""
+
+
+def _continue(
+    picked: list[tuple[int, int, str]],
+    sources: Sequence[Source],
+    skip: set[str],
+    max_sentences: int,
+    excluded: Sequence[str],
+) -> None:
+    """Quote the sentence after the best one too, in place of the weakest pick, unless it
+    is in ``skip`` (already quoted, or matched the question's words too weakly: the next
+    record of a table answers a different question).
+
+    An answer often runs on past its first sentence ("The tax is 5 %. It applies to ..."),
+    while the next-best sentence by score is often another source's restatement. Measured
+    with ``convrag eval answers``: token F1 +.006 on MTRAG ClapNQ and +.009 on Cloud,
+    citation precision +.015 on both; the share of answers citing a gold passage falls
+    .015 on ClapNQ (BENCHMARKS.md).
+    """
+    n, pos, best = picked[0]
+    units = sentences(sources[n - 1]["text"])
+    if pos + 1 >= len(units):
+        return
+    if best.rstrip().endswith(":"):
+        # "Follow these steps:" is answered by the steps that follow it.
+        items: list[tuple[int, int, str]] = []
+        for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
+            if not (LIST_ITEM.match(units[k]) and quotable(units[k], first=False, last=False)):
+                break  # the list ended (a numbered heading is not one of its items)
+            items.append((n, k, units[k]))
+        if items:
+            others = [p for p in picked[1:] if p[2] not in {i[2] for i in items}]
+            picked[:] = [picked[0], *items, *others[: max(0, max_sentences - 1 - len(items))]]
+            return
+    nxt = units[pos + 1]
+    if (
+        "; " in best  # a record or a table row is whole; the next one is another's
+        or "; " in nxt
+        or nxt in skip
+        or nxt.rstrip().endswith("?")
+        or any(e in nxt.lower() for e in excluded)
+        or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
+    ):
+        return
+    if len(picked) >= max_sentences:
+        picked.pop()
+    picked.insert(1, (n, pos + 1, nxt))
+
+
+def _by_meaning(
+    query: str, scored: list[tuple[float, int, int, str]], similarity: Similarity
+) -> list[tuple[float, int, int, str]]:
+    """Re-rank word-matched sentences by ``cosine + WORD_WEIGHT * word score / best``,
+    plus :data:`ANSWER_TYPE_BONUS` for a sentence holding the kind of answer the question
+    asks for (:func:`expected_answer`)."""
+    best = scored[0][0]
+    cosines = similarity(query, [sent for *_, sent in scored])
+    expects = expected_answer(query)
+    rescored = [
+        (
+            float(cos)
+            + WORD_WEIGHT * score / best
+            + (ANSWER_TYPE_BONUS if expects is not None and expects.search(sent) else 0.0),
+            n,
+            pos,
+            sent,
+        )
+        for (score, n, pos, sent), cos in zip(scored, cosines, strict=True)
+    ]
+    rescored.sort(key=lambda x: -x[0])
+    return rescored
+
+
+#: How much the word score counts beside the cosine when both rank sentences.
+WORD_WEIGHT = 0.5
+
+ANSWER_TYPE_BONUS = 0.1
+"""What holding the asked-for kind of answer adds to a sentence's meaning score (a tenth
+of the cosine's range). With the acronym matching, ``convrag eval answers`` gives ROUGE-L
+recall .290 → .292 on MTRAG ClapNQ and leaves Cloud unchanged (BENCHMARKS.md, session 9);
+0.2 scored .001 under 0.1 on ClapNQ, and the two score alike on the walkthrough."""
+
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
+    r"|forty|fifty|hundred|thousand|million|billion|dozen|half|once|twice)\b",
+    re.IGNORECASE,
+)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(
+    r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b"
+    rf"|\b{_MONTH}\s+\d|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|century|decade|ago"
+    r"|today|tomorrow|yesterday|before|after|during|until|since|within)\b"
+    r"|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b",
+    re.IGNORECASE,
+)
+_FREQUENCY = re.compile(
+    r"\bevery\b|\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annually|once|twice"
+    r"|always|never|regularly)\b|\bper\s+(?:hour|day|week|month|quarter|year)\b"
+    r"|\btimes?\s+(?:a|an|per|each)\b",
+    re.IGNORECASE,
+)
+_LEAD = r"^\W*(?:(?:and|but|so|ok|okay|then|also)\W+)*"
+_ASKS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (re.compile(_LEAD + r"how\s+(?:often|frequently)\b", re.IGNORECASE), _FREQUENCY),
+    (
+        re.compile(
+            _LEAD + r"(?:when|(?:what|which|in\s+what|in\s+which)\s+(?:year|date|day|month"
+            r"|time|century|decade))\b",
+            re.IGNORECASE,
+        ),
+        _DATE,
+    ),
+    (
+        re.compile(
+            _LEAD + r"(?:how\s+(?:many|much|long|old|far|big|large|tall|high|fast|heavy)"
+            r"|what\s+(?:percentage|percent|number|amount|share|proportion))\b",
+            re.IGNORECASE,
+        ),
+        _NUMBER,
+    ),
+)
+
+
+def expected_answer(question: str) -> re.Pattern[str] | None:
+    """What a sentence answering ``question`` holds, by the question's opening words: a
+    frequency for "how often", a date or time for "when", a number for "how many"; None
+    for other questions.
+
+    The expected answer type of question answering: a sentence about the asked thing that
+    also holds a number answers "how many" more often than one that only repeats its words.
+    """
+    return next((kind for asks, kind in _ASKS if asks.search(question)), None)

@@ -1,0 +1,188 @@
+"""Sentences of the sources ranked by the question's words, and the terms they are
+compared by: the first pass of the extractive answer and of the "not found" evidence."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from convrag.records import HistoryTurn, Source
+from convrag.text.tokens import phrasal_compounds, spelled_out
+from convrag.text.units import quotable, sentences
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "about",
+        "tell",
+        "more",
+        "also",
+        "please",
+        "give",
+        "list",
+        "explain",
+        "describe",
+        "any",
+        "some",
+        "other",
+        "get",
+        "gets",
+        "got",
+        "getting",
+        "want",
+        "know",
+    ]
+)
+
+
+def _terms(text: str) -> list[str]:
+    out = []
+    for w in _WORD.findall(text.lower()):
+        w = w.strip(".,'")
+        if w.endswith("'s"):  # possessive: "Chaudhari's" is about Chaudhari
+            w = w[:-2]
+        if w and w not in _STOP:
+            out.append(w[:6] if w.isalpha() else w)  # a crude stem: salary/salaries agree
+    return out
+
+
+def _compounds(text: str) -> set[str]:
+    """The one-word nouns of ``text``'s phrasal verbs as terms ("backed up": "backup"):
+    what the text also says, though not in so many words, so they match a question's
+    terms without making the text longer."""
+    return {c[:6] for c in phrasal_compounds(text)}
+
+
+def joined(sources: Sequence[Source]) -> str:
+    """The sources' texts as one, for spelling out the question's acronyms."""
+    return "\n".join(s["text"] for s in sources)
+
+
+def query_coverage(query: str, text: str) -> float:
+    """The share of ``query``'s content terms that ``text`` contains (0 when it has none).
+
+    It compares drafts of one answer: a draft about the asked thing covers more of the
+    question's terms than one about something else. An acronym the text spells out
+    (:func:`~convrag.text.tokens.spelled_out`) counts as there.
+    """
+    wanted = set(_terms(query))
+    if not wanted:
+        return 0.0
+    present = set(_terms(text)) | _compounds(text) | {a.lower() for a in spelled_out(text, query)}
+    return round(len(wanted & present) / len(wanted), 4)
+
+
+Similarity = Callable[[str, Sequence[str]], Sequence[float]]
+"""The cosine similarity of each text to a query (the embedder's), for ranking sentences."""
+
+
+def ranked_by_words(
+    query: str,
+    sources: Sequence[Source],
+    *,
+    history: Sequence[HistoryTurn] = (),
+    excluded_entities: Sequence[str] = (),
+) -> list[tuple[float, int, int, str]]:
+    """The quotable sentences of ``sources`` that share a word with ``query``, best first,
+    as ``(score, source number, position, sentence)``.
+
+    The score is the IDF of the shared words over the sentence's length, plus a little for
+    an earlier source; a sentence already said in ``history`` counts half, one naming an
+    excluded entity not at all, and questions (an FAQ's headings) are dropped while a
+    statement is left.
+    """
+    q_terms = set(_terms(query))
+    said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
+    excluded = [e.lower() for e in excluded_entities if e]
+    # Each candidate's terms (its length) and what it says, its phrasal nouns included.
+    candidates: list[tuple[int, int, str, list[str], set[str]]] = []
+    for n, src in enumerate(sources, start=1):
+        units = sentences(src["text"])
+        for pos, sent in enumerate(units):
+            if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
+                terms = _terms(sent)
+                candidates.append((n, pos, sent, terms, set(terms) | _compounds(sent)))
+    df: Counter[str] = Counter()
+    for *_, says in candidates:
+        df.update(says)
+    total = max(1, len(candidates))
+    scored: list[tuple[float, int, int, str]] = []
+    for n, pos, sent, terms, says in candidates:
+        if any(e in sent.lower() for e in excluded):
+            continue
+        hits = q_terms & says
+        if not hits:
+            continue
+        idf = sum(math.log(1 + total / df[t]) for t in hits)
+        score = idf / math.sqrt(max(4, len(terms))) + 0.15 / n
+        if " ".join(terms) in said:
+            score *= 0.5  # prefer new information, but an earlier fact may still answer
+        scored.append((score, n, pos, sent))
+    scored.sort(key=lambda x: -x[0])
+    if any(not x[3].rstrip().endswith("?") for x in scored):
+        scored = [x for x in scored if not x[3].rstrip().endswith("?")]
+    return scored

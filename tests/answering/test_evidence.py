@@ -1,0 +1,50 @@
+"""The sentence evidence behind "not found"."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from convrag.answering.evidence import LONE_SENTENCE_MARGIN, names_every_term, sentence_evidence
+from tests.answering.samples import source
+
+
+def test_the_evidence_is_the_mean_of_the_two_closest_sentences_sharing_a_word() -> None:
+    asked: list[list[str]] = []
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        asked.append(list(texts))
+        return [0.9 if "60 euros" in t else 0.7 if "70 dollars" in t else 0.1 for t in texts]
+
+    meals = source(
+        "The meal allowance in Europe is 60 euros per day. Offices close at 6 pm. "
+        "The allowance in America is 70 dollars. A meal is not a gift.",
+        1,
+    )
+    assert round(sentence_evidence("What is the meal allowance?", [meals], similarity), 6) == 0.8
+    assert sorted(asked[0]) == [
+        "A meal is not a gift.",
+        "The allowance in America is 70 dollars.",
+        "The meal allowance in Europe is 60 euros per day.",
+    ]
+    one = source("The meal allowance in Europe is 60 euros per day. Offices close at 6 pm.", 2)
+    assert sentence_evidence("What is the meal allowance?", [one], similarity) == 0.9
+    # No sentence shares a word with the question: no sentence evidence at all.
+    assert sentence_evidence("Where do staff park?", [meals], similarity) is None
+
+
+def test_one_sentence_much_closer_than_the_floor_is_evidence_alone() -> None:
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.64 if "Business class" in t else 0.26 for t in texts]
+
+    rules = source(
+        "Expense reports must be filed within 30 days of the trip. "
+        "Business class flights are only allowed for flights longer than 8 hours."
+    )
+    evidence = sentence_evidence("Can I fly business class as an expense?", [rules], similarity)
+    assert evidence == 0.64 - LONE_SENTENCE_MARGIN  # more than the mean of the two, 0.45
+
+
+def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
+    stipend = source("Remote employees receive a one-time home office stipend of 500 USD.")
+    assert names_every_term("What do I get for my home office?", [stipend])
+    assert not names_every_term("What do I get for my home printer?", [stipend])
