@@ -34,6 +34,15 @@ def test_config_masks_secrets(cli_data: Path) -> None:
     assert data["data_dir"] == str(cli_data)
 
 
+def test_a_bad_setting_exits_2_with_one_line_naming_it_not_a_traceback(cli_data: Path) -> None:
+    out = _run(["config"], cli_data, CHUNK_SIZE="-5", RATE_LIMIT_PER_MINUTE="lots")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in out.stderr
+    assert lines[0].startswith("error: CHUNK_SIZE='-5': input should be greater than or equal")
+    assert lines[1].startswith("error: RATE_LIMIT_PER_MINUTE='lots': input should be a valid")
+
+
 def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_path: Path) -> None:
     doc = tmp_path / "leave.md"
     doc.write_text("Every employee gets 25 days of paid annual leave per year.")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -28,13 +29,31 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from typer.core import TyperGroup
 
-from convrag.config import Settings, get_settings
+from convrag.config import Settings, get_settings, settings_problems
 
 if TYPE_CHECKING:
     from convrag.services import Services
 
+
+class _Commands(TyperGroup):
+    """The command group: a bad setting in the environment or ``.env`` exits 2 with one line
+    per setting that names it and its rule, instead of a traceback, whichever command read it."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ValidationError as exc:
+            if exc.title != Settings.__name__:
+                raise
+            for line in settings_problems(exc):
+                err.print(f"[red]error:[/red] {escape(line)} (set in the environment or .env)")
+            raise typer.Exit(2) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus).",
     no_args_is_help=True,
     add_completion=False,
@@ -445,10 +464,7 @@ def sweep() -> None:
     from convrag.assistant import open_assistant
     from convrag.conversations import sweep_expired
 
-    try:
-        ttl = get_settings().conversation_ttl_days
-    except ValueError as exc:  # pydantic's ValidationError: the bad setting, by name
-        raise fail(exc) from exc
+    ttl = get_settings().conversation_ttl_days
     if not ttl:
         raise fail("CONVERSATION_TTL_DAYS is not set: conversations are kept forever")
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
@@ -271,6 +271,20 @@ class Settings(BaseSettings):
         out["effective_llm_model"] = self.effective_llm_model
         out["effective_ingest_threads"] = self.effective_ingest_threads
         return out
+
+
+def settings_problems(exc: ValidationError) -> list[str]:
+    """One line per bad setting of ``exc``, named as it is set, with the value and the rule:
+    ``CHUNK_SIZE='-5': input should be greater than or equal to 100``."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        rule = str(error["msg"]).removeprefix("Value error, ")
+        value = f"={error['input']!r}" if isinstance(error.get("input"), str | int | float) else ""
+        if rule[1:2].islower():  # "Input should ..." reads on after the colon; a name stays
+            rule = rule[:1].lower() + rule[1:]
+        lines.append(f"{name}{value}: {rule}")
+    return lines
 
 
 @lru_cache(maxsize=1)
