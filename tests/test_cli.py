@@ -88,6 +88,21 @@ def test_ask_lists_numbered_sources_under_an_answer_and_none_under_not_found(
     assert "closest sources, none of which answers: leave" in refused.stderr
 
 
+def test_a_workspace_without_documents_is_named_with_those_that_have_some(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    assert _run(["ingest", str(doc), "-w", "typo-real", "-q"], cli_data).returncode == 0
+    for args in (["ask", "How many days of leave?"], ["search", "leave"], ["documents", "list"]):
+        out = _run([*args, "-w", "typo-rael"], cli_data)
+        assert out.returncode == 0, out.stderr
+        assert "workspace 'typo-rael' has no documents" in out.stderr
+        assert "typo-real" in out.stderr.split("workspaces with documents:")[1]
+    empty = _run(["ask", "   ", "-w", "typo-real"], cli_data)
+    assert empty.returncode == 2 and "the question is empty" in empty.stderr
+
+
 def test_ingest_into_a_log_prints_progress_lines_not_a_bar(cli_data: Path, tmp_path: Path) -> None:
     for i in range(3):
         (tmp_path / f"policy-{i}.md").write_text(f"Policy {i}: staff may work from home.")
@@ -168,6 +183,9 @@ def test_help_shows_flags_without_a_type_and_names_every_format(cli_data: Path) 
     assert top.returncode == 0 and ingest.returncode == 0
     assert "<bool>" not in top.stdout + ingest.stdout
     assert "--quiet" in ingest.stdout and ".docx" in ingest.stdout
+    assert "-w, --workspace WORKSPACE" in ingest.stdout and "{PATH}..." in ingest.stdout
+    commands = top.stdout.split("Commands:")[1]
+    assert commands.index("ingest") < commands.index("ask") < commands.index("serve")
 
 
 def test_keys_list_shows_each_key_by_fingerprint_and_revocation_never_the_key(

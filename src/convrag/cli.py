@@ -32,6 +32,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from convrag.config import Settings, get_settings, settings_problems
+from convrag.records import SearchMode
 
 if TYPE_CHECKING:
     from convrag.services import Services
@@ -40,6 +41,13 @@ if TYPE_CHECKING:
 class _Commands(TyperGroup):
     """The command group: a bad setting in the environment or ``.env`` exits 2 with one line
     per setting that names it and its rule, instead of a traceback, whichever command read it."""
+
+    ORDER = ("ingest", "ask", "serve", "search", "documents", "keys", "reindex", "sweep")
+    """The commands in the order a new user meets them; the rest (config, eval) follow."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: self.ORDER.index(n) if n in self.ORDER else len(names))
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -109,11 +117,17 @@ def fail(message: object, code: int = 2) -> typer.Exit:
 MtragDataOpt = Annotated[
     Path,
     typer.Option(
-        help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format."
+        metavar="DIR",
+        help="MTRAG directory (../shared/bench/mtrag) or one domain directory of that format.",
     ),
 ]
-DomainOpt = Annotated[str, typer.Option(help="clapnq, cloud, or another domain folder.")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the JSON report here.")]
+DomainOpt = Annotated[
+    str, typer.Option(metavar="DOMAIN", help="clapnq, cloud, or another domain folder.")
+]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", metavar="FILE", help="Write the JSON report here.")
+]
+LimitOpt = Annotated[int | None, typer.Option(metavar="N", help="Score only the first N turns.")]
 
 SetOpt = Annotated[
     list[str] | None,
@@ -142,6 +156,7 @@ WorkspaceOpt = Annotated[
     typer.Option(
         "--workspace",
         "-w",
+        metavar="WORKSPACE",
         help="Workspace id (documents never cross workspaces).",
         callback=_workspace_id,
     ),
@@ -204,6 +219,22 @@ def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dic
     return _run(go)
 
 
+async def note_if_empty(services: Services, workspace: str) -> None:
+    """Say on stderr when ``workspace`` holds no documents, naming those that do: most
+    often the name was mistyped, and the command would otherwise just find nothing."""
+    if await services.db.list_documents(workspace, limit=1):
+        return
+    known = await services.db.workspaces_with_documents()
+    where = f"workspaces with documents: {', '.join(known)}" if known else "none has any yet"
+    err.print(
+        escape(
+            f"note: workspace {workspace!r} has no documents ({where}); "
+            f"add some with `convrag ingest PATH -w {workspace}`"
+        ),
+        style="yellow",
+    )
+
+
 @app.command()
 def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -223,7 +254,10 @@ def config(
 def ingest(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Files or directories (.txt .md .html .pdf .docx .jsonl .jsonl.gz)."),
+        typer.Argument(
+            metavar="PATH",
+            help="Files or directories (.txt .md .html .pdf .docx .jsonl .jsonl.gz).",
+        ),
     ],
     workspace: WorkspaceOpt,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -363,10 +397,14 @@ def _progress(unit: str = "", *, quiet: bool = False) -> Progress | _LogProgress
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="The search query.")],
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="The search query.")],
     workspace: WorkspaceOpt,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
-    mode: Annotated[str, typer.Option(help="hybrid, dense or bm25.")] = "hybrid",
+    top_k: Annotated[
+        int, typer.Option("--top-k", "-k", min=1, max=100, metavar="N", help="How many results.")
+    ] = 5,
+    mode: Annotated[
+        SearchMode, typer.Option(help="Both lists fused, or the dense or keyword list alone.")
+    ] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
     """Search a workspace: fused top-k with the score of each list."""
@@ -374,7 +412,8 @@ def search(
 
     async def go() -> Any:
         async with open_services() as services:
-            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)  # type: ignore[arg-type]
+            await note_if_empty(services, workspace)
+            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)
 
     results = _run(go)
     if as_json:
@@ -387,7 +426,7 @@ def search(
             f"{r.score:.4f}",
             "-" if r.dense_score is None else f"{r.dense_score:.4f}",
             "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
-            r.document_id[:8],
+            r.title or r.document_id[:8],
             r.text[:90].replace("\n", " "),
         )
     out.print(table)
@@ -425,6 +464,7 @@ def documents_list(workspace: WorkspaceOpt) -> None:
 
     async def go() -> Any:
         async with open_services() as services:
+            await note_if_empty(services, workspace)
             return await services.db.list_documents(workspace)
 
     for d in _run(go):
@@ -442,7 +482,15 @@ def documents_list(workspace: WorkspaceOpt) -> None:
 
 
 @documents_app.command("delete")
-def documents_delete(document_id: str, workspace: WorkspaceOpt) -> None:
+def documents_delete(
+    document_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOCUMENT_ID", help="The document's id, as `documents list` shows it."
+        ),
+    ],
+    workspace: WorkspaceOpt,
+) -> None:
     """Delete a document and all its chunks from both stores."""
     from convrag.ingest import delete_document
     from convrag.services import open_services
@@ -494,9 +542,11 @@ def eval_mtrag(
     out_file: OutOpt = None,
     strategy: Annotated[
         list[str] | None,
-        typer.Option("--strategy", "-s", help="Run only these strategies (repeatable)."),
+        typer.Option(
+            "--strategy", "-s", metavar="NAME", help="Run only these strategies (repeatable)."
+        ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(help="Score only the first N turns.")] = None,
+    limit: LimitOpt = None,
     knobs: SetOpt = None,
 ) -> None:
     """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
@@ -535,18 +585,21 @@ def eval_answers(
     offtopic_domain: Annotated[
         str | None,
         typer.Option(
+            metavar="DOMAIN",
             help="Domain whose first-turn questions are asked as off-topic questions "
-            "(default: the next domain folder found in --data)."
+            "(default: the next domain folder found in --data).",
         ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option(help="Score only the first N turns (and N off-topic ones).")
+        int | None,
+        typer.Option(metavar="N", help="Score only the first N turns (and N off-topic ones)."),
     ] = None,
     knobs: SetOpt = None,
     turns_file: Annotated[
         Path | None,
         typer.Option(
             "--turns",
+            metavar="FILE",
             help="Write convrag's answer to every turn here (JSON lines: label, question, "
             "query, answer, abstained, ROUGE-L, cites gold), to see which answers a change "
             "moved.",
@@ -580,12 +633,15 @@ def eval_rewrite(
     data: Annotated[
         Path,
         typer.Option(
+            metavar="FILE",
             help="CANARD jsonl (../shared/bench/canard/dev_half.jsonl) or an MTRAG "
-            "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl)."
+            "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl).",
         ),
     ],
     out_file: OutOpt = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(metavar="N", help="Only the first N questions.")
+    ] = None,
 ) -> None:
     """Rewrite quality: BLEU and token F1 of the rules rewrite against CANARD's human
     rewrites or MTRAG's rewrite_llm."""
@@ -602,12 +658,15 @@ def eval_rewrite(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Bind address.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="Port to listen on.")
+    ] = 8000,
     workers: Annotated[
         int,
         typer.Option(
             min=1,
+            metavar="N",
             help="Worker processes on the one port. Above 1, this process owns the embedded "
             "PostgreSQL and Milvus Lite (those with no URL set) and the workers connect to "
             "them by URL.",
@@ -674,13 +733,14 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="Your question.")],
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="Your question.")],
     workspace: WorkspaceOpt,
     conversation: Annotated[
         str | None,
         typer.Option(
             "--conversation",
             "-c",
+            metavar="CONVERSATION_ID",
             help="Continue this conversation id (printed after each answer).",
         ),
     ] = None,
@@ -690,8 +750,12 @@ def ask(
     from convrag.assistant import open_assistant
     from convrag.context import Context
 
+    if not question.strip():
+        raise fail('the question is empty: ask something, e.g. convrag ask "Who is Maria?" -w demo')
+
     async def go() -> Any:
         async with open_assistant() as bot:
+            await note_if_empty(bot.services, workspace)
             if conversation is not None and not await bot.services.db.conversation_exists(
                 workspace, conversation
             ):
@@ -723,13 +787,16 @@ def ask(
     labels = [
         src.get("url") or src.get("title") or src["document_id"] for src in state.get("sources", [])
     ]
+    cited = {c["source_index"] for c in state.get("citations", [])}
     if (state.get("flags") or {}).get("no_answer"):
-        # Numbered sources under "not found" would read as citations.
-        closest = ", ".join(dict.fromkeys(str(label) for label in labels))
-        err.print(escape(f"closest sources, none of which answers: {closest}"), style="dim")
-    else:
-        for n, label in enumerate(labels, 1):
+        cited = set()  # numbered sources under "not found" would read as citations
+    for n, label in enumerate(labels, 1):
+        if n in cited:
             err.print(escape(f"[{n}] {label}"), style="dim")
+    others = [str(label) for n, label in enumerate(labels, 1) if n not in cited]
+    if others:
+        what = "closest sources, none of which answers" if not cited else "also retrieved"
+        err.print(escape(f"{what}: {', '.join(dict.fromkeys(others))}"), style="dim")
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
 
 
@@ -779,7 +846,9 @@ def keys_revoke(
     ],
     workspace: Annotated[
         str | None,
-        typer.Option("--workspace", "-w", help="Look only among this workspace's keys."),
+        typer.Option(
+            "--workspace", "-w", metavar="WORKSPACE", help="Look only among this workspace's keys."
+        ),
     ] = None,
 ) -> None:
     """Revoke an API key (a running server stops accepting it within 30 s).

@@ -19,6 +19,8 @@ from typing import Literal, NotRequired
 from typing_extensions import TypedDict
 
 SourceType = Literal["chunk", "document", "web", "memory"]
+SearchMode = Literal["hybrid", "dense", "bm25"]
+"""Which lists a search runs: both fused, or the dense or the keyword list alone."""
 
 SNIPPET_CHARS = 300
 """How much of a source's text clients see as its snippet."""

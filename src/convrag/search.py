@@ -21,7 +21,7 @@ import numpy as np
 
 from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
 from convrag.ids import check_id
-from convrag.records import Source, SourceType
+from convrag.records import SearchMode, Source, SourceType
 from convrag.stores.database import Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
@@ -30,8 +30,6 @@ from convrag.stores.vectors import (
     VectorIndex,
 )
 from convrag.text.lexicon import subject_words
-
-SearchMode = Literal["hybrid", "dense", "bm25"]
 
 
 @dataclass(frozen=True, slots=True)

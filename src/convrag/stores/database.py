@@ -850,6 +850,15 @@ class Database:
                 )
             ).fetchone()
 
+    async def workspaces_with_documents(self) -> list[str]:
+        """The ids of the workspaces that hold a document, sorted: what a mistyped
+        workspace name was probably meant to be."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute("SELECT DISTINCT workspace_id FROM documents ORDER BY 1")
+            ).fetchall()
+        return [str(r["workspace_id"]) for r in rows]
+
     async def get_document(self, workspace_id: str, document_id: str) -> dict[str, Any] | None:
         if not is_uuid(document_id):
             return None
