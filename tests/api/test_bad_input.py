@@ -211,3 +211,53 @@ async def test_health_answers_head_and_chat_completions_refuse_several_choices(
         )
     assert head.status_code == 200
     assert several.status_code == 422 and "n:" in several.json()["detail"]
+
+
+async def test_an_upload_not_sent_as_multipart_is_a_415_saying_how_to_send_it(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        raw = await client.post(
+            f"{base_url}/v1/documents",
+            content=b"# Notes\n\nSome text.",
+            headers={**_auth(tenant), "Content-Type": "text/markdown"},
+        )
+        as_json = await client.post(
+            f"{base_url}/v1/documents", json={"text": "Some text."}, headers=_auth(tenant)
+        )
+    for resp in (raw, as_json):
+        assert resp.status_code == 415, resp.text
+        assert "multipart/form-data with one part named `file`" in resp.json()["detail"]
+    assert raw.json()["detail"].startswith("Content-Type: text/markdown is not read here")
+
+
+async def test_every_422_lists_its_problems_and_none_reads_as_pydantic_internals(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        blank = await _post(client, base_url, tenant, conv, {"content": "   "})
+        control = await _post(client, base_url, tenant, conv, {"content": "a\u0000"})
+    assert blank.status_code == 422 and control.status_code == 422
+    assert blank.json()["errors"] == [
+        {"field": "content", "message": "must not be blank", "type": "value_error"}
+    ]
+    assert blank.json()["detail"] == "content: must not be blank"
+    assert "Value error" not in control.text
+    assert control.json()["errors"][0]["message"].startswith("must not contain control")
+
+
+async def test_a_404_repeats_a_short_id_and_quotes_a_long_or_unprintable_one(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        long_id = await client.get(
+            f"{base_url}/v1/conversations/{'x' * 5000}", headers=_auth(tenant)
+        )
+        nul = await client.get(f"{base_url}/v1/documents/%00", headers=_auth(tenant))
+        short = await client.get(f"{base_url}/v1/documents/not-a-uuid", headers=_auth(tenant))
+    assert long_id.status_code == 404 and len(long_id.json()["detail"]) < 120
+    assert "(5000 characters)" in long_id.json()["detail"]
+    assert nul.status_code == 404 and "\x00" not in nul.json()["detail"]
+    assert "'\\x00'" in nul.json()["detail"]
+    assert short.json()["detail"] == "document not-a-uuid not found"

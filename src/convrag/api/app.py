@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -199,13 +200,26 @@ def _problem(error: Any) -> dict[str, str]:
             f"(curl -F {field}=@notes.md)",
             "type": "file_expected",
         }
-    return {"field": field, "message": error["msg"], "type": error["type"]}
+    message = str(error["msg"]).removeprefix("Value error, ")  # pydantic's wrapper, not ours
+    return {"field": field, "message": message, "type": error["type"]}
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     """422 with one readable ``detail`` line and the problems field by field; 415 when a
     JSON body was refused because it was sent as another type (a form, plain text)."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "multipart/form-data" and any(
+        tuple(e["loc"]) == ("body", "file") and e["type"] == "missing" for e in exc.errors()
+    ):
+        HTTP_ERRORS.labels("415").inc()
+        sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
+        return JSONResponse(
+            {
+                "detail": f"{sent} not read here; send the file as multipart/form-data with "
+                "one part named `file` (curl -F file=@notes.md)"
+            },
+            status_code=415,
+        )
     if (
         media
         and "json" not in media
@@ -230,11 +244,27 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     """FastAPI's answer for an ``HTTPException``, except for a body that could not be
     parsed at all (FastAPI and Starlette answer a bare 400 for it): that is a 422 saying
     what is wrong with the body, the same answer as for a body that is not JSON."""
+    if exc.status_code == 422 and isinstance(exc.detail, str):
+        return _route_problem(exc.detail, exc.headers)
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
     HTTP_ERRORS.labels("422").inc()
     return JSONResponse({"detail": f"body: {problem['message']}", "errors": [problem]}, 422)
+
+
+_FIELD = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def _route_problem(detail: str, headers: Mapping[str, str] | None) -> JSONResponse:
+    """A route's own 422 (``"field: what is wrong"``) in the shape of the framework's: the
+    ``detail`` line and the same problem in ``errors``, so that clients read every 422 alike."""
+    HTTP_ERRORS.labels("422").inc()
+    field, _, message = detail.partition(": ")
+    if not message or not _FIELD.fullmatch(field):
+        field, message = "", detail
+    problem = {"field": field, "message": message, "type": "value_error"}
+    return JSONResponse({"detail": detail, "errors": [problem]}, 422, headers=headers)
 
 
 def _unparsable_body(exc: StarletteHTTPException) -> dict[str, str] | None:

@@ -11,11 +11,20 @@ from fastapi import HTTPException, status
 
 from convrag.api.metrics import HTTP_ERRORS
 
+#: The longest id a 404 repeats as it was sent; a longer one is cut and quoted.
+SHOWN_ID_CHARS = 64
+
 
 def not_found(what: str, ident: str) -> HTTPException:
-    """A counted 404 naming the kind of resource and the id asked for."""
+    """A counted 404 naming the kind of resource and the id asked for: as sent when it is
+    short and printable, else quoted (control characters escaped) and cut to
+    :data:`SHOWN_ID_CHARS`, so a reply never echoes a NUL or ten thousand characters."""
     HTTP_ERRORS.labels("404").inc()
-    return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {ident} not found")
+    shown = ident
+    if len(ident) > SHOWN_ID_CHARS or not ident.isprintable() or not ident.strip():
+        cut = "…" if len(ident) > SHOWN_ID_CHARS else ""
+        shown = f"{ident[:SHOWN_ID_CHARS]!r}{cut} ({len(ident)} characters)"
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {shown} not found")
 
 
 #: Seconds a client is told to wait before retrying while a store is unavailable.
