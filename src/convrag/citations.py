@@ -61,7 +61,7 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
                 source_type=src["source_type"],
                 document_id=src["document_id"],
                 url=src["url"],
-                score=float(src["score"]),
+                score=round(float(src["score"]), 6),
                 snippet=src["text"][:SNIPPET_CHARS],
             )
         )

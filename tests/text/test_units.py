@@ -16,3 +16,16 @@ def test_a_table_without_outer_pipes_is_read_as_a_table() -> None:
         "Service plan: Plus; Retention: Last 30 days",
         "Service plan: Lite; Retention: Last 7 days",
     ]
+
+
+def test_a_sentence_wrapped_onto_a_short_line_is_prose_and_field_lines_a_record() -> None:
+    wrapped = (
+        "Parental leave is 16 weeks at full pay for every parent, to be taken within the first"
+        " year\nafter a birth or adoption."
+    )
+    assert sentences(wrapped) == [
+        "Parental leave is 16 weeks at full pay for every parent, to be taken within the first"
+        " year after a birth or adoption."
+    ]
+    record = "Maria Lopez\nPosition: Product Manager\nBasic Salary: $90,000"
+    assert sentences(record) == ["Maria Lopez; Position: Product Manager; Basic Salary: $90,000"]

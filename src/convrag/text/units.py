@@ -47,6 +47,7 @@ def sentences(text: str) -> list[str]:
             len(lines) > 1
             and sum(len(ln) for ln in lines) / len(lines) < 60
             and not any(ln.endswith((".", "!", "?")) for ln in lines[:-1])
+            and not any(ln[0].islower() for ln in lines[1:])  # a wrapped sentence goes on
         ):
             units.append("; ".join(lines))
             continue
