@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import AliasChoices
 
 from convrag.config import Settings
 
@@ -34,3 +35,12 @@ def test_an_api_key_alone_enables_the_default_openai_model(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     assert Settings().effective_llm_model == "openai:gpt-4o-mini"
+
+
+def test_the_readme_configuration_table_names_every_setting() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        env = alias.choices[0] if isinstance(alias, AliasChoices) else name.upper()
+        assert f"`{env}`" in table, f"{env} is not in README.md's configuration table"
