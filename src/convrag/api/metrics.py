@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+
+# The `*_created` series (each metric's creation time) read as gauges of their own on
+# /metrics ("convrag_turns_created: Answered turns"); no dashboard needs them.
+disable_created_metrics()
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
