@@ -159,11 +159,13 @@ def test_ingesting_a_directory_names_every_file_it_skipped(cli_data: Path, tmp_p
     (tmp_path / "notes.md").write_text("The office opens at eight every weekday morning.")
     (tmp_path / "deck.pptx").write_bytes(b"PK")
     (tmp_path / ".DS_Store").write_bytes(b"\0")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "moved-away.md")
     out = _run(["ingest", str(tmp_path), "-w", "cli-skip", "-q"], cli_data)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["added"] == 1
     assert "skipped" in out.stderr and "deck.pptx" in out.stderr and ".pptx" in out.stderr
     assert ".DS_Store" not in out.stderr
+    assert "gone.md: a link to" in out.stderr and "which does not exist" in out.stderr
 
 
 def test_a_command_on_a_directory_without_a_store_says_it_creates_a_new_one(

@@ -292,13 +292,12 @@ def ingest(
     for problem in unreadable:
         err.print(escape(f"not ingested: {problem}"), style="yellow")
     for f in skipped:
-        err.print(
-            escape(
-                f"skipped {f}: unsupported format '{f.suffix or f.name}' "
-                f"(supported: {', '.join(SUPPORTED)})"
-            ),
-            style="yellow",
+        why = (
+            f"a link to {f.readlink()}, which does not exist"
+            if f.is_symlink() and not f.exists()
+            else f"unsupported format '{f.suffix or f.name}' (supported: {', '.join(SUPPORTED)})"
         )
+        err.print(escape(f"skipped {f}: {why}"), style="yellow")
     docs = [d for _, ds in loaded for d in ds]
 
     async def go() -> Any:

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 
 # The `*_created` series (each metric's creation time) read as gauges of their own on
 # /metrics ("convrag_turns_created: Answered turns"); no dashboard needs them.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

@@ -319,8 +319,9 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
 def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> list[Path]:
     """Files named directly, plus supported files found under named directories.
 
-    Unsupported files found under a directory are appended to ``skipped`` (hidden files
-    such as ``.DS_Store`` are not worth a mention and are left out of it). Office's lock
+    Unsupported files and links to nothing found under a directory are appended to
+    ``skipped`` (hidden files such as ``.DS_Store`` are not worth a mention and are left
+    out of it). Office's lock
     files (``~$report.docx``, present while the document is open) are not documents and
     are left out of both.
     """
@@ -333,6 +334,7 @@ def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> li
                 skipped.extend(
                     f for f in files if _suffix(f) not in SUPPORTED and not f.name.startswith(".")
                 )
+                skipped.extend(sorted(f for f in p.rglob("*") if f.is_symlink() and not f.exists()))
             if not found:
                 raise IngestError(
                     f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"
