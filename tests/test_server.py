@@ -1364,10 +1364,32 @@ async def test_a_jsonl_upload_answers_with_every_document_it_created(
         assert resp.status_code == 202, resp.text
         body = resp.json()
         assert [d["source"] for d in body["documents"]] == ["faq-0", "faq-1", "faq-2"]
+        assert body["n_documents"] == 3
         assert body["id"] == body["documents"][0]["id"] and body["title"] == "FAQ 0"
         assert {d["status"] for d in body["documents"]} == {"processing"}
         for d in body["documents"]:
             assert (await _until_ready(client, base_url, tenant, d["id"]))["status"] == "ready"
+
+
+async def test_a_large_jsonl_upload_lists_its_first_documents_and_counts_them_all(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    from convrag.api.schemas import UPLOAD_LISTED
+
+    n = UPLOAD_LISTED + 5
+    data = "\n".join(
+        json.dumps({"_id": f"many-{i}", "text": f"Record {i} is about lockers."}) for i in range(n)
+    )
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("many.jsonl", data.encode())},
+            headers=_auth(tenant),
+        )
+    assert resp.status_code == 202, resp.text
+    body = resp.json()
+    assert body["n_documents"] == n and len(body["documents"]) == UPLOAD_LISTED
+    assert body["documents"][0]["source"] == "many-0"
 
 
 @pytest.fixture

@@ -305,11 +305,17 @@ class DocumentOut(BaseModel):
     updated_at: datetime
 
 
+UPLOAD_LISTED = 100
+"""The most documents an upload's answer lists: a ``.jsonl`` file may hold 200,000."""
+
+
 class UploadOut(DocumentOut):
-    """The answer to an upload: the first document it created, as before, and all of
-    them in ``documents`` (a ``.jsonl`` file makes one per record)."""
+    """The answer to an upload: the first document it created, as before, and the first
+    :data:`UPLOAD_LISTED` of them in ``documents`` (a ``.jsonl`` file makes one per
+    record); ``n_documents`` counts them all, which ``GET /v1/documents`` lists."""
 
     documents: list[DocumentOut]
+    n_documents: int
 
 
 def _chat_content(

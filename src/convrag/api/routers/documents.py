@@ -16,7 +16,13 @@ from fastapi.responses import PlainTextResponse
 from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
-from convrag.api.schemas import DocumentOut, UploadOut, error_responses, keyed_route_responses
+from convrag.api.schemas import (
+    UPLOAD_LISTED,
+    DocumentOut,
+    UploadOut,
+    error_responses,
+    keyed_route_responses,
+)
 from convrag.documents import SUPPORTED, IngestError
 from convrag.ingest import accept_upload, delete_document
 from convrag.services import Services
@@ -90,9 +96,9 @@ async def upload_document(
 ) -> UploadOut:
     """Upload a file; it is ingested in the background (poll `GET /v1/documents/{id}`).
 
-    The answer describes the file's first document and lists every document it holds in
-    ``documents``: a ``.jsonl`` or ``.jsonl.gz`` file makes one per record, all
-    ``processing`` until the ingest ends.
+    The answer describes the file's first document and lists the documents it holds in
+    ``documents`` (the first 100; ``n_documents`` counts them all): a ``.jsonl`` or
+    ``.jsonl.gz`` file makes one per record, all ``processing`` until the ingest ends.
 
     The format is the file name's: its content type is not checked (clients send Word
     documents as ``application/vnd.openxmlformats-officedocument.wordprocessingml.document``
@@ -120,9 +126,11 @@ async def upload_document(
         document_ids = await accept_upload(services, workspace, name, data)
     except IngestError as exc:
         raise HTTPException(422, f"file: {exc}") from exc
-    rows = await services.db.get_documents(workspace, document_ids)
+    rows = await services.db.get_documents(workspace, document_ids[:UPLOAD_LISTED])
     assert rows, "accept_upload records every document before it returns"
-    return UploadOut.model_validate({**rows[0], "documents": rows})
+    return UploadOut.model_validate(
+        {**rows[0], "documents": rows, "n_documents": len(document_ids)}
+    )
 
 
 @router.get(
