@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from convrag.answering.extractive import PROCEDURE_EXTRA_SENTENCES, answer_length, extractive_answer
 from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import NO_SOURCES_ANSWER
+from convrag.records import HistoryTurn
 from convrag.text.units import sentences
 from tests.answering.samples import equally_close, source
 
@@ -215,3 +216,55 @@ def test_markdown_images_are_never_quoted() -> None:
     answer = extractive_answer("How do I delete a key?", [guide], max_sentences=3)
     assert "![" not in answer and "](" not in answer
     assert "Click the Actions icon and select Delete key." in answer
+
+
+def _turn(question: str, answer: str) -> HistoryTurn:
+    return HistoryTurn(
+        turn_number=1,
+        question=question,
+        answer=answer,
+        contextualized_query=question,
+        entities=[],
+        cited_document_ids=[],
+    )
+
+
+def test_a_follow_up_is_not_answered_with_a_said_sentence_about_the_previous_question() -> None:
+    said = _turn(
+        "How many days of annual leave do I get?",
+        "Every employee gets 25 days of paid annual leave per calendar year. [1]",
+    )
+
+    def close_to_leave(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.7 if "leave" in t else 0.1 for t in texts]  # both leave sentences alike
+
+    sick = source("Sick leave is paid in full for the first 10 days of each year.", 1)
+    annual = source("Every employee gets 25 days of paid annual leave per calendar year.", 2)
+    answer = extractive_answer(
+        "How many days of sick leave do I get?",
+        [sick, annual],
+        history=[said],
+        similarity=close_to_leave,
+    )
+    assert answer.startswith("Sick leave is paid in full for the first 10 days of each year.")
+    assert "25 days" not in answer
+
+
+def test_a_said_sentence_holding_what_the_follow_up_adds_is_still_quoted() -> None:
+    said = _turn(
+        "Do unused days of annual leave carry over?",
+        "Unused days of annual leave expire on 31 March. [1]",
+    )
+    carry = source("Unused days of annual leave carry over to the next year.", 1)
+    expiry = source("Unused days of annual leave expire on 31 March.", 2)
+
+    def carry_first(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if "carry" in t else 0.6 for t in texts]
+
+    answer = extractive_answer(
+        "When do unused days of annual leave expire?",
+        [carry, expiry],
+        history=[said],
+        similarity=carry_first,
+    )
+    assert "Unused days of annual leave expire on 31 March. [2]" in answer

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from convrag.records import HistoryTurn, Source
+from convrag.records import HistoryTurn, Source, previous_question
 from convrag.text.tokens import phrasal_compounds, spelled_out
 from convrag.text.units import quotable, sentences
 
@@ -140,6 +140,29 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 """The cosine similarity of each text to a query (the embedder's), for ranking sentences."""
 
 
+def said_before(history: Sequence[HistoryTurn]) -> set[str]:
+    """The sentences of ``history``'s answers, as their terms: what a sentence must match
+    to count as said already."""
+    return {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
+
+
+def is_said(sentence: str, said: set[str]) -> bool:
+    """Whether ``sentence`` is one of the :func:`said_before` sentences."""
+    return " ".join(_terms(sentence)) in said
+
+
+def terms_of(text: str) -> set[str]:
+    """The content terms of ``text``, crudely stemmed, as questions and sentences meet."""
+    return set(_terms(text))
+
+
+def asked_anew(query: str, history: Sequence[HistoryTurn]) -> set[str]:
+    """The terms of ``query`` that the previous question (as rewritten then) lacks: what
+    a follow-up asks that was not asked before ("sick" of "What about sick leave?")."""
+    prev = previous_question(history)
+    return terms_of(query) - (terms_of(prev) if prev else set())
+
+
 def ranked_by_words(
     query: str,
     sources: Sequence[Source],
@@ -156,7 +179,7 @@ def ranked_by_words(
     statement is left.
     """
     q_terms = set(_terms(query))
-    said = {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
+    said = said_before(history)
     excluded = [e.lower() for e in excluded_entities if e]
     # Each candidate's terms (its length) and what it says, its phrasal nouns included.
     candidates: list[tuple[int, int, str, list[str], set[str]]] = []
