@@ -48,3 +48,10 @@ def test_light_verbs_are_no_content_words_a_sentence_must_hold() -> None:
     stipend = source("Remote employees receive a one-time home office stipend of 500 USD.")
     assert names_every_term("What do I get for my home office?", [stipend])
     assert not names_every_term("What do I get for my home printer?", [stipend])
+
+
+def test_a_sentence_names_what_its_source_title_names() -> None:
+    carry = "Unused days carry over until 31 March of the next year."
+    assert not names_every_term("Can I carry over unused leave?", [source(carry)])
+    titled = {**source(carry), "title": "leave_policy"}
+    assert names_every_term("Can I carry over unused leave?", [titled])
