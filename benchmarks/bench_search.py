@@ -38,7 +38,7 @@ from bench_common import (
 
 from convrag.config import Settings
 from convrag.services import Services, open_services
-from convrag.stores.database import DocumentWrite
+from convrag.stores.documents import DocumentWrite
 from convrag.stores.vectors import VectorRow
 
 WORKSPACE = "synth"

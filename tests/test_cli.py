@@ -265,7 +265,7 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
 
     import convrag.services
     from convrag.cli import app
-    from convrag.stores.database import ApiKeyRecord
+    from convrag.stores.workspaces import ApiKeyRecord
 
     now = datetime.now(UTC)
     twins = [

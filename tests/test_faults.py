@@ -27,7 +27,8 @@ import httpx
 import pytest
 
 from convrag.api.turns import turn_id_for
-from convrag.stores.database import INTERRUPTED_TURN, Database
+from convrag.stores.conversations import INTERRUPTED_TURN
+from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
 from convrag.testing.faults import start_postgres, stop_postgres
 from convrag.testing.openai_stub import OpenAIStub, Reply

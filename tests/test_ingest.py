@@ -20,7 +20,7 @@ from convrag.ingest import (
 )
 from convrag.search import HybridSearcher
 from convrag.services import Services
-from convrag.stores.database import STOPPED_DOCUMENT
+from convrag.stores.documents import STOPPED_DOCUMENT
 from tests.documents.samples import pdf_bytes, write
 
 EMPLOYEE = (

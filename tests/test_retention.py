@@ -20,7 +20,7 @@ from convrag.conversations import sweep_expired, sweep_periodically
 from convrag.documents.load import SourceDocument
 from convrag.ingest import ingest_documents
 from convrag.services import Services
-from convrag.stores.database import TurnStart
+from convrag.stores.conversations import TurnStart
 from convrag.stores.vectors import KIND_MEMORY
 
 QUESTION = "How many days of annual leave do employees get?"

@@ -11,7 +11,7 @@ from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.search import lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services
-from convrag.stores.database import IndexedChunk
+from convrag.stores.documents import IndexedChunk
 from convrag.stores.vectors import Hit
 
 

@@ -808,7 +808,7 @@ def keys_list(workspace: WorkspaceOpt) -> None:
     you hold: ``printf %s "$KEY" | sha256sum | cut -c1-12``).
     """
     from convrag.services import open_services
-    from convrag.stores.database import ApiKeyRecord
+    from convrag.stores.workspaces import ApiKeyRecord
 
     async def go() -> list[ApiKeyRecord]:
         async with open_services() as services:
@@ -857,7 +857,7 @@ def keys_revoke(
     """
     from convrag.ids import check_id
     from convrag.services import open_services
-    from convrag.stores.database import ApiKeyRecord
+    from convrag.stores.workspaces import ApiKeyRecord
 
     ref = key.strip()
 

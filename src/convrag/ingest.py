@@ -26,7 +26,7 @@ import numpy as np
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
-from convrag.stores.database import DocumentWrite
+from convrag.stores.documents import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
 
 log = logging.getLogger(__name__)

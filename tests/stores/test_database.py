@@ -5,15 +5,11 @@ from __future__ import annotations
 import uuid
 
 from convrag.records import Citation
-from convrag.stores.database import (
-    MIGRATIONS,
-    TITLE_CHARS,
-    Database,
-    NewTurn,
-    hash_key,
-    join_chunks,
-    title_from_question,
-)
+from convrag.stores.conversations import TITLE_CHARS, NewTurn, title_from_question
+from convrag.stores.database import Database
+from convrag.stores.documents import join_chunks
+from convrag.stores.schema import MIGRATIONS
+from convrag.stores.workspaces import hash_key
 
 
 async def test_setup_is_idempotent(db: Database) -> None:
@@ -227,11 +223,8 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 ) -> None:
     from datetime import timedelta
 
-    from convrag.stores.database import (
-        INTERRUPTED_DOCUMENT,
-        INTERRUPTED_TURN,
-        TurnStart,
-    )
+    from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+    from convrag.stores.documents import INTERRUPTED_DOCUMENT
 
     db = db
     conv = await db.create_conversation(workspace)
@@ -276,7 +269,7 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
     db: Database, workspace: str
 ) -> None:
-    from convrag.stores.database import TurnStart
+    from convrag.stores.conversations import TurnStart
 
     db = db
     conv = await db.create_conversation(workspace)
@@ -303,7 +296,7 @@ async def test_a_conversation_answers_one_message_at_a_time_across_processes(
     conversation is not started while the first is being answered."""
     import uuid as _uuid
 
-    from convrag.stores.database import TurnStart
+    from convrag.stores.conversations import TurnStart
 
     db = db
     conv = await db.create_conversation(workspace)
@@ -321,7 +314,7 @@ async def test_a_turn_whose_process_is_gone_neither_blocks_its_conversation_nor_
 ) -> None:
     from datetime import timedelta
 
-    from convrag.stores.database import INTERRUPTED_TURN, TurnStart
+    from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
 
     db = db
     assert db.owner is not None  # this process holds its liveness lock

@@ -46,7 +46,7 @@ from convrag.config import Settings
 from convrag.conversations import sweep_periodically
 from convrag.ingest import resume_stopped_uploads
 from convrag.services import Services
-from convrag.stores.database import INTERRUPTED_AFTER
+from convrag.stores.base import INTERRUPTED_AFTER
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ async def _resume_stopped_uploads(services: Services) -> None:
 async def _recover_interrupted(services: Services) -> None:
     """At start: turns and uploads left ``processing`` by a process that died are marked
     ``failed`` (the client sees why and asks or uploads again). Only rows older than
-    :data:`~convrag.stores.database.INTERRUPTED_AFTER` are touched, so the live turns and
+    :data:`~convrag.stores.base.INTERRUPTED_AFTER` are touched, so the live turns and
     ingests of other workers sharing the database are left alone. A database that is not
     there yet only delays this to the next start."""
     try:

@@ -27,7 +27,8 @@ from convrag.assistant import Assistant
 from convrag.config import Settings
 from convrag.ids import canonical_uuid
 from convrag.services import Services
-from convrag.stores.database import After, Database
+from convrag.stores.base import After
+from convrag.stores.database import Database
 
 _bearer = HTTPBearer(auto_error=False, description="A workspace API key (`convrag keys create`).")
 

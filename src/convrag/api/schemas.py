@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from convrag.records import SourceOut
-from convrag.stores.database import CitedSource
+from convrag.stores.conversations import CitedSource
 
 MAX_MESSAGE_CHARS = 8000
 MAX_IDEMPOTENCY_KEY_CHARS = 200
@@ -160,7 +160,8 @@ class ConversationCreate(BaseModel):
 
 
 class ConversationSummary(BaseModel):
-    """A conversation as listed (from a :class:`~convrag.stores.database.ConversationRecord`)."""
+    """A conversation as listed (a
+    :class:`~convrag.stores.conversations.ConversationRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -197,7 +198,7 @@ class FeedbackIn(BaseModel):
 
 
 class FeedbackOut(BaseModel):
-    """A stored rating (from a :class:`~convrag.stores.database.FeedbackRecord`)."""
+    """A stored rating (from a :class:`~convrag.stores.conversations.FeedbackRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -208,7 +209,7 @@ class FeedbackOut(BaseModel):
 
 
 class TurnOut(BaseModel):
-    """A stored turn (from a :class:`~convrag.stores.database.TurnRecord`)."""
+    """A stored turn (from a :class:`~convrag.stores.conversations.TurnRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -245,7 +246,7 @@ class ExportedTurn(TurnOut):
 
 
 class ConversationExport(BaseModel):
-    """A whole conversation (a :class:`~convrag.stores.database.Transcript`)."""
+    """A whole conversation (a :class:`~convrag.stores.conversations.Transcript`)."""
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -42,7 +42,7 @@ from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
 from convrag.state import InputState, repetition_detected
-from convrag.stores.database import TurnRecord
+from convrag.stores.conversations import TurnRecord
 
 log = logging.getLogger(__name__)
 

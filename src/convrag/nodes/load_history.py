@@ -11,7 +11,7 @@ from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.database import TurnRecord, TurnStart, TurnStatus
+from convrag.stores.conversations import TurnRecord, TurnStart, TurnStatus
 
 
 class ConversationBusy(Exception):

@@ -17,7 +17,7 @@ from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
 from convrag.state import PersistUpdate, State, repetition_detected
-from convrag.stores.database import NewTurn
+from convrag.stores.conversations import NewTurn
 from convrag.stores.memory import MemoryItem
 
 

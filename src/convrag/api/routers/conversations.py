@@ -33,7 +33,7 @@ from convrag.api.schemas import (
     keyed_route_responses,
 )
 from convrag.conversations import delete_conversation as delete_everywhere
-from convrag.stores.database import CitedSource
+from convrag.stores.conversations import CitedSource
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 

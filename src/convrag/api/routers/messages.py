@@ -61,7 +61,8 @@ from convrag.api.turns import (
 )
 from convrag.services import Services
 from convrag.state import InputState, TurnRequest
-from convrag.stores.database import INTERRUPTED_AFTER, INTERRUPTED_TURN
+from convrag.stores.base import INTERRUPTED_AFTER
+from convrag.stores.conversations import INTERRUPTED_TURN
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 

@@ -1,0 +1,418 @@
+"""Documents and their chunks: the source of truth for text, which the vector index mirrors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from convrag.ids import is_uuid
+from convrag.stores.base import After, PooledStore
+
+INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
+"""The reason restart recovery gives a document left ``processing`` by a dead process."""
+
+
+STOPPED_DOCUMENT = "interrupted by a shutdown: the ingest resumes when the service starts"
+"""What a document whose ingest a shutdown stopped shows until the service resumes it."""
+
+
+def join_chunks(texts: Sequence[str]) -> str:
+    """A document's text from its chunks in order, each overlap given once.
+
+    The chunker starts a chunk with the last whole sentences of the one before (see
+    :class:`convrag.documents.chunking.Chunker`), so joining chunks as they are repeats
+    those sentences. Where a chunk begins with the end of the previous one, that part is
+    dropped; chunks that share nothing (a new PDF page, a paragraph break) are separated
+    by a blank line. Two chunks that happen to end and begin with the same sentence are
+    read as overlapping too: the text is the stored chunks', not the original file.
+    """
+    parts: list[str] = []
+    previous = ""
+    for text in texts:
+        if not parts:
+            parts.append(text)
+        else:
+            shared = _overlap(previous, text)
+            parts.append(text[shared:] if shared else "\n\n" + text)
+        previous = text
+    return "".join(parts)
+
+
+def _overlap(a: str, b: str) -> int:
+    """The length of the longest end of ``a`` that ``b`` begins with, both ends falling
+    on whitespace boundaries (the chunker overlaps whole sentences only); 0 if none."""
+    if not a or not b:
+        return 0
+    i = a.find(b[0], max(0, len(a) - len(b)))
+    while i != -1:
+        shared = len(a) - i
+        if (
+            (i == 0 or a[i - 1].isspace())
+            and (shared == len(b) or b[shared].isspace())
+            and b.startswith(a[i:])
+        ):
+            return shared
+        i = a.find(b[0], i + 1)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk as stored in Postgres (the source of truth for text)."""
+
+    id: str
+    document_id: str
+    position: int
+    text: str
+    title: str | None = None
+    source: str | None = None
+    page: int | None = None
+    """The 1-based PDF page the chunk is on; None for other formats."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A chunk as the in-process search engines load it."""
+
+    id: str
+    document_id: str
+    text: str
+    embedding: bytes | None
+    """Its vector as stored beside it (float32 bytes); None when only Milvus has it."""
+    title: str | None
+    page: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """A document and its chunks ``(chunk_id, position, text)``, ready to store.
+
+    ``chunk_metadata``, when given, holds one dict per chunk for ``chunks.metadata``
+    (``{"page": 3}`` for a PDF chunk).
+    """
+
+    document_id: str
+    source: str
+    title: str | None
+    content_hash: str
+    metadata: dict[str, Any]
+    chunks: Sequence[tuple[str, int, str]]
+    embeddings: Sequence[bytes] | None = None
+    chunk_metadata: Sequence[dict[str, Any]] | None = None
+
+
+class DocumentStore(PooledStore):
+    """A workspace's documents, their ingest status, and their chunks."""
+
+    async def get_document_by_source(self, workspace_id: str, source: str) -> dict[str, Any] | None:
+        async with self.pool.connection() as conn:
+            return await (
+                await conn.execute(
+                    "SELECT * FROM documents WHERE workspace_id = %s AND source = %s",
+                    (workspace_id, source),
+                )
+            ).fetchone()
+
+    async def workspaces_with_documents(self) -> list[str]:
+        """The ids of the workspaces that hold a document, sorted: what a mistyped
+        workspace name was probably meant to be."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute("SELECT DISTINCT workspace_id FROM documents ORDER BY 1")
+            ).fetchall()
+        return [str(r["workspace_id"]) for r in rows]
+
+    async def get_document(self, workspace_id: str, document_id: str) -> dict[str, Any] | None:
+        if not is_uuid(document_id):
+            return None
+        async with self.pool.connection() as conn:
+            return await (
+                await conn.execute(
+                    "SELECT * FROM documents WHERE workspace_id = %s AND id = %s",
+                    (workspace_id, document_id),
+                )
+            ).fetchone()
+
+    async def list_documents(
+        self, workspace_id: str, *, limit: int | None = None, after: After | None = None
+    ) -> list[dict[str, Any]]:
+        """The workspace's documents, oldest first: all of them, or with ``limit`` at most
+        that many, starting after the ``(created_at, id)`` position ``after``."""
+        where = "workspace_id = %s"
+        params: list[object] = [workspace_id]
+        if after is not None:
+            where += " AND (created_at, id) > (%s, %s::uuid)"
+            params += [after[0], after[1]]
+        query = f"SELECT * FROM documents WHERE {where} ORDER BY created_at, id"
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
+        async with self.pool.connection() as conn:
+            return await (await conn.execute(query, params)).fetchall()
+
+    async def get_documents(
+        self, workspace_id: str, document_ids: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The rows of ``document_ids`` in the workspace, in the order asked (unknown ids
+        and other workspaces' are left out)."""
+        ids = [d for d in document_ids if is_uuid(d)]
+        if not ids:
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT * FROM documents WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
+                    (workspace_id, ids),
+                )
+            ).fetchall()
+        by_id = {str(r["id"]): r for r in rows}
+        return [by_id[d.lower()] for d in dict.fromkeys(ids) if d.lower() in by_id]
+
+    async def document_text(self, workspace_id: str, document_id: str) -> str | None:
+        """The document's text rebuilt from its chunks (see :func:`join_chunks`); None
+        when it is not a document of this workspace. Documents keep no other copy."""
+        if not is_uuid(document_id):
+            return None
+        async with self.pool.connection() as conn:
+            owner = await (
+                await conn.execute(
+                    "SELECT 1 FROM documents WHERE workspace_id = %s AND id = %s",
+                    (workspace_id, document_id),
+                )
+            ).fetchone()
+            if owner is None:
+                return None
+            rows = await (
+                await conn.execute(
+                    "SELECT text FROM chunks WHERE workspace_id = %s AND document_id = %s "
+                    "ORDER BY position",
+                    (workspace_id, document_id),
+                )
+            ).fetchall()
+        return join_chunks([r["text"] for r in rows])
+
+    async def upsert_document_status(
+        self,
+        workspace_id: str,
+        document_id: str,
+        source: str,
+        *,
+        status: str,
+        title: str | None = None,
+        content_hash: str = "",
+        error: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        upload_path: str | None = None,
+    ) -> None:
+        """Create or update the document row alone (used for background ingest status);
+        ``upload_path`` is the saved file a ``processing`` upload is read from."""
+        await self.ensure_workspace(workspace_id)
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """INSERT INTO documents (id, workspace_id, source, title, content_hash, status,
+                                          error, metadata, upload_path)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (workspace_id, source) DO UPDATE
+                   SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
+                       upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
+                       updated_at = now()""",
+                (
+                    document_id,
+                    workspace_id,
+                    source,
+                    title,
+                    content_hash,
+                    status,
+                    error,
+                    Jsonb(metadata or {}),
+                    upload_path,
+                ),
+            )
+
+    async def mark_stopped(self, workspace_id: str, document_ids: Sequence[str]) -> None:
+        """Flag ``processing`` documents whose ingest a shutdown stopped: the next start
+        resumes them (:meth:`stopped_uploads`) instead of waiting to call them failed."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET interrupted = true, error = %s, updated_at = now()
+                   WHERE workspace_id = %s AND id = ANY(%s::uuid[]) AND status = 'processing'""",
+                (STOPPED_DOCUMENT, workspace_id, list(document_ids)),
+            )
+
+    async def stopped_uploads(self) -> list[tuple[str, str | None]]:
+        """(workspace id, saved file) of each upload a shutdown stopped, once per file; the
+        file is None when it was not recorded."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT DISTINCT workspace_id, upload_path FROM documents
+                       WHERE status = 'processing' AND interrupted"""
+                )
+            ).fetchall()
+        return [(r["workspace_id"], r["upload_path"]) for r in rows]
+
+    async def fail_stopped_uploads(self, workspace_id: str, upload_path: str | None) -> None:
+        """Give up on the stopped upload of ``upload_path`` (its file is gone)."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET status = 'failed', interrupted = false, error = %s,
+                          updated_at = now()
+                   WHERE workspace_id = %s AND status = 'processing' AND interrupted
+                     AND upload_path IS NOT DISTINCT FROM %s""",
+                (INTERRUPTED_DOCUMENT, workspace_id, upload_path),
+            )
+
+    async def set_document_progress(
+        self, workspace_id: str, document_id: str, done: int, total: int
+    ) -> None:
+        """Record how many of a processing document's chunks are embedded so far."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now()
+                   WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
+                (done, total, workspace_id, document_id),
+            )
+
+    async def existing_documents(
+        self, workspace_id: str, sources: Sequence[str]
+    ) -> dict[str, tuple[str, str]]:
+        """{source: (document_id, content_hash)} of the sources already stored."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT source, id::text AS id, content_hash, status FROM documents "
+                    "WHERE workspace_id = %s AND source = ANY(%s)",
+                    (workspace_id, list(sources)),
+                )
+            ).fetchall()
+        return {
+            r["source"]: (r["id"], r["content_hash"] if r["status"] == "ready" else "")
+            for r in rows
+        }
+
+    async def replace_documents(self, workspace_id: str, docs: Sequence[DocumentWrite]) -> None:
+        """Write documents and their chunks, replacing old chunks, in one transaction."""
+        if not docs:
+            return
+        await self.ensure_workspace(workspace_id)
+        async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(
+                """INSERT INTO documents (id, workspace_id, source, title, content_hash, metadata,
+                                          status, n_chunks, chunks_total)
+                   VALUES (%s, %s, %s, %s, %s, %s, 'ready', %s, %s)
+                   ON CONFLICT (workspace_id, source) DO UPDATE
+                   SET title = EXCLUDED.title, content_hash = EXCLUDED.content_hash,
+                       metadata = EXCLUDED.metadata, status = 'ready', error = NULL,
+                       n_chunks = EXCLUDED.n_chunks, chunks_total = EXCLUDED.chunks_total,
+                       updated_at = now()""",
+                [
+                    (
+                        d.document_id,
+                        workspace_id,
+                        d.source,
+                        d.title,
+                        d.content_hash,
+                        Jsonb(d.metadata),
+                        len(d.chunks),
+                        len(d.chunks),
+                    )
+                    for d in docs
+                ],
+            )
+            await cur.execute(
+                "DELETE FROM chunks WHERE workspace_id = %s AND document_id = ANY(%s::uuid[])",
+                (workspace_id, [d.document_id for d in docs]),
+            )
+            await cur.executemany(
+                """INSERT INTO chunks (id, workspace_id, document_id, position, text, embedding,
+                                       metadata)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s)""",
+                [
+                    (
+                        cid,
+                        workspace_id,
+                        d.document_id,
+                        pos,
+                        text,
+                        d.embeddings[i] if d.embeddings else None,
+                        Jsonb(d.chunk_metadata[i] if d.chunk_metadata else {}),
+                    )
+                    for d in docs
+                    for i, (cid, pos, text) in enumerate(d.chunks)
+                ],
+            )
+            await cur.execute(
+                "UPDATE workspaces SET index_version = index_version + 1 WHERE id = %s",
+                (workspace_id,),
+            )
+
+    async def delete_document(self, workspace_id: str, document_id: str) -> bool:
+        if not is_uuid(document_id):
+            return False
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "DELETE FROM documents WHERE workspace_id = %s AND id = %s",
+                (workspace_id, document_id),
+            )
+            await conn.execute(
+                "UPDATE workspaces SET index_version = index_version + 1 WHERE id = %s",
+                (workspace_id,),
+            )
+            return cur.rowcount > 0
+
+    async def chunk_rows(self, workspace_id: str) -> list[IndexedChunk]:
+        """Every chunk of a workspace with what the in-process search engines load: its
+        text, its stored vector, and the labels its hits carry (title, PDF page)."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
+                              c.embedding, d.title, (c.metadata->>'page')::int AS page
+                       FROM chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
+                    (workspace_id,),
+                )
+            ).fetchall()
+        return [IndexedChunk(**r) for r in rows]
+
+    async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
+        """All (chunk_id, document_id, text) of a workspace."""
+        return [(c.id, c.document_id, c.text) for c in await self.chunk_rows(workspace_id)]
+
+    async def get_chunks(self, workspace_id: str, chunk_ids: Sequence[str]) -> list[ChunkRow]:
+        """The chunks of ``chunk_ids`` in the workspace (any order), with their document's
+        title and source and their PDF page."""
+        ids = [c for c in chunk_ids if is_uuid(c)]
+        if not ids:
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
+                       FROM chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.workspace_id = %s AND c.id = ANY(%s::uuid[])""",
+                    (workspace_id, ids),
+                )
+            ).fetchall()
+        return [ChunkRow(**r) for r in rows]
+
+    async def find_chunks_matching(
+        self, workspace_id: str, pattern: str, limit: int = 3
+    ) -> list[ChunkRow]:
+        """Chunks whose text matches a POSIX regex (case-insensitive), in document order."""
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
+                       FROM chunks c JOIN documents d ON d.id = c.document_id
+                       WHERE c.workspace_id = %s AND c.text ~* %s
+                       ORDER BY d.updated_at DESC, c.position LIMIT %s""",
+                    (workspace_id, pattern, limit),
+                )
+            ).fetchall()
+        return [ChunkRow(**r) for r in rows]
