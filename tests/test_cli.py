@@ -288,7 +288,7 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
 
     monkeypatch.setattr(convrag.services, "open_services", fake_services)
     monkeypatch.setattr(convrag.services, "install_sigterm_handler", lambda: None)
-    monkeypatch.setattr("convrag.cli.warn_if_new_store", lambda settings: None)
+    monkeypatch.setattr("convrag.cli.base.warn_if_new_store", lambda settings: None)
 
     both = CliRunner().invoke(app, ["keys", "revoke", "abcd"])
     assert both.exit_code == 1 and revoked == []

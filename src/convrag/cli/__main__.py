@@ -1,0 +1,5 @@
+"""``python -m convrag.cli``."""
+
+from convrag.cli import main
+
+main()

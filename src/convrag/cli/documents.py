@@ -1,0 +1,202 @@
+"""Commands on a workspace's documents: ingest, search, reindex, documents list/delete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from convrag.cli.base import (
+    WorkspaceOpt,
+    app,
+    documents_app,
+    err,
+    fail,
+    note_if_empty,
+    out,
+    run_command,
+)
+from convrag.cli.progress import progress_bar
+from convrag.config import get_settings
+from convrag.records import SearchMode
+
+
+@app.command()
+def ingest(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="PATH",
+            help="Files or directories (.txt .md .html .pdf .docx .jsonl .jsonl.gz).",
+        ),
+    ],
+    workspace: WorkspaceOpt,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
+    from convrag.documents import (
+        SUPPORTED,
+        IngestError,
+        SourceDocument,
+        expand_paths,
+        load_path,
+    )
+    from convrag.ingest import ingest_documents
+    from convrag.services import open_services
+
+    settings = get_settings()
+    skipped: list[Path] = []
+    try:
+        files = expand_paths(paths, skipped)
+    except IngestError as exc:
+        raise fail(exc) from exc
+    named = {p.resolve() for p in paths if not p.is_dir()}
+    loaded: list[tuple[Path, list[SourceDocument]]] = []
+    unreadable: list[str] = []
+    for f in files:
+        try:
+            loaded.append((f, load_path(f, max_bytes=settings.max_file_bytes)))
+        except IngestError as exc:
+            if f.resolve() in named:
+                raise fail(exc) from exc
+            unreadable.append(str(exc))  # found in a directory: the others still go in
+    for problem in unreadable:
+        err.print(escape(f"not ingested: {problem}"), style="yellow")
+    for f in skipped:
+        why = (
+            f"a link to {f.readlink()}, which does not exist"
+            if f.is_symlink() and not f.exists()
+            else f"unsupported format '{f.suffix or f.name}' (supported: {', '.join(SUPPORTED)})"
+        )
+        err.print(escape(f"skipped {f}: {why}"), style="yellow")
+    docs = [d for _, ds in loaded for d in ds]
+
+    async def go() -> Any:
+        async with open_services(settings) as services:
+            with progress_bar("documents", quiet=quiet) as bar:
+                task = bar.add_task("ingest", total=len(docs))
+                return await ingest_documents(
+                    services, workspace, docs, progress=lambda n: bar.advance(task, n)
+                )
+
+    report = run_command(go)
+    print(json.dumps(report.as_json()))
+    if unreadable:
+        err.print(
+            f"{len(unreadable)} file(s) could not be read (listed above); fix them and run "
+            "the same command again: unchanged files are not ingested twice"
+        )
+        raise typer.Exit(1)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="The search query.")],
+    workspace: WorkspaceOpt,
+    top_k: Annotated[
+        int, typer.Option("--top-k", "-k", min=1, max=100, metavar="N", help="How many results.")
+    ] = 5,
+    mode: Annotated[
+        SearchMode, typer.Option(help="Both lists fused, or the dense or keyword list alone.")
+    ] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """Search a workspace: fused top-k with the score of each list."""
+    from convrag.services import open_services
+
+    async def go() -> Any:
+        async with open_services() as services:
+            await note_if_empty(services, workspace)
+            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)
+
+    results = run_command(go)
+    if as_json:
+        print(json.dumps([r.as_json() for r in results], indent=2))
+        return
+    table = Table("#", "score", "dense", "bm25", "document", "text")
+    for i, r in enumerate(results, 1):
+        table.add_row(
+            str(i),
+            f"{r.score:.4f}",
+            "-" if r.dense_score is None else f"{r.dense_score:.4f}",
+            "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
+            r.title or r.document_id[:8],
+            r.text[:90].replace("\n", " "),
+        )
+    out.print(table)
+
+
+@app.command()
+def reindex(
+    workspace: WorkspaceOpt,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Embed a workspace again with the configured EMBEDDING_MODEL, from the chunk texts
+    kept in Postgres (no file is read), and record that model as the workspace's. Needed
+    after changing EMBEDDING_MODEL: vectors of two models cannot be compared."""
+    from convrag.ingest import reindex_workspace
+    from convrag.services import open_services
+
+    async def go() -> dict[str, Any]:
+        async with open_services() as services:
+            with progress_bar("chunks", quiet=quiet) as bar:
+                task = bar.add_task("reindex", total=None)
+                n = await reindex_workspace(
+                    services,
+                    workspace,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            return {"workspace": workspace, "chunks": n, "model": services.embedder.name}
+
+    print(json.dumps(run_command(go)))
+
+
+@documents_app.command("list")
+def documents_list(workspace: WorkspaceOpt) -> None:
+    """List the documents of a workspace as JSON lines."""
+    from convrag.services import open_services
+
+    async def go() -> Any:
+        async with open_services() as services:
+            await note_if_empty(services, workspace)
+            return await services.db.list_documents(workspace)
+
+    for d in run_command(go):
+        print(
+            json.dumps(
+                {
+                    "id": str(d["id"]),
+                    "source": d["source"],
+                    "title": d["title"],
+                    "status": d["status"],
+                    "n_chunks": d["n_chunks"],
+                }
+            )
+        )
+
+
+@documents_app.command("delete")
+def documents_delete(
+    document_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOCUMENT_ID", help="The document's id, as `documents list` shows it."
+        ),
+    ],
+    workspace: WorkspaceOpt,
+) -> None:
+    """Delete a document and all its chunks from both stores."""
+    from convrag.ingest import delete_document
+    from convrag.services import open_services
+
+    async def go() -> bool:
+        async with open_services() as services:
+            return await delete_document(services, workspace, document_id)
+
+    if not run_command(go):
+        raise fail(f"no document {document_id} in workspace {workspace}", code=1)
+    print(json.dumps({"deleted": document_id}))

@@ -1,0 +1,127 @@
+"""Workspace API keys: create, list, revoke."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from convrag.cli.base import (
+    WorkspaceOpt,
+    fail,
+    keys_app,
+    run_command,
+)
+
+
+@keys_app.command("create")
+def keys_create(workspace: WorkspaceOpt) -> None:
+    """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
+    from convrag.services import open_services
+
+    async def go() -> str:
+        async with open_services() as services:
+            return await services.db.create_api_key(workspace)
+
+    print(run_command(go))
+
+
+@keys_app.command("list")
+def keys_list(workspace: WorkspaceOpt) -> None:
+    """List a workspace's API keys as JSON lines, revoked ones included, without the keys.
+
+    Keys are stored as their SHA-256 only, so a key is shown by its id, its first 8
+    characters and a fingerprint: the first 12 hex digits of its SHA-256 (to match a key
+    you hold: ``printf %s "$KEY" | sha256sum | cut -c1-12``).
+    """
+    from convrag.services import open_services
+    from convrag.stores.workspaces import ApiKeyRecord
+
+    async def go() -> list[ApiKeyRecord]:
+        async with open_services() as services:
+            return await services.db.list_api_keys(workspace)
+
+    for k in run_command(go):
+        print(
+            json.dumps(
+                {
+                    "id": k.id,
+                    "prefix": k.prefix,
+                    "fingerprint": k.fingerprint,
+                    "created_at": k.created_at.isoformat(),
+                    "revoked": k.revoked,
+                    "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+                }
+            )
+        )
+
+
+#: The fewest characters of an id or fingerprint ``keys revoke`` takes as naming a key.
+MIN_KEY_REF_CHARS = 4
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key: Annotated[
+        str,
+        typer.Argument(
+            metavar="KEY_OR_ID",
+            help="The key, or how `keys list` shows it: its id (or the first 4 or more "
+            "characters of it), its prefix, or its fingerprint.",
+        ),
+    ],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace", "-w", metavar="WORKSPACE", help="Look only among this workspace's keys."
+        ),
+    ] = None,
+) -> None:
+    """Revoke an API key (a running server stops accepting it within 30 s).
+
+    Name it by the key itself or by what ``keys list`` shows of it; a name that matches
+    no key, or more than one active key, revokes nothing and says so (exit 1).
+    """
+    from convrag.ids import check_id
+    from convrag.services import open_services
+    from convrag.stores.workspaces import ApiKeyRecord
+
+    ref = key.strip()
+
+    async def go() -> tuple[list[ApiKeyRecord], bool]:
+        if workspace is not None:
+            check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
+        if len(ref) < MIN_KEY_REF_CHARS:
+            raise ValueError(
+                f"{key!r} is too short to name a key: give the key, its id, its prefix or "
+                f"its fingerprint as `convrag keys list` shows them (at least "
+                f"{MIN_KEY_REF_CHARS} characters)"
+            )
+        async with open_services() as services:
+            matched = await services.db.find_api_keys(ref, workspace)
+            active = [k for k in matched if not k.revoked]
+            if len(active) != 1:
+                return matched, False
+            return active, await services.db.revoke_api_key_id(active[0].id)
+
+    matched, revoked = run_command(go)
+    active = [k for k in matched if not k.revoked]
+    where = f" in workspace {workspace}" if workspace else ""
+    if len(active) > 1:
+        listed = ", ".join(f"{k.id} ({k.prefix})" for k in active)
+        raise fail(
+            f"{ref!r} matches {len(active)} active keys{where}: {listed}; "
+            "give more of the id, or the whole id",
+            code=1,
+        )
+    if not revoked:
+        if gone := active or matched:
+            raise fail(f"key {gone[0].id} ({gone[0].prefix}) is already revoked", code=1)
+        raise fail(
+            f"no key{where} matches {ref!r}; `convrag keys list -w WORKSPACE` shows each "
+            "key's id, prefix and fingerprint",
+            code=1,
+        )
+    k = active[0]
+    print(json.dumps({"revoked": k.id, "prefix": k.prefix, "fingerprint": k.fingerprint}))

@@ -1,0 +1,107 @@
+"""Commands that run or describe the service: serve, config."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from convrag.cli.base import (
+    app,
+    fail,
+    out,
+    warn_if_new_store,
+)
+from convrag.config import Settings, get_settings
+
+
+@app.command()
+def config(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the effective settings (secrets masked)."""
+    data = get_settings().masked()
+    if as_json:
+        print(json.dumps(data, indent=2, default=str))
+        return
+    table = Table("setting", "value")
+    for k, v in data.items():
+        table.add_row(k, "" if v is None else str(v))
+    out.print(table)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(metavar="HOST", help="Bind address.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=1, max=65535, metavar="PORT", help="Port to listen on.")
+    ] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Worker processes on the one port. Above 1, this process owns the embedded "
+            "PostgreSQL and Milvus Lite (those with no URL set) and the workers connect to "
+            "them by URL.",
+        ),
+    ] = 1,
+) -> None:
+    """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
+
+    With no DATABASE_URL / MILVUS_URI it starts the embedded PostgreSQL and Milvus Lite
+    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM).
+    """
+    from convrag.server import run
+
+    settings = get_settings()
+    _check_port_free(host, port)
+    warn_if_new_store(settings)
+    if workers == 1:
+        run(host, port, settings)
+        return
+    _serve_workers(host, port, workers, settings)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Exit 2 naming the port when something already listens there, before the stores
+    start (a minute of startup would otherwise end in uvicorn's bind error)."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise fail(
+                f"cannot listen on {host}:{port} ({exc.strerror}); stop what uses it or "
+                "choose another with --port"
+            ) from exc
+
+
+def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> None:
+    """Run ``workers`` uvicorn worker processes, stateless: this process starts the
+    embedded servers and hands their URLs to the workers through the environment (which
+    a spawned worker reads its settings from), and stops them after the last worker."""
+    import os
+
+    import uvicorn
+
+    from convrag.server import GRACEFUL_S
+    from convrag.services import install_sigterm_handler, shared_stores
+
+    # Until uvicorn takes SIGTERM over, it must still unwind the servers started here.
+    install_sigterm_handler()
+    with shared_stores(settings) as env:
+        os.environ.update(env)
+        uvicorn.run(
+            "convrag.api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            timeout_graceful_shutdown=GRACEFUL_S,
+        )
