@@ -20,6 +20,14 @@ def _run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedPro
     )
 
 
+def _ingest_leave_policy(tmp_path: Path, workspace: str, data_dir: Path) -> None:
+    """One short leave policy ingested into ``workspace``."""
+    doc = tmp_path / "leave.md"
+    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+    ingested = _run(["ingest", str(doc), "-w", workspace, "-q"], data_dir)
+    assert ingested.returncode == 0, ingested.stderr
+
+
 @pytest.fixture(scope="module")
 def cli_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import uuid
@@ -74,9 +82,7 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
 def test_ask_lists_numbered_sources_under_an_answer_and_none_under_not_found(
     cli_data: Path, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "leave.md"
-    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
-    assert _run(["ingest", str(doc), "-w", "ask", "-q"], cli_data).returncode == 0
+    _ingest_leave_policy(tmp_path, "ask", cli_data)
     answered = _run(["ask", "How many days of annual leave do we get?", "-w", "ask"], cli_data)
     assert answered.returncode == 0, answered.stderr
     assert "25 days" in answered.stdout and "[1]" in answered.stdout
@@ -91,9 +97,7 @@ def test_ask_lists_numbered_sources_under_an_answer_and_none_under_not_found(
 def test_a_workspace_without_documents_is_named_with_those_that_have_some(
     cli_data: Path, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "leave.md"
-    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
-    assert _run(["ingest", str(doc), "-w", "typo-real", "-q"], cli_data).returncode == 0
+    _ingest_leave_policy(tmp_path, "typo-real", cli_data)
     for args in (["ask", "How many days of leave?"], ["search", "leave"], ["documents", "list"]):
         out = _run([*args, "-w", "typo-rael"], cli_data)
         assert out.returncode == 0, out.stderr
@@ -308,9 +312,7 @@ def test_a_bad_workspace_id_exits_2_naming_the_rule_before_any_work(cli_data: Pa
 def test_ask_in_an_unknown_or_foreign_conversation_exits_2_without_a_new_one(
     cli_data: Path, tmp_path: Path
 ) -> None:
-    doc = tmp_path / "leave.md"
-    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
-    assert _run(["ingest", str(doc), "-w", "mine", "-q"], cli_data).returncode == 0
+    _ingest_leave_policy(tmp_path, "mine", cli_data)
     first = _run(["ask", "How many days of leave?", "-w", "mine", "--json"], cli_data)
     conv = json.loads(first.stdout)["conversation_id"]
     for workspace, conversation in (
