@@ -334,3 +334,12 @@ def test_this_and_that_name_the_cited_document_whose_head_word_they_use() -> Non
     )
     assert name_documents("Is this allowance taxed?", travel) == "Is this allowance taxed?"
     assert name_documents("Who wrote this policy?", Turn("Q?", "A.")) == "Who wrote this policy?"
+
+
+def test_after_how_many_with_they_as_subject_them_is_not_the_counted_phrase() -> None:
+    history = [
+        Turn("How often should I water tomatoes?", "Twice a week. [1]"),
+        Turn("How many hours of sunlight do they need?", "Six to eight. [1]"),
+    ]
+    assert contextualize("When should I harvest them?", history) == "When should I harvest them?"
+    assert "hours of sunlight" not in contextualize("What about pruning them?", history)

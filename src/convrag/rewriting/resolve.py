@@ -405,6 +405,8 @@ def _counted(toks: tuple[Token, ...], k: int) -> str | None:
         return None
     if verb + 1 < len(toks):
         subject = toks[verb + 1]
+        if subject.low in ("they", "these", "those", "it"):
+            return None  # "How many hours do they need?": they are the topic, not the hours
         if (
             subject.kind == "word"
             and subject.low not in PRONOUNS
