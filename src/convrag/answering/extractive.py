@@ -77,6 +77,8 @@ def extractive_answer(
         scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored and history:
         scored = [scored[0], *_drop_repeats(scored[1:], query, history)]
+    if scored and _lacks_asked_field(scored[0][3], query, sources):
+        return NO_SOURCES_ANSWER
     matched = {x[3] for x in scored}
     if scored:
         # Only the clearly relevant: a sentence scoring under 60 % of the best one answers
@@ -115,6 +117,36 @@ def extractive_answer(
         picked = [(1, 0, first)]
     picked.sort(key=lambda x: (x[0], x[1]))
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+_FIELD = re.compile(r"([A-Z][\w /&()-]{0,40}):\s")
+
+
+def _fields(unit: str) -> set[str]:
+    """The field names of a record or table row ("Position: Engineer; Basic Salary: $1"),
+    lower-cased; empty for a sentence."""
+    if "; " not in unit:
+        return set()
+    return {m.group(1).lower() for part in unit.split("; ") if (m := _FIELD.match(part))}
+
+
+def _lacks_asked_field(best: str, query: str, sources: Sequence[Source]) -> bool:
+    """Whether ``best`` is a record without the field ``query`` asks for, while other
+    records of the sources have it: "What is Maria Lopez's basic salary?" of a record
+    holding only her position and total salary. Quoting the record would look like an
+    answer; the next best unit is another person's record."""
+    own = _fields(best)
+    if not own:
+        return False
+    asked = terms_of(query)
+    named = {
+        f
+        for src in sources
+        for unit in sentences(src["text"])
+        for f in _fields(unit)
+        if terms_of(f) and terms_of(f) <= asked
+    }
+    return bool(named) and not named & own
 
 
 def _drop_repeats(
