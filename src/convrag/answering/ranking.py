@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from convrag.citations import strip_markers
 from convrag.records import HistoryTurn, Source, previous_question
 from convrag.text.tokens import phrasal_compounds, spelled_out
 from convrag.text.units import quotable, sentences
@@ -143,7 +144,7 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 def said_before(history: Sequence[HistoryTurn]) -> set[str]:
     """The sentences of ``history``'s answers, as their terms: what a sentence must match
     to count as said already."""
-    return {" ".join(_terms(s)) for t in history for s in sentences(t["answer"])}
+    return {" ".join(_terms(s)) for t in history for s in sentences(strip_markers(t["answer"]))}
 
 
 def is_said(sentence: str, said: set[str]) -> bool:
