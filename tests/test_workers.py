@@ -258,3 +258,40 @@ def test_stopping_serve_stops_its_workers_and_the_embedded_servers(cluster: Clus
     assert not [pid for pid in workers if pid_alive(pid)]
     assert not (cluster.data_dir / "pg" / "postmaster.pid").exists()
     assert not (cluster.data_dir / "milvus" / "server.json").exists()
+
+
+def test_the_workers_stop_when_serve_is_killed_outright(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Killed by SIGKILL (an OOM kill), ``serve`` cannot stop its workers: they notice
+    their supervisor is gone and stop themselves, freeing the port for a restart."""
+    import signal
+    import time
+
+    data_dir = Path("/tmp") / f"convrag-kill-{uuid.uuid4().hex[:8]}"
+    port = free_port()
+    server = spawn(
+        "serve --workers 2 (killed)",
+        port,
+        tmp_path_factory.mktemp("killed") / "serve.log",
+        {**os.environ, "CONVRAG_DATA_DIR": str(data_dir)},
+        "--workers",
+        "2",
+    )
+    workers: list[int] = []
+    try:
+        server.wait_ready()
+        workers = _workers_of(server.proc.pid)
+        assert len(workers) == 2
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(10)
+        deadline = time.monotonic() + 30
+        while [pid for pid in workers if pid_alive(pid)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in workers if pid_alive(pid)], server.tail()
+    finally:
+        for pid in workers:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        stop_orphans(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import signal
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -66,6 +68,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             assistant.services.warm_after_ingest = True
             await _recover_interrupted(assistant.services)
             await _resume_stopped_uploads(assistant.services)
+            supervisor = os.environ.get(SUPERVISOR_ENV)
+            if supervisor:
+                watcher = asyncio.create_task(_exit_with_supervisor(int(supervisor)))
+                stack.push_async_callback(_cancel, watcher)
             if assistant.services.settings.conversation_ttl_days:
                 sweeper = asyncio.create_task(sweep_periodically(assistant))
                 stack.push_async_callback(_cancel, sweeper)  # before the stores close
@@ -178,6 +184,21 @@ async def _recover_interrupted(services: Services) -> None:
         return
     if turns or docs:
         log.warning("marked %d interrupted turns and %d interrupted uploads failed", turns, docs)
+
+
+SUPERVISOR_ENV = "CONVRAG_SUPERVISOR_PID"
+"""Set by ``convrag serve --workers N`` for its workers: the pid of the process that
+supervises them and owns the embedded stores."""
+
+
+async def _exit_with_supervisor(pid: int, every_s: float = 1.0) -> None:
+    """Stop this worker (SIGTERM to itself: uvicorn's graceful shutdown) once the process
+    that supervises it is gone. Killed outright, it cannot stop its workers, which would
+    go on serving the port with stores that nobody owns, and block a restart."""
+    while os.getppid() == pid:
+        await asyncio.sleep(every_s)
+    log.warning("the supervising process %d is gone; this worker stops", pid)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _problem(error: Any) -> dict[str, str]:

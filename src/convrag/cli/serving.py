@@ -89,6 +89,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
 
     import uvicorn
 
+    from convrag.api.app import SUPERVISOR_ENV
     from convrag.server import GRACEFUL_S
     from convrag.services import install_sigterm_handler, shared_stores
 
@@ -96,6 +97,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
     install_sigterm_handler()
     with shared_stores(settings) as env:
         os.environ.update(env)
+        os.environ[SUPERVISOR_ENV] = str(os.getpid())
         uvicorn.run(
             "convrag.api.app:create_app",
             factory=True,
