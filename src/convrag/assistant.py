@@ -52,6 +52,7 @@ class Assistant:
         return replace(ctx, services=self.services)
 
     async def new_conversation(self, workspace_id: str) -> str:
+        """A new conversation of ``workspace_id``; its id, for :meth:`ask` and :meth:`stream`."""
         return await self.services.db.create_conversation(workspace_id)
 
     @staticmethod
