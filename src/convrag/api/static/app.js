@@ -299,11 +299,14 @@
     const select = element("button", "conversation-title", title);
     select.type = "button";
     select.title = `${title} (${summary.turn_count} turn${summary.turn_count === 1 ? "" : "s"})`;
-    const rename = element("button", "rename secondary small", "Rename");
+    // Symbols, not words: in a 17rem sidebar two worded buttons left the title "What is …".
+    const rename = element("button", "rename secondary small", "✎");
     rename.type = "button";
+    rename.title = "Rename";
     rename.setAttribute("aria-label", `Rename ${title}`);
-    const remove = element("button", "delete secondary small", "Delete");
+    const remove = element("button", "delete secondary small", "✕");
     remove.type = "button";
+    remove.title = "Delete";
     remove.setAttribute("aria-label", `Delete ${title}`);
     item.append(select, rename, remove);
     if (summary.id === conversationId) {
