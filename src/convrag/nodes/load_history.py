@@ -13,16 +13,21 @@ from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
 from convrag.stores.conversations import TurnRecord, TurnStart, TurnStatus
 
+BUSY = (
+    "the conversation is still answering the previous message; retry when it is done "
+    "(messages are not queued)"
+)
+"""What a message to a conversation that is answering another one is told, wherever the
+check caught it (this process's turns, or the database's record of another's)."""
+
 
 class ConversationBusy(Exception):
     """Another message of the conversation is being answered, perhaps by another process:
     a conversation answers one message at a time."""
 
     def __init__(self, conversation_id: str) -> None:
-        super().__init__(
-            f"conversation {conversation_id} is still answering the previous message; "
-            "retry when it is done (messages are not queued)"
-        )
+        super().__init__(BUSY)
+        self.conversation_id = conversation_id
 
 
 class TurnConflict(Exception):

@@ -59,6 +59,7 @@ from convrag.api.turns import (
     turn_context,
     turn_id_for,
 )
+from convrag.nodes.load_history import BUSY
 from convrag.services import Services
 from convrag.state import InputState, TurnRequest
 from convrag.stores.base import INTERRUPTED_AFTER
@@ -136,11 +137,7 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
 
 def _busy() -> HTTPException:
     HTTP_ERRORS.labels("409").inc()
-    return HTTPException(
-        status.HTTP_409_CONFLICT,
-        "the conversation is still answering the previous message; retry when it is "
-        "done (messages are not queued)",
-    )
+    return HTTPException(status.HTTP_409_CONFLICT, BUSY)
 
 
 async def _previous_attempt(
