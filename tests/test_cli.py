@@ -51,6 +51,26 @@ def test_a_bad_setting_exits_2_with_one_line_naming_it_not_a_traceback(cli_data:
     assert lines[1].startswith("error: RATE_LIMIT_PER_MINUTE='lots': input should be a valid")
 
 
+def test_an_unreachable_database_url_exits_2_at_once_naming_the_reason(cli_data: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    refused = _run(
+        ["documents", "list", "-w", "x"],
+        cli_data,
+        DATABASE_URL=f"postgresql://convrag:s3cret@127.0.0.1:{port}/convrag",
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("error: cannot connect to the database (DATABASE_URL)")
+    assert "Connection refused" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    malformed = _run(
+        ["documents", "list", "-w", "x"], cli_data, DATABASE_URL="mysql://u:s3cret@h/d"
+    )
+    assert malformed.returncode == 2 and "s3cret" not in malformed.stderr
+
+
 def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_path: Path) -> None:
     doc = tmp_path / "leave.md"
     doc.write_text("Every employee gets 25 days of paid annual leave per year.")

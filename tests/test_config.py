@@ -26,7 +26,9 @@ def test_environment_overrides_every_url(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert s.data_dir == tmp_path.resolve()
     assert s.effective_llm_model == "openai:gpt-4.1-mini"
     masked = s.masked()
-    assert masked["database_url"] == "****" and masked["openai_api_key"] == "****"
+    # The URL shows where it points; only its password is masked.
+    assert masked["database_url"] == "postgresql://u:****@db/x"
+    assert masked["openai_api_key"] == "****"
     assert "secretpw" not in str(masked) and "sk-secret" not in str(masked)
 
 

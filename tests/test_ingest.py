@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from convrag.assistant import open_assistant
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch
 from convrag.ingest import (
@@ -266,6 +267,11 @@ async def test_a_workspace_indexed_with_another_model_refuses_ingest_and_search_
         await _ingest(services, workspace, more)
     with pytest.raises(EmbeddingMismatch, match="local:some-other-model"):
         await services.searcher.search(workspace, "annual leave", top_k=1)
+    # A question fails the same way: answering "not found" would blame the documents.
+    async with open_assistant(services.settings, services=services) as bot:
+        conversation = await bot.new_conversation(workspace)
+        with pytest.raises(EmbeddingMismatch, match="convrag reindex"):
+            await bot.ask("How many days of annual leave?", conversation, workspace_id=workspace)
 
 
 async def test_reindex_embeds_every_chunk_again_and_records_the_services_model(

@@ -587,9 +587,11 @@ async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regenerat
     assert "North America" in rewrite["query"] and "meal allowance" in rewrite["query"]
     assert "75 dollars" in done["answer"]
     assert "salary" not in done["answer"].lower()
-    # Every meal sentence names Acme Travel Desk, so the answer repeats the first one's
-    # entities; no other sentence answers the question, so the repetition stays flagged.
-    assert done["repetition_detected"] and done["flags"]["repetition_unresolved"] is True
+    # The Europe sentence, said in the first answer, is not said again; should the check
+    # still find the answer repetitive (every meal sentence names Acme Travel Desk), no
+    # other sentence answers the question, so it stays flagged rather than replaced.
+    assert "60 euros" not in done["answer"]
+    assert not done["repetition_detected"] or done["flags"]["repetition_unresolved"] is True
 
 
 SECURITY_POLICY = """# Acme Data Security Policy
@@ -1253,8 +1255,8 @@ async def test_a_reloaded_conversation_flags_not_found_and_repetition_as_streame
         streamed = [
             (await _sse(client, url, {"content": q}, _auth(tenant)))[-1][1]
             for q in (
-                "What is the meal allowance in Europe?",
-                "And in North America?",
+                "What is Prasad Chaudhari's salary?",
+                "What about her basic salary?",  # the same record again: a repetition
                 "What is the capital of France?",
             )
         ]

@@ -10,6 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -262,7 +263,9 @@ class Settings(BaseSettings):
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if isinstance(value, SecretStr):
+            if isinstance(value, SecretStr) and name == "database_url":
+                out[name] = _without_password(value.get_secret_value())
+            elif isinstance(value, SecretStr):
                 out[name] = "****" if value.get_secret_value() else ""
             elif isinstance(value, Path):
                 out[name] = str(value)
@@ -271,6 +274,19 @@ class Settings(BaseSettings):
         out["effective_llm_model"] = self.effective_llm_model
         out["effective_ingest_threads"] = self.effective_ingest_threads
         return out
+
+
+def _without_password(url: str) -> str:
+    """``url`` with its password masked: the host, port and database are what a user
+    checks, and the password is the secret (a URL that does not parse is masked whole)."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return "****" if url else ""
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
 
 
 def settings_problems(exc: ValidationError) -> list[str]:

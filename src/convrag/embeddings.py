@@ -175,6 +175,7 @@ class OpenAIEmbedder:
     """OpenAI (or compatible) embeddings through langchain-openai."""
 
     def __init__(self, model: str, settings: Settings) -> None:
+        import openai
         from langchain_openai import OpenAIEmbeddings
 
         self.name = f"openai:{model}"
@@ -186,8 +187,15 @@ class OpenAIEmbedder:
             # Token counting uses tiktoken's files, fetched from the internet at first use,
             # and means nothing to a non-OpenAI server.
             kwargs["check_embedding_ctx_length"] = False
-        self._client = OpenAIEmbeddings(**kwargs)  # type: ignore[arg-type]
-        self.dim = len(self._client.embed_query("dimension probe"))
+        try:
+            self._client = OpenAIEmbeddings(**kwargs)  # type: ignore[arg-type]
+            self.dim = len(self._client.embed_query("dimension probe"))
+        except openai.OpenAIError as exc:
+            why = str(exc).splitlines()[0][:200]
+            raise ValueError(
+                f"EMBEDDING_MODEL={self.name} cannot embed ({why}); it needs OPENAI_API_KEY, "
+                "and OPENAI_BASE_URL for a server other than OpenAI's"
+            ) from exc
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:

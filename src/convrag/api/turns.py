@@ -38,6 +38,7 @@ from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import Assistant
 from convrag.citations import markers
 from convrag.context import Context
+from convrag.embeddings import EmbeddingMismatch
 from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
@@ -213,6 +214,8 @@ def _code(exc: Exception) -> str:
         return "conflict"
     if isinstance(exc, PermissionError):
         return "not_found"
+    if isinstance(exc, EmbeddingMismatch):
+        return "turn_failed"  # the service's configuration, not the request: a 503
     if isinstance(exc, ValueError):
         return "invalid_request"
     return "turn_failed"

@@ -37,7 +37,11 @@ def ingest(
     workspace: WorkspaceOpt,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Ingest documents idempotently: unchanged files change nothing, changed ones replace."""
+    """Ingest documents idempotently: unchanged files change nothing, changed ones replace.
+
+    A document is known by its path (a .jsonl record by its _id): a file deleted or moved
+    since stays in the workspace until `convrag documents delete ID`.
+    """
     from convrag.documents import (
         SUPPORTED,
         IngestError,
@@ -143,6 +147,7 @@ def reindex(
 
     async def go() -> dict[str, Any]:
         async with open_services() as services:
+            await note_if_empty(services, workspace)
             with progress_bar("chunks", quiet=quiet) as bar:
                 task = bar.add_task("reindex", total=None)
                 n = await reindex_workspace(

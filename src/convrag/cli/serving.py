@@ -58,11 +58,26 @@ def serve(
 
     settings = get_settings()
     _check_port_free(host, port)
+    if settings.database_url is not None:
+        _check_database(settings.database_url.get_secret_value())
     warn_if_new_store(settings)
     if workers == 1:
         run(host, port, settings)
         return
     _serve_workers(host, port, workers, settings)
+
+
+def _check_database(url: str) -> None:
+    """Exit 2 naming the reason when ``url`` reaches no database, before the service
+    starts: inside its startup the same failure is a traceback."""
+    import asyncio
+
+    from convrag.stores.database import first_connection
+
+    try:
+        asyncio.run(first_connection(url))
+    except ValueError as exc:
+        raise fail(exc) from None
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -10,7 +10,9 @@ would add a superstep to every failing branch. So the graph wraps every node onc
 - each node's wall time lands in ``timings``;
 - a node with a ``timeout`` runs under the run's limit;
 - a node with a ``fallback`` degrades instead of failing the turn: the error goes to
-  ``errors[node]`` and the fallback's update is written instead;
+  ``errors[node]`` and the fallback's update is written instead, except for a workspace
+  embedded with another model (:class:`~convrag.embeddings.EmbeddingMismatch`), which
+  no fallback can answer for: "not found" would blame the documents;
 - the node that starts a turn has its update passed through
   :func:`~convrag.state.start_turn`.
 """
@@ -26,6 +28,7 @@ from typing import Any, Protocol
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
+from convrag.embeddings import EmbeddingMismatch
 from convrag.llm import failure_text
 from convrag.services import Services
 from convrag.state import State, start_turn
@@ -80,7 +83,7 @@ def apply_policy(
                 async with asyncio.timeout(policy.timeout(runtime.context)):
                     update = await node(state, runtime)
         except Exception as exc:
-            if policy.fallback is None:
+            if policy.fallback is None or isinstance(exc, EmbeddingMismatch):
                 raise
             update, errors = policy.fallback(state), {name: failure_text(exc)}
         out = dict(update)

@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 from weakref import WeakKeyDictionary
 
+import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow, dict_row
@@ -35,6 +36,25 @@ from convrag.stores.conversations import INTERRUPTED_TURN, ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, DocumentStore
 from convrag.stores.schema import MIGRATIONS
 from convrag.stores.workspaces import WorkspaceStore
+
+
+class DatabaseUnreachable(ValueError):
+    """The database URL names no database this process can connect to."""
+
+
+async def first_connection(url: str, *, timeout_s: int = 10) -> None:
+    """Connect once, so that a wrong or unreachable URL fails at once with the reason (the
+    pool would retry for 30 s, logging each attempt, and then name none)."""
+    try:
+        conn = await AsyncConnection.connect(url, autocommit=True, connect_timeout=timeout_s)
+    except psycopg.Error as exc:
+        # The parser's messages quote the whole URL, password included.
+        why = " ".join(str(exc).replace(url, "<the URL>").split())[:300] or type(exc).__name__
+        raise DatabaseUnreachable(
+            f"cannot connect to the database (DATABASE_URL): {why}; check the URL, and that "
+            "the server runs and the database exists"
+        ) from exc
+    await conn.close()
 
 
 class _CappedBackoff(AttemptWithBackoff):
@@ -136,6 +156,7 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
     @classmethod
     @asynccontextmanager
     async def from_url(cls, url: str, *, max_size: int = 10) -> AsyncIterator[Database]:
+        await first_connection(url)
         pool: AsyncConnectionPool[AsyncConnection[DictRow]] = _Pool(
             url,
             min_size=1,
