@@ -71,6 +71,12 @@ def test_an_unreachable_database_url_exits_2_at_once_naming_the_reason(cli_data:
     assert malformed.returncode == 2 and "s3cret" not in malformed.stderr
 
 
+def test_config_refuses_an_embedding_model_the_service_cannot_load(cli_data: Path) -> None:
+    out = _run(["config"], cli_data, EMBEDDING_MODEL="bogus")
+    assert out.returncode == 2 and "unknown EMBEDDING_MODEL 'bogus'" in out.stderr
+    assert "local:all-MiniLM-L6-v2-int8" in out.stderr
+
+
 def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_path: Path) -> None:
     doc = tmp_path / "leave.md"
     doc.write_text("Every employee gets 25 days of paid annual leave per year.")

@@ -226,21 +226,28 @@ class EmbeddingMismatch(ValueError):
         )
 
 
-@lru_cache(maxsize=4)
-def _load(model: str, batch_size: int, threads: int) -> Embedder:
-    if model.startswith("local:"):
-        factory = LOCAL_MODELS.get(model.removeprefix("local:"))
-        if factory is not None:
-            return factory(batch_size, threads)
-    if model.startswith("openai:"):
-        from convrag.config import get_settings
-
-        return OpenAIEmbedder(model.removeprefix("openai:"), get_settings())
+def check_model_name(model: str) -> None:
+    """Raise ``ValueError`` naming the choices unless ``model`` is an ``EMBEDDING_MODEL``
+    this service can load (nothing is loaded here)."""
+    if model.startswith("local:") and model.removeprefix("local:") in LOCAL_MODELS:
+        return
+    if model.startswith("openai:") and model.removeprefix("openai:"):
+        return
     local = ", ".join(f"'local:{name}'" for name in LOCAL_MODELS)
     raise ValueError(
         f"unknown EMBEDDING_MODEL {model!r}; use one of {local}, or 'openai:<model name>' "
         "for an OpenAI-compatible server"
     )
+
+
+@lru_cache(maxsize=4)
+def _load(model: str, batch_size: int, threads: int) -> Embedder:
+    check_model_name(model)
+    if model.startswith("local:"):
+        return LOCAL_MODELS[model.removeprefix("local:")](batch_size, threads)
+    from convrag.config import get_settings
+
+    return OpenAIEmbedder(model.removeprefix("openai:"), get_settings())
 
 
 def get_embedder(settings: Settings) -> Embedder:

@@ -21,8 +21,15 @@ from convrag.config import Settings, get_settings
 def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the effective settings (secrets masked)."""
-    data = get_settings().masked()
+    """Print the effective settings (secrets masked); exit 2 on one this service cannot use."""
+    from convrag.embeddings import check_model_name
+
+    settings = get_settings()
+    try:
+        check_model_name(settings.embedding_model)
+    except ValueError as exc:
+        raise fail(exc) from None
+    data = settings.masked()
     if as_json:
         print(json.dumps(data, indent=2, default=str))
         return
