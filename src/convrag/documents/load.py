@@ -321,20 +321,20 @@ def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> li
 
     Unsupported files and links to nothing found under a directory are appended to
     ``skipped`` (hidden files such as ``.DS_Store`` are not worth a mention and are left
-    out of it). Office's lock
-    files (``~$report.docx``, present while the document is open) are not documents and
-    are left out of both.
+    out of it). Office's lock files (``~$report.docx``, present while the document is
+    open) are not documents and are left out of both.
     """
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("~$"))
+            entries = sorted(p.rglob("*"))
+            files = [f for f in entries if f.is_file() and not f.name.startswith("~$")]
             found = [f for f in files if _suffix(f) in SUPPORTED]
             if skipped is not None:
                 skipped.extend(
                     f for f in files if _suffix(f) not in SUPPORTED and not f.name.startswith(".")
                 )
-                skipped.extend(sorted(f for f in p.rglob("*") if f.is_symlink() and not f.exists()))
+                skipped.extend(f for f in entries if f.is_symlink() and not f.exists())
             if not found:
                 raise IngestError(
                     f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"

@@ -25,9 +25,8 @@ class ConversationBusy(Exception):
     """Another message of the conversation is being answered, perhaps by another process:
     a conversation answers one message at a time."""
 
-    def __init__(self, conversation_id: str) -> None:
+    def __init__(self) -> None:
         super().__init__(BUSY)
-        self.conversation_id = conversation_id
 
 
 class TurnConflict(Exception):
@@ -105,7 +104,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
     if not started.started:
         if started.busy and started.prior is None:
-            raise ConversationBusy(conversation_id)
+            raise ConversationBusy()
         raise TurnConflict(turn_id, started.prior)
     turns = started.history
     override = state.get("history_override")
