@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def pdf_bytes(pages: Sequence[Sequence[str]]) -> bytes:
-    """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading).
+def pdf_bytes(pages: Sequence[Sequence[str]], *, title: str | None = None) -> bytes:
+    """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading), and
+    ``title`` as its document property when given.
 
     Written by hand, so tests need no PDF-making library: a catalog, a page tree, a
     font, then a page and its content stream per page, and the cross-reference table.
@@ -40,8 +41,10 @@ def pdf_bytes(pages: Sequence[Sequence[str]]) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    info = b"" if title is None else b" /Info << /Title (%s) >>" % title.encode("latin-1")
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        info,
         xref,
     )
     return bytes(out)

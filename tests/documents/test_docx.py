@@ -27,6 +27,23 @@ def test_a_docx_gives_paragraphs_headings_lists_and_tables_in_order(docs_dir: Pa
     )
 
 
+def test_a_docx_without_a_title_property_is_titled_by_its_opening_heading(
+    docs_dir: Path,
+) -> None:
+    import docx
+
+    titled, plain = docx.Document(), docx.Document()
+    titled.add_heading("Company car policy", level=1)
+    titled.add_paragraph("Directors get an executive car.")
+    plain.add_paragraph("Directors get an executive car.")
+    for name, document in (("titled.docx", titled), ("car_policy.docx", plain)):
+        buf = io.BytesIO()
+        document.save(buf)
+        (docs_dir / name).write_bytes(buf.getvalue())
+    assert load_path(docs_dir / "titled.docx", max_bytes=10**6)[0].title == "Company car policy"
+    assert load_path(docs_dir / "car_policy.docx", max_bytes=10**6)[0].title == "car_policy"
+
+
 def test_a_docx_whose_parts_expand_past_the_cap_is_refused_before_it_is_read(
     docs_dir: Path,
 ) -> None:

@@ -199,3 +199,14 @@ def test_a_binary_file_named_txt_is_called_binary_not_given_iconv_advice(tmp_pat
     with pytest.raises(IngestError, match="binary file, not text") as info:
         load_path(blob, max_bytes=10**6)
     assert "iconv" not in str(info.value)
+
+
+def test_a_markdown_file_is_titled_by_its_opening_heading_else_its_file_name(
+    docs_dir: Path,
+) -> None:
+    titled = docs_dir / "leave_policy.md"
+    titled.write_text("\n# Leave policy #\n\nEvery employee gets 25 days.\n")
+    plain = docs_dir / "notes.md"
+    plain.write_text("Some notes.\n\n# Later heading\n")
+    assert load_path(titled, max_bytes=10**6)[0].title == "Leave policy"
+    assert load_path(plain, max_bytes=10**6)[0].title == "notes"

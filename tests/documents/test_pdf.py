@@ -34,3 +34,53 @@ def test_a_pdf_is_read_page_by_page_without_gluing_headings_to_sentences(
         "Travel\n\nBook hotels through the travel desk.",
     )
     assert doc.text == "\n\n".join(doc.pages) and doc.metadata["pages"] == 2
+
+
+def test_running_headers_footers_and_page_numbers_are_left_out_of_each_page(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "handbook.pdf"
+    path.write_bytes(
+        pdf_bytes(
+            [
+                ["ACME Staff Handbook", "Parking is free in lot B.", "Page 1 of 3"],
+                ["ACME Staff Handbook", "Lunch is served at noon.", "Page 2 of 3"],
+                ["ACME Staff Handbook", "The office closes at six.", "Page 3 of 3"],
+            ]
+        )
+    )
+    doc = load_path(path, max_bytes=10**6)[0]
+    assert doc.pages == (
+        "Parking is free in lot B.",
+        "Lunch is served at noon.",
+        "The office closes at six.",
+    )
+
+
+def test_a_line_that_repeats_on_only_one_page_in_three_is_kept(docs_dir: Path) -> None:
+    path = docs_dir / "prices.pdf"
+    pages = [["Prices", "A laptop costs 1200"], ["Support", "Call us."], ["Returns", "Ask."]]
+    path.write_bytes(pdf_bytes(pages))
+    doc = load_path(path, max_bytes=10**6)[0]
+    assert doc.pages[0] == "Prices\n\nA laptop costs 1200"
+
+
+def test_a_pdf_is_titled_by_its_title_property(docs_dir: Path) -> None:
+    path = docs_dir / "rw-2024-final.pdf"
+    path.write_bytes(pdf_bytes([["Staff may work remotely."]], title="Remote Work Policy"))
+    assert load_path(path, max_bytes=10**6)[0].title == "Remote Work Policy"
+
+
+def test_a_pdf_without_a_real_title_property_is_titled_by_its_opening_heading(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "rw-2024-final.pdf"
+    text = [["Remote Work Policy", "Staff may work remotely three days a week."]]
+    path.write_bytes(pdf_bytes(text, title="Microsoft Word - rw-2024-final.docx"))
+    assert load_path(path, max_bytes=10**6)[0].title == "Remote Work Policy"
+
+
+def test_a_pdf_that_opens_with_a_sentence_is_titled_by_its_file_name(docs_dir: Path) -> None:
+    path = docs_dir / "remote_work.pdf"
+    path.write_bytes(pdf_bytes([["Staff may work remotely three days a week."]]))
+    assert load_path(path, max_bytes=10**6)[0].title == "remote_work"

@@ -11,9 +11,10 @@ from convrag.documents.load import IngestError, over_decompressed_limit
 
 
 def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:
-    """A Word document's title (its document property) and its body text: paragraphs in
-    order, headings as their own paragraphs, list items as ``- item``, tables as
-    Markdown rows. Page headers, footers and comments are not the document's text.
+    """A Word document's title (its document property, else an opening Title or Heading 1
+    paragraph) and its body text: paragraphs in order, headings as their own paragraphs,
+    list items as ``- item``, tables as Markdown rows. Page headers, footers and comments
+    are not the document's text.
 
     A .docx is a zip archive: one whose parts expand past ``max_decompressed`` bytes in
     all is refused before any part is read (a "zip bomb"). The sizes are those the archive
@@ -35,6 +36,7 @@ def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None
     try:
         document = docx.Document(io.BytesIO(raw))
         blocks: list[str] = []
+        opening: str | None = None
         for item in document.iter_inner_content():
             if isinstance(item, Table):
                 rows, header = _docx_table_rows(item)
@@ -47,8 +49,10 @@ def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None
                 pPr = item._p.pPr
                 listed = pPr is not None and pPr.numPr is not None
                 style = item.style.name if item.style is not None else ""
+                if not blocks and style in ("Title", "Heading 1") and "\n" not in text:
+                    opening = text
                 blocks.append(f"- {text}" if listed or style.startswith("List") else text)
-        title = clean_line(document.core_properties.title or "") or None
+        title = clean_line(document.core_properties.title or "") or opening
     except Exception as exc:  # python-docx raises zip, XML and lookup errors alike
         raise _not_docx(path, exc) from exc
     return title, join_blocks(blocks)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from convrag.documents.blocks import clean_line
 
 SUPPORTED = (
     ".txt",
@@ -287,8 +290,10 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     pages: tuple[str, ...] = ()
     title: str | None = path.stem
     if suffix == ".pdf":
-        pages = tuple(pdf_pages(path, raw))
+        pdf_title, page_texts = pdf_pages(path, raw)
+        pages = tuple(page_texts)
         text = "\n\n".join(p for p in pages if p)
+        title = pdf_title or path.stem
     elif suffix == ".docx":
         doc_title, text = docx_text(path, raw, limits.decompressed)
         title = doc_title or path.stem
@@ -305,6 +310,8 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
         title = html_title or path.stem
     else:
         text = _decode(path, raw)
+        if suffix in (".md", ".markdown"):
+            title = _markdown_title(text) or path.stem
     if "\x00" in text:
         raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
     if not text.strip():
@@ -314,6 +321,13 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     if pages:
         metadata["pages"] = len(pages)
     return [SourceDocument(source, title, text, metadata, pages)]
+
+
+def _markdown_title(text: str) -> str | None:
+    """A Markdown document's title: its first line, when that is a level-one heading."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    match = re.match(r"#\s+(.+?)(?:\s+#+)?$", first)
+    return clean_line(match.group(1)) or None if match else None
 
 
 def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> list[Path]:

@@ -1,5 +1,6 @@
 """PDF files page by page: each page's text layer, its wrapped lines joined back into
-paragraphs, headings kept apart from the sentences after them."""
+paragraphs, headings kept apart from the sentences after them, running headers, footers
+and page numbers left out; and the document's title."""
 
 from __future__ import annotations
 
@@ -12,9 +13,29 @@ from convrag.documents.load import IngestError
 _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
 """A line that ends a sentence or a clause introducing what follows."""
 
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s*\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?|\d{1,4}\s*(?:of|/)\s*\d{1,4}"
+    r"|[-–—]\s*\d{1,4}\s*[-–—])$",
+    re.I,
+)
+"""A line that is plainly a page number ("Page 7", "Page 7 of 12", "7 of 12", "- 7 -"); a
+bare "7" counts only when it recurs at the same edge of most pages."""
 
-def pdf_pages(path: Path, raw: bytes) -> list[str]:
-    """The text of each page, in order (empty for a page without a text layer)."""
+_EDGE = 2
+"""How many lines at the top and at the bottom of a page can be a running header or
+footer."""
+
+_FILE_NAME = re.compile(r"\.(?:pdf|docx?|odt|rtf|txt|pptx?|xlsx?|indd)$", re.I)
+
+
+def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
+    """The document's title, if it has one, and the text of each page in order (empty
+    for a page without a text layer).
+
+    The title is the document property when it is a real title (not empty, not
+    "Untitled", not a file name as exporters write it), else the first page's opening
+    heading.
+    """
     import io
     import logging
 
@@ -26,7 +47,15 @@ def pdf_pages(path: Path, raw: bytes) -> list[str]:
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         reader = PdfReader(io.BytesIO(raw))
-        return [_pdf_page_text(page.extract_text() or "") for page in reader.pages]
+        pages = [
+            [
+                clean_line(line)
+                for line in (page.extract_text() or "").replace("\x00", "").splitlines()
+            ]
+            for page in reader.pages
+        ]
+        info = reader.metadata
+        stated = _real_title(str(info.title or "") if info is not None else "", path)
     except FileNotDecryptedError as exc:
         raise IngestError(
             f"{path}: the PDF is password-protected; save a copy without the password "
@@ -36,9 +65,67 @@ def pdf_pages(path: Path, raw: bytes) -> list[str]:
         raise IngestError(
             f"{path}: not a readable PDF ({exc}); export or print it to PDF again"
         ) from exc
+    texts = [_pdf_page_text(lines) for lines in _without_running_lines(pages)]
+    return stated or _opening_heading(texts[0] if texts else ""), texts
 
 
-def _pdf_page_text(raw: str) -> str:
+def _real_title(title: str, path: Path) -> str | None:
+    """The title property, unless it is empty or what an exporter writes for a document
+    without one."""
+    title = clean_line(title)
+    lowered = title.lower().removeprefix("microsoft word - ")
+    if not title or lowered in ("untitled", "title", path.stem.lower()) or _FILE_NAME.search(title):
+        return None
+    return title
+
+
+def _opening_heading(text: str) -> str | None:
+    """The page's first paragraph when it reads as a heading: one short line with a
+    letter, not ending a sentence."""
+    first = text.split("\n\n", 1)[0]
+    if (
+        "\n" in first
+        or not 3 <= len(first) <= 80
+        or _TERMINAL.search(first)
+        or LIST_ITEM.match(first)
+        or not (first[0].isupper() or first[0].isdigit())
+    ):
+        return None
+    return first
+
+
+def _without_running_lines(pages: list[list[str]]) -> list[list[str]]:
+    """Each page's lines less its running header and footer: a line within the first or
+    last two of a page that repeats, figures aside, at the same edge of most pages
+    (at least two), and a plain page number at either edge."""
+
+    def shape(line: str) -> str:
+        return re.sub(r"\d+", "#", line.lower())
+
+    def edges(lines: list[str]) -> tuple[list[int], list[int]]:
+        filled = [k for k, line in enumerate(lines) if line]
+        return filled[:_EDGE], filled[-_EDGE:]
+
+    counted = sum(1 for lines in pages if any(lines))
+    seen: dict[tuple[str, str], int] = {}
+    for lines in pages:
+        for edge, found in zip(("top", "bottom"), edges(lines), strict=True):
+            for key in {(edge, shape(lines[k])) for k in found}:
+                seen[key] = seen.get(key, 0) + 1
+    repeated = {key for key, n in seen.items() if n >= 2 and n >= 0.6 * counted}
+    out: list[list[str]] = []
+    for lines in pages:
+        drop = {
+            k
+            for edge, found in zip(("top", "bottom"), edges(lines), strict=True)
+            for k in found
+            if (edge, shape(lines[k])) in repeated or _PAGE_NUMBER.match(lines[k])
+        }
+        out.append([line for k, line in enumerate(lines) if k not in drop])
+    return out
+
+
+def _pdf_page_text(lines: list[str]) -> str:
     """A page's extracted lines as paragraphs.
 
     A PDF has lines, not paragraphs. Lines that wrap a paragraph are joined with a
@@ -47,7 +134,6 @@ def _pdf_page_text(raw: str) -> str:
     sentence after it. A short line that ends a sentence ends its paragraph; list items
     and table rows keep their own lines.
     """
-    lines = [clean_line(line) for line in raw.replace("\x00", "").splitlines()]
     width = max((len(line) for line in lines), default=0)
 
     def full(line: str) -> bool:  # as wide as the page's text: it wraps, or may
