@@ -11,8 +11,8 @@ from convrag.documents.load import IngestError, over_decompressed_limit
 
 
 def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:
-    """A Word document's title (its document property, else an opening Title or Heading 1
-    paragraph) and its body text: paragraphs in order, headings as their own paragraphs,
+    """A Word document's title (its document property, else an opening paragraph in the
+    Title style) and its body text: paragraphs in order, headings as their own paragraphs,
     list items as ``- item``, tables as Markdown rows. Page headers, footers and comments
     are not the document's text.
 
@@ -49,7 +49,7 @@ def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None
                 pPr = item._p.pPr
                 listed = pPr is not None and pPr.numPr is not None
                 style = item.style.name if item.style is not None else ""
-                if not blocks and style in ("Title", "Heading 1") and "\n" not in text:
+                if not blocks and style == "Title" and "\n" not in text:
                     opening = text
                 blocks.append(f"- {text}" if listed or style.startswith("List") else text)
         title = clean_line(document.core_properties.title or "") or opening

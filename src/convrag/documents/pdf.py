@@ -33,8 +33,8 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
     for a page without a text layer).
 
     The title is the document property when it is a real title (not empty, not
-    "Untitled", not a file name as exporters write it), else the first page's opening
-    heading.
+    "Untitled", not a file name as exporters write it). The first line is not taken for
+    one: it is as often a section heading.
     """
     import io
     import logging
@@ -66,7 +66,7 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
             f"{path}: not a readable PDF ({exc}); export or print it to PDF again"
         ) from exc
     texts = [_pdf_page_text(lines) for lines in _without_running_lines(pages)]
-    return stated or _opening_heading(texts[0] if texts else ""), texts
+    return stated, texts
 
 
 def _real_title(title: str, path: Path) -> str | None:
@@ -77,21 +77,6 @@ def _real_title(title: str, path: Path) -> str | None:
     if not title or lowered in ("untitled", "title", path.stem.lower()) or _FILE_NAME.search(title):
         return None
     return title
-
-
-def _opening_heading(text: str) -> str | None:
-    """The page's first paragraph when it reads as a heading: one short line with a
-    letter, not ending a sentence."""
-    first = text.split("\n\n", 1)[0]
-    if (
-        "\n" in first
-        or not 3 <= len(first) <= 80
-        or _TERMINAL.search(first)
-        or LIST_ITEM.match(first)
-        or not (first[0].isupper() or first[0].isdigit())
-    ):
-        return None
-    return first
 
 
 def _without_running_lines(pages: list[list[str]]) -> list[list[str]]:
