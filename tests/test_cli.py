@@ -377,3 +377,33 @@ def test_serve_on_a_port_in_use_exits_2_before_starting_the_stores(cli_data: Pat
         out = _run(["serve", "--port", str(port)], cli_data)
     assert out.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "--port" in out.stderr
+
+
+def test_ingest_prune_deletes_the_documents_whose_files_left_the_directory(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "parking.md").write_text("Staff park in lot B behind the warehouse.")
+    (folder / "lunch.md").write_text("Lunch is served in the canteen at noon.")
+    first = _run(["ingest", str(folder), "-w", "pruning", "-q"], cli_data)
+    assert json.loads(first.stdout)["added"] == 2, first.stderr
+    (folder / "parking.md").unlink()
+    kept = _run(["ingest", str(folder), "-w", "pruning", "-q"], cli_data)
+    assert "pruned" not in json.loads(kept.stdout)
+    pruned = _run(["ingest", str(folder), "-w", "pruning", "-q", "--prune"], cli_data)
+    assert json.loads(pruned.stdout)["pruned"] == [str((folder / "parking.md").resolve())]
+    listed = _run(["documents", "list", "-w", "pruning"], cli_data)
+    assert [json.loads(line)["title"] for line in listed.stdout.splitlines()] == ["lunch"]
+    (folder / "lunch.md").unlink()
+    emptied = _run(["ingest", str(folder), "-w", "pruning", "-q", "--prune"], cli_data)
+    assert json.loads(emptied.stdout)["pruned"] == [str((folder / "lunch.md").resolve())]
+
+
+def test_ingest_prune_without_a_directory_exits_2_saying_it_needs_one(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "one.md"
+    doc.write_text("One fact.")
+    out = _run(["ingest", str(doc), "-w", "pruning", "--prune"], cli_data)
+    assert out.returncode == 2 and "--prune needs a directory" in out.stderr

@@ -390,6 +390,30 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
     return deleted
 
 
+async def prune_missing_files(
+    services: Services, workspace_id: str, roots: Sequence[Path]
+) -> list[str]:
+    """Delete the workspace's documents read from a file under one of ``roots`` (resolved
+    directories) that no longer exists; the paths of those deleted, sorted.
+
+    Only documents ingested from a file are considered: a .jsonl record is known by its
+    ``_id``, not by its file, and an HTTP upload lives under the data directory.
+    """
+    pruned: list[str] = []
+    for row in await services.db.list_documents(workspace_id):
+        source = str(row["source"])
+        path = Path(source)
+        read_from_file = (row.get("metadata") or {}).get("path") == source
+        if (
+            read_from_file
+            and any(root in path.parents for root in roots)
+            and not await asyncio.to_thread(path.exists)
+            and await delete_document(services, workspace_id, str(row["id"]))
+        ):
+            pruned.append(source)
+    return sorted(pruned)
+
+
 def _remove_upload(data_dir: Path, path: Path) -> None:
     """Remove an uploaded file and its per-upload directory, only under ``data_dir/uploads``."""
     uploads = (data_dir / "uploads").resolve()

@@ -36,11 +36,20 @@ def ingest(
     ],
     workspace: WorkspaceOpt,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Also delete the documents read from files under the named directories "
+            "that no longer exist.",
+        ),
+    ] = False,
 ) -> None:
     """Ingest documents idempotently: unchanged files change nothing, changed ones replace.
 
     A document is known by its path (a .jsonl record by its _id): a file deleted or moved
-    since stays in the workspace until `convrag documents delete ID`.
+    since stays in the workspace until `convrag documents delete ID`, or until the
+    directory is ingested again with --prune.
     """
     from convrag.documents import (
         SUPPORTED,
@@ -49,13 +58,16 @@ def ingest(
         expand_paths,
         load_path,
     )
-    from convrag.ingest import ingest_documents
+    from convrag.ingest import ingest_documents, prune_missing_files
     from convrag.services import open_services
 
     settings = get_settings()
+    roots = [p.resolve() for p in paths if p.is_dir()]
+    if prune and not roots:
+        raise fail("--prune needs a directory among the paths: it removes what is gone from one")
     skipped: list[Path] = []
     try:
-        files = expand_paths(paths, skipped)
+        files = expand_paths(paths, skipped, allow_empty=prune)
     except IngestError as exc:
         raise fail(exc) from exc
     named = {p.resolve() for p in paths if not p.is_dir()}
@@ -79,16 +91,21 @@ def ingest(
         err.print(escape(f"skipped {f}: {why}"), style="yellow")
     docs = [d for _, ds in loaded for d in ds]
 
-    async def go() -> Any:
+    async def go() -> dict[str, Any]:
         async with open_services(settings) as services:
             with progress_bar("documents", quiet=quiet) as bar:
                 task = bar.add_task("ingest", total=len(docs))
-                return await ingest_documents(
+                report = await ingest_documents(
                     services, workspace, docs, progress=lambda n: bar.advance(task, n)
                 )
+            if not prune:
+                return report.as_json()
+            return {
+                **report.as_json(),
+                "pruned": await prune_missing_files(services, workspace, roots),
+            }
 
-    report = run_command(go)
-    print(json.dumps(report.as_json()))
+    print(json.dumps(run_command(go)))
     if unreadable:
         err.print(
             f"{len(unreadable)} file(s) could not be read (listed above); fix them and run "

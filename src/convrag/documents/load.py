@@ -330,8 +330,11 @@ def _markdown_title(text: str) -> str | None:
     return clean_line(match.group(1)) or None if match else None
 
 
-def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> list[Path]:
-    """Files named directly, plus supported files found under named directories.
+def expand_paths(
+    paths: Iterable[Path], skipped: list[Path] | None = None, *, allow_empty: bool = False
+) -> list[Path]:
+    """Files named directly, plus supported files found under named directories (a
+    directory without any is an error unless ``allow_empty``).
 
     Unsupported files and links to nothing found under a directory are appended to
     ``skipped`` (hidden files such as ``.DS_Store`` are not worth a mention and are left
@@ -349,7 +352,7 @@ def expand_paths(paths: Iterable[Path], skipped: list[Path] | None = None) -> li
                     f for f in files if _suffix(f) not in SUPPORTED and not f.name.startswith(".")
                 )
                 skipped.extend(f for f in entries if f.is_symlink() and not f.exists())
-            if not found:
+            if not found and not allow_empty:
                 raise IngestError(
                     f"{p}: directory holds no supported files ({', '.join(SUPPORTED)})"
                 )
