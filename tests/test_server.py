@@ -620,7 +620,7 @@ async def test_this_policy_in_a_follow_up_names_the_document_the_last_answer_cit
     assert "every 4 hours" in first[-1][1]["answer"]
     rewrite, done = second[0][1], second[-1][1]
     # Not "... (How often are backups made?)": the previous question would pick the answer.
-    assert rewrite["query"] == "Who do I contact about the security policy?"
+    assert rewrite["query"] == "Who do I contact about the Acme Data Security Policy?"
     assert "Dana Whitfield" in done["answer"] and "every 4 hours" not in done["answer"]
 
 
