@@ -279,3 +279,23 @@ def test_a_record_without_the_asked_field_is_not_quoted_as_the_answer() -> None:
     assert asked == NO_SOURCES_ANSWER
     held = extractive_answer("What is Maria Lopez's position?", [staff])
     assert held == "Maria Lopez; Position: Product Manager; Total Salary: $130,000 [1]"
+
+
+def test_a_follow_up_quotes_the_asked_persons_record_not_also_a_colleagues() -> None:
+    said = _turn(
+        "What is Prasad Chaudhari's salary?",
+        "Prasad Chaudhari; Position: Software Engineer; Basic Salary: $80,000 [1]",
+    )
+    answer = extractive_answer(
+        "What is Prasad Chaudhari's basic salary?", [source(RECORDS, 1)], history=[said]
+    )
+    assert answer == "Prasad Chaudhari; Position: Software Engineer; Basic Salary: $80,000 [1]"
+
+
+def test_rows_that_each_hold_an_asked_value_the_other_lacks_are_both_quoted() -> None:
+    rows = source(
+        "| Region | Hotel |\n| --- | --- |\n| Europe | 200 EUR |\n| Asia | 180 USD |\n"
+        "| Africa | 150 USD |\n"
+    )
+    answer = extractive_answer("What is the hotel limit in Europe and in Asia?", [rows])
+    assert "Europe" in answer and "Asia" in answer and "Africa" not in answer

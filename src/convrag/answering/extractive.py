@@ -85,6 +85,8 @@ def extractive_answer(
         # a different question (John Doe's record when Prasad's was asked for).
         floor = 0.6 * scored[0][0]
         scored = [x for x in scored if x[0] >= floor]
+    if scored and _fields(scored[0][3]):
+        scored = [scored[0], *_records_of_the_asked(scored[1:], scored[0][3], query)]
     weak = matched - {x[3] for x in scored}
     picked: list[tuple[int, int, str]] = []
     per_source: Counter[int] = Counter()
@@ -147,6 +149,26 @@ def _lacks_asked_field(best: str, query: str, sources: Sequence[Source]) -> bool
         if terms_of(f) and terms_of(f) <= asked
     }
     return bool(named) and not named & own
+
+
+def _records_of_the_asked(
+    scored: list[tuple[float, int, int, str]], best: str, query: str
+) -> list[tuple[float, int, int, str]]:
+    """``scored`` less the records (and table rows) that describe something else than the
+    best record: one lacking an asked term the best one holds and adding none it lacks.
+    After "What is Prasad Chaudhari's salary?", "What about his basic salary?" quotes his
+    record, not also John Doe's (which shares "basic salary" and clears the floor once
+    Prasad's record, said before, counts half); "hotels in Europe and Asia" keeps both
+    rows, each holding a region the other lacks. Sentences are not records and stay.
+    """
+    asked = terms_of(query)
+    held = asked & terms_of(best)
+
+    def other(unit: str) -> bool:
+        own = asked & terms_of(unit)
+        return bool(_fields(unit)) and not held <= own and not own - held
+
+    return [x for x in scored if not other(x[3])]
 
 
 def _drop_repeats(
