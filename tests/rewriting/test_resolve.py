@@ -63,6 +63,32 @@ def test_ellipsis_with_a_new_year_reuses_the_previous_question() -> None:
     assert contextualize("and in 2019?", NETFLIX_REVENUE) == "What was Netflix's revenue in 2019?"
 
 
+@pytest.mark.parametrize(
+    ("previous", "fragment", "expected"),
+    [
+        (
+            "What is the monthly car allowance for a director?",
+            "And for a sales representative?",
+            "What is the monthly car allowance for a sales representative?",
+        ),
+        (
+            "What are the help desk hours on Saturday?",
+            "and during the week?",
+            "What are the help desk hours during the week?",
+        ),
+        (  # a place and a year are not alternatives: the year extends the question
+            "Who won the election in Europe?",
+            "and in 2019?",
+            "Who won the election in Europe in 2019?",
+        ),
+    ],
+)
+def test_a_closing_phrase_of_the_same_kind_replaces_the_previous_one(
+    previous: str, fragment: str, expected: str
+) -> None:
+    assert contextualize(fragment, [Turn(previous, "An answer.")]) == expected
+
+
 def test_bare_why_expands_into_the_previous_question() -> None:
     history = [Turn("Did Netflix raise its prices in 2019?", "Yes, in January 2019.")]
     assert contextualize("why?", history) == "Why did Netflix raise its prices in 2019?"

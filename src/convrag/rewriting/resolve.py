@@ -58,6 +58,7 @@ from convrag.text.lexicon import (
     PREPS,
     PRONOUNS,
     TEMPORAL_PREPS,
+    TIME_NOUNS,
     WH,
 )
 from convrag.text.tokens import (
@@ -206,7 +207,8 @@ def _rewrite(msg: str, history: Sequence[Turn]) -> str:
             if rtoks[0].low in PREPS and not name_spans(rtoks):
                 # "and in 2010?" extends the question; "and sick leave?" would not read
                 # onto "Do unused days carry over?": that one carries the question instead.
-                return f"{strip_end(prev_q)} {strip_end(rest)}?"
+                swapped = _swap_last_phrase(prev_q, rest)
+                return swapped or f"{strip_end(prev_q)} {strip_end(rest)}?"
 
     resolved, changed = _resolve_pronouns(msg, refs)
     toks = tokenize(resolved)
@@ -875,6 +877,36 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
                     return f"{prev[: ptoks[k].end]} {x}?"
                 break
     return None
+
+
+def _swap_last_phrase(prev_q: str, fragment: str) -> str | None:
+    """The previous question with its closing prepositional phrase replaced by
+    ``fragment`` (a phrase of its own) when the two say the same kind of thing: the same
+    preposition before a common noun phrase ("... allowance for a director?" + "and for
+    a sales representative?"), or two times ("... hours on Saturday?" + "and during the
+    week?"). None otherwise: "in Europe" and "in 2019" are not alternatives, and the
+    fragment then extends the question."""
+    prev = strip_end(prev_q)
+    ptoks, ftoks = tokenize(prev), tokenize(strip_end(fragment))
+    k = next((i for i in range(len(ptoks) - 1, 1, -1) if ptoks[i].low in PREPS), None)
+    if k is None or len(ftoks) < 2 or not ptoks or ptoks[0].low not in WH | AUX:
+        return None
+    old, new = ptoks[k + 1 :], ftoks[1:]
+    if not old or any(is_verb_like(t) or t.low in PREPS for t in (*old, *new)):
+        return None
+
+    def common(toks: tuple[Token, ...]) -> bool:
+        return not name_spans(toks) and not any(t.kind == "num" for t in toks)
+
+    def timed(toks: tuple[Token, ...]) -> bool:
+        return any(t.low in TIME_NOUNS for t in toks)
+
+    same_kind = (ptoks[k].low == ftoks[0].low and common(old) and common(new)) or (
+        timed(old) and timed(new)
+    )
+    if not same_kind:
+        return None
+    return f"{prev[: ptoks[k].start]}{strip_end(fragment)}?"
 
 
 def _append_topic(msg: str, topic: str, connector: str) -> str:

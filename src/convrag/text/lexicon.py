@@ -105,6 +105,11 @@ TIME_WORDS = _words(
     monday tuesday wednesday thursday friday saturday sunday spring summer autumn fall winter
     today yesterday tomorrow"""
 )
+# Words that name a time, for telling two times apart from a time and a place.
+TIME_NOUNS = TIME_WORDS | _words(
+    "week weeks weekend weekends weekday weekdays morning mornings afternoon afternoons "
+    "evening evenings night nights holiday holidays"
+)
 # Lowercase words allowed inside a name: "Battle of Gettysburg", "Ludwig van Beethoven".
 JOINERS = _words("of de da di du del della des van von der den la le y for & the")
 # Last words of names that are organisations, places or works, not people.
