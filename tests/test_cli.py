@@ -407,3 +407,10 @@ def test_ingest_prune_without_a_directory_exits_2_saying_it_needs_one(
     doc.write_text("One fact.")
     out = _run(["ingest", str(doc), "-w", "pruning", "--prune"], cli_data)
     assert out.returncode == 2 and "--prune needs a directory" in out.stderr
+
+
+def test_keys_revoke_in_the_wrong_workspace_never_prints_the_key(cli_data: Path) -> None:
+    key = _run(["keys", "create", "-w", "cli-revoke-secret"], cli_data).stdout.strip()
+    out = _run(["keys", "revoke", key, "-w", "cli-revoke-elsewhere"], cli_data)
+    assert out.returncode == 1 and "no key in workspace cli-revoke-elsewhere" in out.stderr
+    assert key not in out.stderr and f"{key[:8]}…" in out.stderr

@@ -88,13 +88,15 @@ def keys_revoke(
     from convrag.stores.workspaces import ApiKeyRecord
 
     ref = key.strip()
+    # A whole key is a secret: messages show only its prefix, as `keys list` does.
+    shown = f"{ref[:8]}…" if ref.startswith("crk_") and len(ref) > 8 else ref
 
     async def go() -> tuple[list[ApiKeyRecord], bool]:
         if workspace is not None:
             check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
         if len(ref) < MIN_KEY_REF_CHARS:
             raise ValueError(
-                f"{key!r} is too short to name a key: give the key, its id, its prefix or "
+                f"{shown!r} is too short to name a key: give the key, its id, its prefix or "
                 f"its fingerprint as `convrag keys list` shows them (at least "
                 f"{MIN_KEY_REF_CHARS} characters)"
             )
@@ -111,7 +113,7 @@ def keys_revoke(
     if len(active) > 1:
         listed = ", ".join(f"{k.id} ({k.prefix})" for k in active)
         raise fail(
-            f"{ref!r} matches {len(active)} active keys{where}: {listed}; "
+            f"{shown!r} matches {len(active)} active keys{where}: {listed}; "
             "give more of the id, or the whole id",
             code=1,
         )
@@ -119,7 +121,7 @@ def keys_revoke(
         if gone := active or matched:
             raise fail(f"key {gone[0].id} ({gone[0].prefix}) is already revoked", code=1)
         raise fail(
-            f"no key{where} matches {ref!r}; `convrag keys list -w WORKSPACE` shows each "
+            f"no key{where} matches {shown!r}; `convrag keys list -w WORKSPACE` shows each "
             "key's id, prefix and fingerprint",
             code=1,
         )
