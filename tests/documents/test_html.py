@@ -66,3 +66,21 @@ def test_a_small_html_fragment_still_gives_its_text(docs_dir: Path) -> None:
     titled = write(docs_dir, "t.html", "<h1>Parking</h1><p>Use the <i>north</i> gate.</p>")
     doc = load_path(titled, max_bytes=10**6)[0]
     assert doc.title == "Parking" and doc.text.endswith("Use the north gate.")
+
+
+def test_a_page_without_a_main_element_keeps_its_headings_and_drops_its_sidebar(
+    docs_dir: Path,
+) -> None:
+    page = write(
+        docs_dir,
+        "travel.html",
+        '<html><body><div class="cookie-banner">We use cookies. Accept all cookies</div>'
+        '<div id="content"><h1>Travel rules</h1><p>Book every train ticket through the travel'
+        " desk at least two weeks ahead of the trip.</p><h2>Hotels</h2><p>The nightly hotel"
+        " cap is 200 dollars in every city, taxes included, for all staff.</p></div>"
+        '<div class="sidebar"><h3>Related articles</h3><ul><li><a href="/a">Expense claims'
+        "</a></li></ul></div></body></html>",
+    )
+    lines = load_path(page, max_bytes=10**6)[0].text.split("\n\n")
+    assert lines[0] == "Travel rules" and lines[2] == "Hotels"
+    assert "Related articles" not in lines and "cookies" not in " ".join(lines)

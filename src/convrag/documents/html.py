@@ -121,6 +121,7 @@ def html_text(html: str) -> tuple[str | None, str]:
         include_formatting=False,
         deduplicate=False,
         with_metadata=False,
+        favor_recall=True,
     )
     if extracted and extracted.strip():
         lines = extracted.splitlines()
