@@ -261,3 +261,22 @@ async def test_a_404_repeats_a_short_id_and_quotes_a_long_or_unprintable_one(
     assert nul.status_code == 404 and "\x00" not in nul.json()["detail"]
     assert "'\\x00'" in nul.json()["detail"]
     assert short.json()["detail"] == "document not-a-uuid not found"
+
+
+async def test_markup_in_a_question_is_exported_as_text_not_as_html_or_a_script_link(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    hostile = "<script>alert(1)</script> [click](javascript:alert(2)) & more"
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        asked = await _post(client, base_url, tenant, conv, {"content": hostile})
+        assert asked.status_code == 200, asked.text
+        md = await client.get(
+            f"{base_url}/v1/conversations/{conv}/export",
+            params={"format": "md"},
+            headers=_auth(tenant),
+        )
+    assert "<script>" not in md.text and "](javascript:" not in md.text
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt; [click]\\(javascript:alert(2)) &amp; more" in md.text
+    )

@@ -5,6 +5,7 @@ Asking a question in a conversation is :mod:`convrag.api.routers.messages`.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC
 from typing import Annotated, Literal
 
@@ -172,7 +173,7 @@ def to_markdown(export: ConversationExport) -> str:
     ]
     for turn in export.turns:
         lines += ["", f"## {turn.turn_number}. {_one_line(turn.question)}", ""]
-        lines += [turn.answer or "_(no answer)_"]
+        lines += [_inert(turn.answer) or "_(no answer)_"]
         if notes := _answer_notes(turn):
             lines += ["", " ".join(f"_{note}_" for note in notes)]
         if turn.citations:
@@ -205,7 +206,10 @@ def _citation(cited: CitedSource) -> str:
     if cited.document_id:
         where.append(f"document `{cited.document_id}`")
     if cited.url:
-        where.append(f"<{cited.url}>")
+        link = cited.url.startswith(("https://", "http://")) and not _UNSAFE_IN_LINK.search(
+            cited.url
+        )
+        where.append(f"<{cited.url}>" if link else f"`{cited.url.replace('`', '')}`")
     title = _one_line(cited.title or cited.url or "untitled source")
     snippet = _one_line(cited.snippet)
     return (
@@ -216,8 +220,21 @@ def _citation(cited: CitedSource) -> str:
 
 
 def _one_line(text: str) -> str:
-    """``text`` with its whitespace runs (line breaks included) as single spaces."""
-    return " ".join(text.split())
+    """``text`` with its whitespace runs (line breaks included) as single spaces, inert
+    (see :func:`_inert`)."""
+    return _inert(" ".join(text.split()))
+
+
+_UNSAFE_IN_LINK = re.compile(r"[\s<>]")
+_SCRIPT_LINK = re.compile(r"\]\(\s*(?=(?:javascript|vbscript|data):)", re.IGNORECASE)
+
+
+def _inert(text: str) -> str:
+    """``text`` that a Markdown viewer shows as written: ``<`` and ``>`` as entities, so a
+    question holding ``<script>`` is not run as HTML, and a ``[link](javascript:...)``
+    broken so it is not a link. Questions, answers and snippets are text, never markup."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SCRIPT_LINK.sub("]\\(", text)
 
 
 @router.delete(
