@@ -280,3 +280,22 @@ async def test_markup_in_a_question_is_exported_as_text_not_as_html_or_a_script_
     assert (
         "&lt;script&gt;alert(1)&lt;/script&gt; [click]\\(javascript:alert(2)) &amp; more" in md.text
     )
+
+
+async def test_a_text_part_that_is_not_text_and_a_nan_threshold_are_422s_saying_so(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        nan = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            content=b'{"content": "Salary?", "rag": {"threshold": NaN}}',
+            headers={**_auth(tenant), **JSON, "Content-Type": "application/json"},
+        )
+        number = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": [{"type": "text", "text": 123}]}]},
+            headers=_auth(tenant),
+        )
+    assert nan.status_code == 422 and "finite number" in nan.text
+    assert number.status_code == 422 and "'text' must be a string, got 123" in number.text

@@ -110,6 +110,7 @@ class RagOptions(BaseModel):
         default=0.0,
         ge=0.0,
         le=1.0,
+        allow_inf_nan=False,
         description="Minimum relevance of a passage: its cosine similarity to the query.",
     )
     web_search: Literal["auto", "off", "on"] = "auto"
@@ -323,6 +324,9 @@ def _chat_content(
     value: str | list[dict[str, Any]] | None,
 ) -> str | list[dict[str, Any]] | None:
     """A message's text, whole or in ``text`` parts, refused as :func:`_plain_text` refuses."""
+    for p in [] if isinstance(value, str) else value or []:
+        if p.get("type") == "text" and not isinstance(p.get("text"), str):
+            raise ValueError(f"a text part's 'text' must be a string, got {p.get('text')!r:.40}")
     parts = [value] if isinstance(value, str) else [p.get("text") for p in value or []]
     for part in parts:
         if isinstance(part, str):
