@@ -414,3 +414,23 @@ def test_keys_revoke_in_the_wrong_workspace_never_prints_the_key(cli_data: Path)
     out = _run(["keys", "revoke", key, "-w", "cli-revoke-elsewhere"], cli_data)
     assert out.returncode == 1 and "no key in workspace cli-revoke-elsewhere" in out.stderr
     assert key not in out.stderr and f"{key[:8]}…" in out.stderr
+
+
+def test_ask_says_when_the_llm_failed_and_the_answer_is_quoted_instead(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: the LLM is down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _ingest_leave_policy(tmp_path, "ask-down", cli_data)
+    out = _run(
+        ["ask", "How many days of annual leave do we get?", "-w", "ask-down"],
+        cli_data,
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "25 days" in out.stdout
+    assert "the LLM failed (" in out.stderr and "quoted from the sources instead" in out.stderr

@@ -64,6 +64,7 @@ def ask(
             "turn_id",
             "classification",
             "rewritten_query",
+            "rewrite_method",
             "answer",
             "citations",
             "sources",
@@ -73,9 +74,7 @@ def ask(
         print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
         return
     out.print(state["answer"], markup=False, highlight=False)
-    labels = [
-        src.get("url") or src.get("title") or src["document_id"] for src in state.get("sources", [])
-    ]
+    labels = [_label(src) for src in state.get("sources", [])]
     cited = {c["source_index"] for c in state.get("citations", [])}
     if (state.get("flags") or {}).get("no_answer"):
         cited = set()  # numbered sources under "not found" would read as citations
@@ -86,7 +85,25 @@ def ask(
     if others:
         what = "closest sources, none of which answers" if not cited else "also retrieved"
         err.print(escape(f"{what}: {', '.join(dict.fromkeys(others))}"), style="dim")
+    flags = state.get("flags") or {}
+    if flags.get("extractive_fallback"):
+        err.print(
+            escape(
+                f"the LLM failed ({flags['extractive_fallback']}): this is the answer quoted "
+                "from the sources instead"
+            ),
+            style="yellow",
+        )
     err.print(f"[dim]conversation: {state['conversation_id']}  (continue with -c)[/dim]")
+
+
+def _label(source: dict[str, Any]) -> str:
+    """How a source is named under an answer: its title (and address, for a web page),
+    else its address or document id."""
+    title, url = source.get("title"), source.get("url")
+    if title and url:
+        return f"{title} <{url}>"
+    return str(title or url or source["document_id"])
 
 
 @app.command()
