@@ -11,6 +11,7 @@ from convrag.cli.base import (
     WorkspaceOpt,
     fail,
     keys_app,
+    note_if_empty,
     run_command,
 )
 
@@ -22,6 +23,7 @@ def keys_create(workspace: WorkspaceOpt) -> None:
 
     async def go() -> str:
         async with open_services() as services:
+            await note_if_empty(services, workspace)
             return await services.db.create_api_key(workspace)
 
     print(run_command(go))
