@@ -16,6 +16,7 @@ from fastapi.responses import PlainTextResponse
 from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
+from convrag.api.middleware import file_over_limit
 from convrag.api.schemas import (
     UPLOAD_LISTED,
     DocumentOut,
@@ -119,8 +120,7 @@ async def upload_document(
     data = await file.read(settings.max_file_bytes + 1)
     if len(data) > settings.max_file_bytes:
         raise HTTPException(
-            status.HTTP_413_CONTENT_TOO_LARGE,
-            f"file: over the {settings.max_file_bytes} byte limit (the server's MAX_FILE_BYTES)",
+            status.HTTP_413_CONTENT_TOO_LARGE, file_over_limit(settings.max_file_bytes)
         )
     try:
         document_ids = await accept_upload(services, workspace, name, data)
