@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch
 from convrag.ingest import (
     EMBED_SLICE,
+    DocumentBusy,
     IngestStopped,
     accept_upload,
     delete_document,
@@ -21,6 +23,7 @@ from convrag.ingest import (
 )
 from convrag.search import HybridSearcher
 from convrag.services import Services
+from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import STOPPED_DOCUMENT
 from tests.documents.samples import pdf_bytes, write
 
@@ -311,7 +314,8 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
         row = await services.db.get_document(workspace, doc_id)
         assert row is not None and row["status"] == "processing"
         assert row["error"] == STOPPED_DOCUMENT
-        assert any(ws == workspace for ws, _ in await services.db.stopped_uploads())
+        (saved,) = [Path(p) for ws, p in await services.db.stopped_uploads() if ws == workspace]
+        assert saved.read_bytes() == b"Staff park on level 2."  # kept to resume from
     finally:
         services.stopping.clear()
     assert await resume_stopped_uploads(services) >= 1
@@ -319,6 +323,7 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     row = await services.db.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
     assert all(ws != workspace for ws, _ in await services.db.stopped_uploads())
+    assert not saved.parent.exists()  # ingested: the file and its directory are gone
 
 
 async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothing_half_written(
@@ -356,3 +361,26 @@ async def test_a_stopped_upload_whose_file_is_gone_is_marked_failed(
     await resume_stopped_uploads(services)
     row = await services.db.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "failed" and "upload" in row["error"]
+
+
+async def test_a_processing_document_is_deleted_only_once_no_live_ingest_could_hold_it(
+    services: Services, workspace: str
+) -> None:
+    """A live ingest would store the document again; a row that has not moved for
+    ``INTERRUPTED_AFTER`` is a dead process's leftover, which must stay deletable."""
+    from convrag.ids import document_id_for
+
+    doc_id = document_id_for(workspace, "upload:left.md")
+    await services.db.upsert_document_status(
+        workspace, doc_id, "upload:left.md", status="processing"
+    )
+    with pytest.raises(DocumentBusy, match="still processing"):
+        await delete_document(services, workspace, doc_id)
+    assert await services.db.get_document(workspace, doc_id) is not None
+    async with services.db.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE documents SET updated_at = now() - %s WHERE id = %s",
+            (INTERRUPTED_AFTER + timedelta(minutes=1), doc_id),
+        )
+    assert await delete_document(services, workspace, doc_id)
+    assert await services.db.get_document(workspace, doc_id) is None

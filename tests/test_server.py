@@ -422,7 +422,7 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
             await asyncio.sleep(0.1)
         assert doc["status"] == "ready" and doc["n_chunks"] == 1
         uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
-        assert [p.name for p in uploads.rglob("*.md")] == ["policy.md"]
+        assert list(uploads.rglob("*")) == []  # the saved file went when its ingest ended
         bad = await client.post(
             f"{base_url}/v1/documents",
             headers=_auth(tenant),
@@ -439,7 +439,178 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 404
-        assert list(uploads.rglob("*.md")) == []
+
+
+@pytest.fixture
+async def held_ingest(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[asyncio.Event]:
+    """Upload ingests wait before embedding until the event yielded is set (it is set
+    at teardown, so none is left waiting)."""
+    release = asyncio.Event()
+    embed = services.bulk.embed
+
+    async def held(texts: Any) -> Any:
+        await release.wait()
+        return await embed(texts)
+
+    monkeypatch.setattr(services.bulk, "embed", held)
+    yield release
+    release.set()
+    await services.drain()
+
+
+GHOST = "\n\n".join(
+    f"Ghost paragraph {i}: the phantom gadget {i} glows purple." for i in range(300)
+).encode()
+
+
+async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_for_good(
+    base_url: str, tenant: dict[str, str], services: Services, held_ingest: asyncio.Event
+) -> None:
+    uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents", files={"file": ("ghost.md", GHOST)}, headers=_auth(tenant)
+        )
+        assert resp.status_code == 202, resp.text
+        doc_id = resp.json()["id"]
+        url = f"{base_url}/v1/documents/{doc_id}"
+        busy = await client.delete(url, headers=_auth(tenant))
+        assert busy.status_code == 409, busy.text
+        detail = busy.json()["detail"]
+        assert "still processing" in detail and "once its status is ready or failed" in detail
+        # The saved file stays while the ingest may need it (a shutdown resumes from it).
+        assert [p.name for p in uploads.rglob("*.md")] == ["ghost.md"]
+        held_ingest.set()
+        doc = await _until_ready(client, base_url, tenant, doc_id)
+        assert doc["status"] == "ready" and doc["n_chunks"] > 1
+        assert services.index.chunk_ids_of_document(tenant["workspace"], doc_id)
+        assert (await client.delete(url, headers=_auth(tenant))).status_code == 204
+        await services.drain()
+        assert (await client.get(url, headers=_auth(tenant))).status_code == 404
+    assert services.index.chunk_ids_of_document(tenant["workspace"], doc_id) == []
+    assert await services.db.get_document(tenant["workspace"], doc_id) is None
+    assert list(uploads.rglob("*")) == []
+
+
+async def test_uploaded_files_last_only_until_their_ingest_ends_and_refused_ones_leave_nothing(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
+    records = b'{"_id": "r-1", "text": "Lockers open at eight."}\n{"_id": "r-2", "text": "Bikes."}'
+    async with httpx.AsyncClient(timeout=30) as client:
+        for name, data in (
+            ("handbook.md", b"Version one: lunch is at noon."),
+            ("handbook.md", b"Version two: lunch is at one."),  # replaces the first
+            ("handbook.md", b"Version two: lunch is at one."),  # the same again
+            ("records.jsonl", records),
+        ):
+            resp = await client.post(
+                f"{base_url}/v1/documents", files={"file": (name, data)}, headers=_auth(tenant)
+            )
+            assert resp.status_code == 202, resp.text
+            for d in resp.json()["documents"]:
+                assert (await _until_ready(client, base_url, tenant, d["id"]))["status"] == "ready"
+        await services.drain()
+        assert list(uploads.rglob("*")) == []
+        for name, data, code in (
+            ("empty.txt", b"", 422),
+            ("bad.jsonl", b'{"title": "no id"}', 422),
+            ("scan.pdf", b"%PDF-1.4 not really", 422),
+            ("deck.pptx", b"PK..", 415),
+        ):
+            resp = await client.post(
+                f"{base_url}/v1/documents", files={"file": (name, data)}, headers=_auth(tenant)
+            )
+            assert resp.status_code == code, resp.text
+    assert list(uploads.rglob("*")) == []
+
+
+async def test_a_one_record_jsonl_upload_is_keyed_by_its_id_and_a_reupload_replaces_the_record(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    first = b'{"_id": "b-1", "text": "Badges are blue."}\n{"_id": "b-2", "text": "Desks are oak."}'
+    again = b'{"_id": "b-1", "title": "Badges", "text": "Badges are green now."}\n'
+    async with httpx.AsyncClient(timeout=30) as client:
+        for data in (first, again):
+            resp = await client.post(
+                f"{base_url}/v1/documents",
+                files={"file": ("records.jsonl", data)},
+                headers=_auth(tenant),
+            )
+            assert resp.status_code == 202, resp.text
+            for d in resp.json()["documents"]:
+                await _until_ready(client, base_url, tenant, d["id"])
+        assert [d["source"] for d in resp.json()["documents"]] == ["b-1"]
+        assert resp.json()["title"] == "Badges"
+        listed = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()
+        sources = [d["source"] for d in listed[1:]]  # after the tenant's employee file
+        assert sorted(sources) == ["b-1", "b-2"]  # no upload:records.jsonl, one b-1
+        b1 = next(d for d in listed if d["source"] == "b-1")
+        text = await client.get(f"{base_url}/v1/documents/{b1['id']}/text", headers=_auth(tenant))
+        assert text.text == "Badges are green now."
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        (
+            b'{"_id": "s-1", "text": "bad \\ud800 text"}',
+            "records.jsonl:2: text contains a lone surrogate",
+        ),
+        (
+            b'{"_id": "s-1", "title": "\\udfff", "text": "x"}',
+            "records.jsonl:2: title contains a lone surrogate",
+        ),
+        (
+            b'{"_id": "upload:notes.txt", "text": "x"}',
+            "records.jsonl:2: _id 'upload:notes.txt' starts with",
+        ),
+        (
+            b'{"_id": "/srv/notes.txt", "text": "x"}',
+            "records.jsonl:2: _id '/srv/notes.txt' starts with '/'",
+        ),
+        (
+            b'{"_id": "s-1", "title": "' + b"t" * 100_000 + b'", "text": "x"}',
+            "records.jsonl:2: title is 100000 characters long",
+        ),
+    ],
+    ids=["surrogate-text", "surrogate-title", "upload-id", "path-id", "long-title"],
+)
+async def test_a_jsonl_record_the_stores_cannot_hold_is_refused_up_front_naming_its_line(
+    base_url: str, tenant: dict[str, str], services: Services, record: bytes, problem: str
+) -> None:
+    data = b'{"_id": "s-0", "text": "A fine record."}\n' + record + b"\n"
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.post(
+            f"{base_url}/v1/documents",
+            files={"file": ("records.jsonl", data)},
+            headers=_auth(tenant),
+        )
+        listed = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()
+    assert resp.status_code == 422, resp.text
+    assert problem in resp.json()["detail"]
+    assert len(listed) == 1  # the tenant's employee file alone: no record was stored
+    assert list((services.settings.data_dir / "uploads" / tenant["workspace"]).rglob("*")) == []
+
+
+async def test_a_reupload_answers_with_the_title_it_stores_not_the_previous_one(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        for heading in ("Parking rules", "Parking and bikes"):
+            resp = await client.post(
+                f"{base_url}/v1/documents",
+                files={
+                    "file": ("parking.md", f"# {heading}\n\nPark on level {len(heading)}.".encode())
+                },
+                headers=_auth(tenant),
+            )
+            assert resp.status_code == 202, resp.text
+            assert resp.json()["title"] == heading
+            doc = await _until_ready(client, base_url, tenant, resp.json()["id"])
+            assert doc["title"] == heading
 
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -864,7 +1035,7 @@ async def test_a_300_character_filename_gets_422_naming_the_length_limit(
 
 
 async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_stays_in_the_upload_dir(
-    base_url: str, tenant: dict[str, str], services: Services
+    base_url: str, tenant: dict[str, str], services: Services, held_ingest: asyncio.Event
 ) -> None:
     uploads = services.settings.data_dir / "uploads"
     async with httpx.AsyncClient(timeout=30) as client:

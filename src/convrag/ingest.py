@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ import numpy as np
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
+from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
 
@@ -271,22 +273,29 @@ async def accept_upload(
     (naming ``filename``, not the path it was saved at) and no document is recorded. Its
     documents are recorded as ``processing`` first, then ``ready`` by the ingest or
     ``failed`` with the error, which the caller polls for.
+
+    The saved file lives only as long as its ingest: it is what a shutdown's stopped
+    ingest resumes from, and nothing reads it once the chunks are stored (a document's
+    text is its chunks). A refused upload leaves neither file nor directory behind.
     """
     settings = services.settings
     upload_dir = settings.data_dir / "uploads" / workspace_id / uuid.uuid4().hex
-    upload_dir.mkdir(parents=True, exist_ok=True)
     path = upload_dir / filename
-    path.write_bytes(data)
     try:
+        upload_dir.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
         return await _ingest_saved(services, workspace_id, path)
-    except IngestError as exc:
-        path.unlink(missing_ok=True)
-        raise IngestError(str(exc).replace(str(path), filename)) from exc
+    except BaseException as exc:
+        await asyncio.to_thread(_remove_upload, settings.data_dir, path)
+        if isinstance(exc, IngestError):
+            raise IngestError(str(exc).replace(str(path), filename)) from exc
+        raise
 
 
 async def resume_stopped_uploads(services: Services) -> int:
     """At start: ingest again, from their saved files, the uploads a shutdown stopped.
-    An upload whose file is gone is marked failed. Returns how many were taken up."""
+    An upload whose file is gone or no longer reads is marked failed. Returns how many
+    were taken up."""
     resumed = 0
     for workspace_id, upload_path in await services.db.stopped_uploads():
         path = Path(upload_path) if upload_path else None
@@ -297,14 +306,21 @@ async def resume_stopped_uploads(services: Services) -> int:
             resumed += 1
         except IngestError:
             await services.db.fail_stopped_uploads(workspace_id, upload_path)
+            if path is not None:
+                await asyncio.to_thread(_remove_upload, services.settings.data_dir, path)
     if resumed:
         log.info("resumed %d uploads a shutdown had stopped", resumed)
     return resumed
 
 
+def is_jsonl(name: str) -> bool:
+    """Whether a file of this name is a JSONL corpus (one document per record)."""
+    return name.lower().endswith((".jsonl", ".jsonl.gz"))
+
+
 async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> list[str]:
     """Read a saved upload, record its documents ``processing`` and ingest them in the
-    background (see :func:`accept_upload`)."""
+    background, removing the file when the ingest ends (see :func:`accept_upload`)."""
     settings = services.settings
     filename = path.name
     try:
@@ -317,13 +333,13 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
         )
     except ChildDied as exc:
         raise IngestError(f"{filename}: reading it stopped the file reader: {exc}") from exc
-    if len(docs) == 1:
+    if not is_jsonl(filename):
         # Each upload is saved under a fresh directory; naming the document by the file's
         # name instead makes uploading the same name again replace it, as ingesting the
-        # same path again does.
-        doc = docs[0]
-        meta = {**doc.metadata, "path": str(path), "filename": filename}
-        docs = [replace(doc, source=f"upload:{filename}", metadata=meta)]
+        # same path again does. A .jsonl record is named by its _id, as on the CLI.
+        (doc,) = docs
+        meta = {k: v for k, v in doc.metadata.items() if k != "path"}
+        docs = [replace(doc, source=f"upload:{filename}", metadata={**meta, "filename": filename})]
     ids = list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
 
     async def mark(status: str, error: str | None = None) -> None:
@@ -346,10 +362,12 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     async def run() -> None:
         try:
             await ingest_documents(services, workspace_id, docs, chunk_progress=progress)
-        except IngestStopped:  # the next start takes it up again
+        except IngestStopped:  # the next start takes it up again, from the saved file
             await services.db.mark_stopped(workspace_id, ids)
+            return
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
+        await asyncio.to_thread(_remove_upload, settings.data_dir, path)
 
     services.spawn(run())
     return ids
@@ -371,22 +389,43 @@ def failure_reason(exc: Exception) -> str:
     return f"ingest failed ({type(exc).__name__}); see the server log"
 
 
+class DocumentBusy(ValueError):
+    """A document whose ingest is still running: deleting it now would not stick, as the
+    ingest would store it again when it ends."""
+
+    def __init__(self, document_id: str) -> None:
+        super().__init__(
+            f"document {document_id} is still processing: its ingest would store it again; "
+            "delete it once its status is ready or failed"
+        )
+
+
 async def delete_document(services: Services, workspace_id: str, document_id: str) -> bool:
     """Delete a document from Milvus, then from Postgres (chunks cascade).
 
     Milvus goes first: Postgres's delete moves the workspace's ``index_version``, which
     makes in-process engines reload from Milvus, and they must not see the old rows. An
-    uploaded file goes with its document.
+    uploaded file goes with the last document read from it.
+
+    A document still ``processing`` raises :class:`DocumentBusy` and is left alone: its
+    ingest writes both stores when it ends, which would bring it back. One whose row has
+    not moved for :data:`INTERRUPTED_AFTER` is taken for the leftover of a process that
+    died (an ingest records its progress at least every ``EMBED_SLICE`` chunks) and is
+    deleted, as restart recovery would mark it failed.
     """
     row = await services.db.get_document(workspace_id, document_id)
     if row is None:
         return False
+    if row["status"] == "processing" and datetime.now(UTC) - row["updated_at"] < INTERRUPTED_AFTER:
+        raise DocumentBusy(document_id)
     await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
     deleted = await services.db.delete_document(workspace_id, document_id)
     if deleted:
-        uploaded = (row.get("metadata") or {}).get("path")
-        if uploaded:
-            await asyncio.to_thread(_remove_upload, services.settings.data_dir, Path(uploaded))
+        # ``metadata.path``: the saved file of an upload stored before files were
+        # removed at the end of their ingest.
+        for uploaded in ((row.get("metadata") or {}).get("path"), row.get("upload_path")):
+            if uploaded and not await services.db.upload_in_use(workspace_id, uploaded):
+                await asyncio.to_thread(_remove_upload, services.settings.data_dir, Path(uploaded))
     return deleted
 
 
@@ -415,7 +454,8 @@ async def prune_missing_files(
 
 
 def _remove_upload(data_dir: Path, path: Path) -> None:
-    """Remove an uploaded file and its per-upload directory, only under ``data_dir/uploads``."""
+    """Remove an uploaded file and its per-upload directory, only under ``data_dir/uploads``
+    (a path a document row names, so checked before anything is removed)."""
     uploads = (data_dir / "uploads").resolve()
     path = path.resolve()
     if uploads not in path.parents:

@@ -299,3 +299,26 @@ async def test_a_text_part_that_is_not_text_and_a_nan_threshold_are_422s_saying_
         )
     assert nan.status_code == 422 and "finite number" in nan.text
     assert number.status_code == 422 and "'text' must be a string, got 123" in number.text
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        (None, "missing API key"),
+        ("Basic abc", "does not use the Bearer scheme"),
+        ("Token {key}", "does not use the Bearer scheme"),
+        ("{key}", "does not use the Bearer scheme"),
+        ("Bearer", "no key after 'Bearer'"),
+    ],
+    ids=["none", "basic", "token-with-a-valid-key", "key-alone", "bearer-alone"],
+)
+async def test_a_wrong_authorization_header_is_401_saying_what_is_wrong_not_missing(
+    base_url: str, tenant: dict[str, str], header: str | None, problem: str
+) -> None:
+    headers = {} if header is None else {"Authorization": header.format(key=tenant["key"])}
+    async with httpx.AsyncClient(timeout=30) as client:
+        resp = await client.get(f"{base_url}/v1/documents", headers=headers)
+    assert resp.status_code == 401 and resp.headers["WWW-Authenticate"] == "Bearer"
+    detail = resp.json()["detail"]
+    assert problem in detail.split(": send")[0] and "send 'Authorization: Bearer <key>'" in detail
+    assert tenant["key"] not in detail

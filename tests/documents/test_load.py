@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import re
 import tracemalloc
 from pathlib import Path
@@ -38,10 +39,39 @@ def test_jsonl_corpus_records_become_documents(docs_dir: Path) -> None:
         ("empty.txt", b"", "the file is empty"),
         ("blank.md", b"  \n\t\n", "no text to index"),
         ("latin1.txt", "caf\u00e9 cr\u00e8me".encode("latin-1"), "not valid UTF-8"),
-        ("bad.jsonl", b'{"title": "no id"}\n', "each line needs {_id, title, text}"),
+        ("bad.jsonl", b'{"title": "no id"}\n', "each line needs _id and text (title is optional)"),
         ("nul.jsonl", b'{"_id": "a", "title": "T\\u0000", "text": "x"}\n', "title contains a NUL"),
         ("nul2.jsonl", b'{"_id": "a", "text": "x\\u0000y"}\n', ":1: text contains a NUL"),
         ("list.jsonl", b'{"_id": "a", "title": ["x"], "text": "y"}\n', "title must be a string"),
+        ("lone.jsonl", b'{"_id": "a", "text": "\\ud800"}\n', ":1: text contains a lone surrogate"),
+        (
+            "lone2.jsonl",
+            b'{"_id": "a", "text": "x"}\n{"_id": "b", "title": "T\\udc00", "text": "x"}\n',
+            ":2: title contains a lone surrogate",
+        ),
+        ("lone3.jsonl", b'{"_id": "a\\ud83d", "text": "x"}\n', ":1: _id contains a lone surrogate"),
+        (
+            "lone4.jsonl",
+            b'{"_id": "a", "text": "x", "tags": ["ok", {"k": "\\ud83d"}]}\n',
+            ":1: tags contains a lone surrogate",
+        ),
+        ("nul3.jsonl", b'{"_id": "a", "text": "x", "lang": "e\\u0000n"}\n', "lang contains a NUL"),
+        (
+            "upload.jsonl",
+            b'{"_id": "upload:notes.txt", "text": "x"}\n',
+            ":1: _id 'upload:notes.txt' starts with 'upload:'",
+        ),
+        ("path.jsonl", b'{"_id": "/srv/docs/notes.txt", "text": "x"}\n', "starts with '/'"),
+        (
+            "longid.jsonl",
+            b'{"_id": "' + b"i" * 1001 + b'", "text": "x"}\n',
+            ":1: _id is 1001 bytes long (UTF-8), over the limit of 1000 bytes",
+        ),
+        (
+            "longtitle.jsonl",
+            b'{"_id": "a", "title": "' + b"t" * 1001 + b'", "text": "x"}\n',
+            ":1: title is 1001 characters long, over the limit of 1000",
+        ),
         ("num.jsonl", b'{"_id": "a", "text": 5}\n', "text must be a string, got int"),
         ("noid.jsonl", b'{"_id": null, "text": "y"}\n', "_id must be a non-empty string"),
         (
@@ -210,3 +240,18 @@ def test_a_markdown_file_is_titled_by_its_opening_heading_else_its_file_name(
     plain.write_text("Some notes.\n\n# Later heading\n")
     assert load_path(titled, max_bytes=10**6)[0].title == "Leave policy"
     assert load_path(plain, max_bytes=10**6)[0].title == "notes"
+
+
+def test_jsonl_ids_and_titles_up_to_their_limits_and_paired_surrogates_load(
+    docs_dir: Path,
+) -> None:
+    """An emoji written as a surrogate pair is a character; ids that merely contain
+    ``upload:`` or ``/`` are not file ids."""
+    records = [
+        {"_id": "i" * 1000, "title": "t" * 1000, "text": "at the limits"},
+        {"_id": "a/b:upload:c", "title": "\ud83d\ude00 smile", "text": "fine \ud83d\ude00"},
+    ]
+    path = write(docs_dir, "edge.jsonl", "\n".join(json.dumps(r) for r in records))
+    docs = load_path(path, max_bytes=10**6)
+    assert [d.source for d in docs] == ["i" * 1000, "a/b:upload:c"]
+    assert docs[1].title == "\U0001f600 smile" and docs[1].text == "fine \U0001f600"

@@ -39,7 +39,7 @@ from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.errors import RETRY_AFTER_S
 from convrag.api.metrics import HTTP_ERRORS
-from convrag.api.middleware import BodySizeLimit
+from convrag.api.middleware import BodySizeLimit, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import TurnRunner
@@ -95,14 +95,10 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         lifespan=lifespan,
     )
     limits = settings or (services.settings if services else Settings())
-    file_limit, body_limit = limits.max_file_bytes, limits.max_body_bytes
+    upload = file_limit(limits.max_file_bytes, _MULTIPART_OVERHEAD)
+    body = body_limit(limits.max_body_bytes, "MAX_BODY_BYTES")
     app.add_middleware(
-        BodySizeLimit,
-        limit_for=lambda path: (
-            (file_limit + _MULTIPART_OVERHEAD, "MAX_FILE_BYTES")
-            if path == "/v1/documents"
-            else (body_limit, "MAX_BODY_BYTES")
-        ),
+        BodySizeLimit, limit_for=lambda path: upload if path == "/v1/documents" else body
     )
     app.exception_handler(RequestValidationError)(_validation_error)
     app.exception_handler(StarletteHTTPException)(_http_error)

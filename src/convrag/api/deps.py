@@ -100,11 +100,18 @@ async def get_workspace(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
-    """The workspace of the caller's API key; 401 without a valid key, 429 over the limit."""
-    if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+    """The workspace of the caller's API key; 401 without a valid key, 429 over the limit.
+
+    ``credentials`` is None for any header that is not a Bearer token, so the 401 reads
+    the header itself to say which is wrong: none sent, another scheme (``Basic``,
+    ``Token``), or no key after ``Bearer``. It never repeats the header's value, which
+    may be a key sent the wrong way.
+    """
+    if credentials is None or not credentials.credentials:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
-            "missing API key: send 'Authorization: Bearer <key>' (create one with "
+            _auth_problem(request.headers.get("authorization", ""))
+            + ": send 'Authorization: Bearer <key>' (create a key with "
             "`convrag keys create --workspace W`)",
             headers={"WWW-Authenticate": "Bearer"},
         )
@@ -125,6 +132,16 @@ async def get_workspace(
             headers={"Retry-After": str(wait)},
         )
     return workspace
+
+
+def _auth_problem(header: str) -> str:
+    """What is wrong with an ``Authorization`` header that carries no Bearer key."""
+    scheme = header.strip().partition(" ")[0]
+    if not scheme:
+        return "missing API key"
+    if scheme.lower() != "bearer":
+        return "the Authorization header does not use the Bearer scheme"
+    return "the Authorization header has no key after 'Bearer'"
 
 
 WorkspaceDep = Annotated[str, Depends(get_workspace)]

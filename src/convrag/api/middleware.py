@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import NamedTuple
 
 from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -16,10 +17,40 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from convrag.api.metrics import HTTP_ERRORS
 
 
+class BodyLimit(NamedTuple):
+    """The most bytes a route's request body may have, and the 413's ``detail`` past it.
+
+    The two may name different numbers: an upload's body holds the file in multipart
+    framing, so it is allowed more bytes than ``MAX_FILE_BYTES``, while the client is told
+    the setting's own value (see :func:`body_limit` and :func:`file_limit`)."""
+
+    allowed: int
+    detail: str
+
+
+def body_limit(limit: int, setting: str) -> BodyLimit:
+    """The limit of a request body set by ``setting`` (``limit`` bytes)."""
+    return BodyLimit(
+        limit,
+        f"request body is over the {limit} byte limit; the server's {setting} setting sets it",
+    )
+
+
+def file_over_limit(limit: int) -> str:
+    """The 413's ``detail`` for an uploaded file over ``MAX_FILE_BYTES`` (``limit``)."""
+    return f"file: over the {limit} byte limit (the server's MAX_FILE_BYTES)"
+
+
+def file_limit(limit: int, framing: int) -> BodyLimit:
+    """The limit of an upload's body: a file of ``MAX_FILE_BYTES`` (``limit``) and up to
+    ``framing`` bytes of multipart framing around it; the 413 names ``limit``."""
+    return BodyLimit(limit + framing, file_over_limit(limit))
+
+
 class BodySizeLimit:
     """413 for bodies over the limit, whether declared by Content-Length or streamed."""
 
-    def __init__(self, app: ASGIApp, limit_for: Callable[[str], tuple[int, str]]) -> None:
+    def __init__(self, app: ASGIApp, limit_for: Callable[[str], BodyLimit]) -> None:
         self.app = app
         self.limit_for = limit_for
 
@@ -27,10 +58,10 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit, setting = self.limit_for(scope["path"])
+        limit, detail = self.limit_for(scope["path"])
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(limit, setting, send)
+            await _too_large(detail, send)
             return
         seen = 0
 
@@ -40,17 +71,13 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise BodyTooLarge(limit, setting)
+                    raise BodyTooLarge(detail)
             return message
 
         try:
             await self.app(scope, counted, send)
         except BodyTooLarge:
-            await _too_large(limit, setting, send)
-
-
-def _detail(limit: int, setting: str) -> str:
-    return f"request body is over the {limit} byte limit; the server's {setting} setting sets it"
+            await _too_large(detail, send)
 
 
 class BodyTooLarge(HTTPException):
@@ -58,12 +85,12 @@ class BodyTooLarge(HTTPException):
     parsing turn any other error into a bare 400 ("There was an error parsing the
     body"), but let this one through to answer 413."""
 
-    def __init__(self, limit: int, setting: str) -> None:
-        super().__init__(status.HTTP_413_CONTENT_TOO_LARGE, _detail(limit, setting))
+    def __init__(self, detail: str) -> None:
+        super().__init__(status.HTTP_413_CONTENT_TOO_LARGE, detail)
 
 
-async def _too_large(limit: int, setting: str, send: Send) -> None:
-    body = json.dumps({"detail": _detail(limit, setting)}).encode()
+async def _too_large(detail: str, send: Send) -> None:
+    body = json.dumps({"detail": detail}).encode()
     HTTP_ERRORS.labels("413").inc()
     await send(
         {

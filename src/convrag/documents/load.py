@@ -174,6 +174,59 @@ def _decode_line(path: Path, line: bytes, offset: int, first: bool) -> str:
         ) from exc
 
 
+#: The most UTF-8 bytes of a record's ``_id``: it becomes the document's ``source``, a key
+#: of Postgres's ``UNIQUE (workspace_id, source)`` index, whose entries may not pass
+#: 2,704 bytes; 1,000 leaves room for the workspace id and any 4-byte characters.
+MAX_ID_BYTES = 1000
+
+#: The most characters of a record's ``title``: it is listed with every document and
+#: embedded before each of its chunks, so a title the length of a text would swamp both.
+MAX_TITLE_CHARS = 1000
+
+#: How ``_id`` may not start: the ``source`` forms of files (an upload's ``upload:NAME``,
+#: an ingested file's absolute path), which a record would otherwise silently replace.
+RESERVED_ID_PREFIXES = ("upload:", "/")
+
+
+def _bad_character(value: object) -> str | None:
+    """What makes ``value`` (a string, or JSON holding strings) unstorable, if anything:
+    a NUL, which PostgreSQL's text refuses, or a lone surrogate (``"\\ud800"``), which is
+    no character and cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "a NUL character (\\u0000)"
+        if any("\ud800" <= c <= "\udfff" for c in value):
+            return "a lone surrogate (an unpaired \\ud800-\\udfff escape, not a character)"
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if (why := _bad_character(k) or _bad_character(v)) is not None:
+                return why
+    if isinstance(value, list):
+        for v in value:
+            if (why := _bad_character(v)) is not None:
+                return why
+    return None
+
+
+def _check_record_id(where: str, doc_id: str) -> None:
+    """Refuse an ``_id`` too long to index or in the form of a file's ``source``."""
+    size = len(doc_id.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        raise IngestError(
+            f"{where}: _id is {size} bytes long (UTF-8), over the limit of {MAX_ID_BYTES} "
+            "bytes; use a shorter id"
+        )
+    for prefix in RESERVED_ID_PREFIXES:
+        if doc_id.startswith(prefix):
+            shown = doc_id if len(doc_id) <= 80 else doc_id[:77] + "..."
+            raise IngestError(
+                f"{where}: _id {shown!r} starts with {prefix!r}, the form of an uploaded or "
+                "ingested file's id (the record would replace that file's document); "
+                "use an _id that starts with neither 'upload:' nor '/'"
+            )
+
+
 def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[tuple[int, SourceDocument]]:
     """Each record of a JSONL file with its line number, checked field by field."""
     records = 0
@@ -192,7 +245,7 @@ def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[tuple[int
             raise IngestError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
         if not isinstance(rec, dict) or "_id" not in rec or "text" not in rec:
             raise IngestError(
-                f"{path}:{lineno}: each line needs {{_id, title, text}}; got keys "
+                f"{path}:{lineno}: each line needs _id and text (title is optional); got keys "
                 f"{sorted(rec) if isinstance(rec, dict) else type(rec).__name__}"
             )
         doc_id, title, text = rec["_id"], rec.get("title"), rec["text"]
@@ -206,11 +259,20 @@ def _jsonl_records(path: Path, raw: bytes, limits: Limits) -> Iterator[tuple[int
             )
         if not isinstance(text, str):
             raise IngestError(f"{where}: text must be a string, got {type(text).__name__}")
-        for name, value in (("_id", doc_id), ("title", title or ""), ("text", text)):
-            if "\x00" in value:
-                raise IngestError(f"{where}: {name} contains a NUL character (\\u0000); remove it")
+        for name, value in rec.items():
+            if (why := _bad_character(name)) is not None:
+                raise IngestError(f"{where}: a field name contains {why}; remove it")
+            if (why := _bad_character(value)) is not None:
+                raise IngestError(f"{where}: {name} contains {why}; remove it")
+        _check_record_id(where, doc_id)
+        title = (title or "").strip() or None
+        if title is not None and len(title) > MAX_TITLE_CHARS:
+            raise IngestError(
+                f"{where}: title is {len(title)} characters long, over the limit of "
+                f"{MAX_TITLE_CHARS}; shorten it (the text holds the rest)"
+            )
         meta = {k: v for k, v in rec.items() if k not in ("_id", "title", "text")}
-        yield lineno, SourceDocument(doc_id, (title or "").strip() or None, text, meta)
+        yield lineno, SourceDocument(doc_id, title, text, meta)
 
 
 #: What one parsed HTML element costs in memory, about (BeautifulSoup's tree).

@@ -208,7 +208,8 @@ class DocumentStore(PooledStore):
         upload_path: str | None = None,
     ) -> None:
         """Create or update the document row alone (used for background ingest status);
-        ``upload_path`` is the saved file a ``processing`` upload is read from."""
+        ``upload_path`` is the saved file a ``processing`` upload is read from. The title
+        is the one being ingested, so an upload's answer shows what the ingest stores."""
         await self.ensure_workspace(workspace_id)
         async with self.pool.connection() as conn:
             await conn.execute(
@@ -217,6 +218,7 @@ class DocumentStore(PooledStore):
                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (workspace_id, source) DO UPDATE
                    SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
+                       title = EXCLUDED.title,
                        upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
                        updated_at = now()""",
                 (
@@ -253,6 +255,19 @@ class DocumentStore(PooledStore):
                 )
             ).fetchall()
         return [(r["workspace_id"], r["upload_path"]) for r in rows]
+
+    async def upload_in_use(self, workspace_id: str, upload_path: str) -> bool:
+        """Whether a document of the workspace is still read from the saved upload
+        ``upload_path`` (the other records of a ``.jsonl`` file)."""
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT 1 FROM documents WHERE workspace_id = %s AND upload_path = %s "
+                    "AND status = 'processing' LIMIT 1",
+                    (workspace_id, upload_path),
+                )
+            ).fetchone()
+        return row is not None
 
     async def fail_stopped_uploads(self, workspace_id: str, upload_path: str | None) -> None:
         """Give up on the stopped upload of ``upload_path`` (its file is gone)."""

@@ -16,6 +16,7 @@ from fastapi.responses import PlainTextResponse
 from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
 from convrag.api.metrics import HTTP_ERRORS
+from convrag.api.middleware import file_over_limit
 from convrag.api.schemas import (
     UPLOAD_LISTED,
     DocumentOut,
@@ -24,7 +25,7 @@ from convrag.api.schemas import (
     keyed_route_responses,
 )
 from convrag.documents import SUPPORTED, IngestError
-from convrag.ingest import accept_upload, delete_document
+from convrag.ingest import DocumentBusy, accept_upload, delete_document
 from convrag.services import Services
 
 router = APIRouter(tags=["documents"], responses=keyed_route_responses())
@@ -119,8 +120,7 @@ async def upload_document(
     data = await file.read(settings.max_file_bytes + 1)
     if len(data) > settings.max_file_bytes:
         raise HTTPException(
-            status.HTTP_413_CONTENT_TOO_LARGE,
-            f"file: over the {settings.max_file_bytes} byte limit (the server's MAX_FILE_BYTES)",
+            status.HTTP_413_CONTENT_TOO_LARGE, file_over_limit(settings.max_file_bytes)
         )
     try:
         document_ids = await accept_upload(services, workspace, name, data)
@@ -268,12 +268,23 @@ async def document_text(
 @router.delete(
     "/v1/documents/{document_id}",
     status_code=204,
-    responses=error_responses({404: _NOT_FOUND}),
+    responses=error_responses(
+        {404: _NOT_FOUND, 409: "The document is still processing: its ingest is running."}
+    ),
 )
 async def remove_document(
     document_id: DocumentId, workspace: WorkspaceDep, services: ServicesDep
 ) -> Response:
-    """Delete a document and every chunk of it, in Postgres and Milvus."""
-    if not await delete_document(services, workspace, document_id):
+    """Delete a document and every chunk of it, in Postgres and Milvus.
+
+    A document still ``processing`` gets 409: its ingest would store it again when it
+    ends. Delete it once ``GET /v1/documents/{id}`` says ``ready`` or ``failed``.
+    """
+    try:
+        deleted = await delete_document(services, workspace, document_id)
+    except DocumentBusy as exc:
+        HTTP_ERRORS.labels("409").inc()
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
+    if not deleted:
         raise not_found("document", document_id)
     return Response(status_code=204)
