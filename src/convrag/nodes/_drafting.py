@@ -16,7 +16,12 @@ from langgraph.runtime import Runtime
 from convrag.answering.extractive import answer_length, extractive_answer
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.ranking import query_coverage
-from convrag.answering.replies import RAG_OFF_ANSWER, chit_chat_answer, reformat_previous
+from convrag.answering.replies import (
+    NO_SOURCES_ANSWER,
+    RAG_OFF_ANSWER,
+    chit_chat_answer,
+    reformat_previous,
+)
 from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
@@ -123,7 +128,8 @@ async def llm_draft(
 
 async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:
     """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences
-    ranked with the embedder (in a thread: it is CPU work)."""
+    ranked with the embedder (in a thread: it is CPU work), or ``NO_ANSWER_TEXT`` when
+    none can be quoted."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
         lowered = state["message"].lower()
@@ -133,7 +139,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]
-    return await asyncio.to_thread(
+    text = await asyncio.to_thread(
         extractive_answer,
         rewritten,
         state.get("sources") or [],
@@ -142,6 +148,8 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         max_sentences=answer_length(rewritten, ctx.answer_sentences),
         similarity=cosine_to_query(ctx.deps.sentences),
     )
+    # Nothing to quote is "not found", which NO_ANSWER_TEXT words.
+    return ctx.deps.settings.no_answer_text if text == NO_SOURCES_ANSWER else text
 
 
 def stream_text(runtime: Runtime[Context], text: str, node: str, size: int = 24) -> None:
