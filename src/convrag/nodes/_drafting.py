@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from convrag.answering.extractive import answer_length, extractive_answer
@@ -30,6 +31,7 @@ from convrag.llm import attempt, chat_model
 from convrag.prompts import Fence
 from convrag.state import Draft, DraftUpdate, State
 from convrag.text.entities import extract_entities
+from convrag.text.tokens import storable
 
 _REFORMAT_WORDS = (
     "table",
@@ -62,12 +64,6 @@ async def llm_draft(
     """Stream the LLM's answer as ``token`` events; a failure after tokens sends ``reset``."""
     ctx = runtime.context
     services = ctx.deps
-    model = chat_model(
-        model_name,
-        services.settings,
-        temperature=ctx.answer_temperature,
-        timeout=ctx.answer_timeout_s,
-    )
     tools = []
     if services.web is not None and ctx.web_search != "off" and not state.get("web_search_done"):
         tools = [services.web.as_tool()]
@@ -105,15 +101,24 @@ async def llm_draft(
         fence,
         services.settings.no_answer_text,
     )
-    reply, failure = await attempt(
-        llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s
-    )
+
+    async def call() -> AIMessage:
+        model = chat_model(
+            model_name,
+            services.settings,
+            temperature=ctx.answer_temperature,
+            timeout=ctx.answer_timeout_s,
+        )
+        return await llm_answer(model, messages, on_token=on_token, tools=tools)
+
+    reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
     if reply is not None and held and not leaked:
         send(held)
     if reply is not None:
-        call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
-        if call is not None and tools:
-            return LlmDraft(web_query=str(call["args"].get("query") or rewritten))
+        tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
+        if tool_call is not None and tools:
+            query = storable(str(tool_call["args"].get("query") or "")).strip()
+            return LlmDraft(web_query=query or rewritten)
         content = reply.content if isinstance(reply.content, str) else ""
         if fence.leaked(content):
             failure = "the answer leaked the system prompt's canary"
