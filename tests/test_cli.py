@@ -437,3 +437,38 @@ def test_ask_says_when_the_llm_failed_and_the_answer_is_quoted_instead(
     assert out.returncode == 0, out.stderr
     assert "25 days" in out.stdout
     assert "the LLM failed (" in out.stderr and "quoted from the sources instead" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ("nonexistent:model", "unknown provider 'nonexistent'"),
+        ("anthropic:claude-3-haiku", "langchain-anthropic"),
+        ("openai:stub-model", "no OPENAI_API_KEY; set OPENAI_API_KEY, or OPENAI_BASE_URL"),
+    ],
+)
+def test_config_refuses_an_llm_model_the_service_cannot_build(
+    cli_data: Path, model: str, said: str
+) -> None:
+    out = _run(["config"], cli_data, LLM_MODEL=model)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"error: LLM_MODEL '{model}' cannot be used: ")
+    assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_an_llm_on_a_local_server_needs_no_api_key(cli_data: Path) -> None:
+    out = _run(
+        ["config", "--json"],
+        cli_data,
+        LLM_MODEL="openai:stub-model",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["effective_llm_model"] == "openai:stub-model"
+
+
+def test_config_refuses_a_serper_base_url_without_a_scheme(cli_data: Path) -> None:
+    out = _run(["config"], cli_data, SERPER_BASE_URL="localhost:8712")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "SERPER_BASE_URL='localhost:8712'" in out.stderr
+    assert "e.g. http://localhost:8712" in out.stderr

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import AliasChoices
+from pydantic import AliasChoices, ValidationError
 
-from convrag.config import Settings
+from convrag.config import Settings, settings_problems
 
 
 def test_defaults_need_no_url_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,3 +46,19 @@ def test_the_readme_configuration_table_names_every_setting() -> None:
         alias = field.validation_alias
         env = alias.choices[0] if isinstance(alias, AliasChoices) else name.upper()
         assert f"`{env}`" in table, f"{env} is not in README.md's configuration table"
+
+
+@pytest.mark.parametrize("variable", ["SERPER_BASE_URL", "OPENAI_BASE_URL"])
+def test_a_base_url_without_an_http_scheme_is_refused_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "localhost:8712")
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    [line] = settings_problems(caught.value)
+    assert line == (
+        f"{variable}='localhost:8712': must be an http:// or https:// URL with a host; "
+        "add the scheme, e.g. http://localhost:8712"
+    )
+    monkeypatch.setenv(variable, " http://localhost:8712/v1 ")
+    assert getattr(Settings(), variable.lower()) == "http://localhost:8712/v1"

@@ -1785,3 +1785,40 @@ async def test_an_upload_sent_as_a_form_field_not_a_file_names_the_fix(
     assert resp.status_code == 422
     detail = resp.json()["detail"]
     assert "file" in detail and "filename" in detail and "UploadFile" not in detail
+
+
+async def test_a_turn_failed_by_data_the_database_refused_is_named_so_and_logged_once(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not "the database was unavailable" (a 503 to retry), and no SQL for the client."""
+    import importlib
+
+    from psycopg import DataError
+
+    drafting = importlib.import_module("convrag.nodes._drafting")
+
+    def refused(text: str) -> list[str]:
+        raise DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes: INSERT INTO")
+
+    monkeypatch.setattr(drafting, "extract_entities", refused)
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        events = await _sse(
+            client,
+            f"{base_url}/v1/conversations/{conv}/messages",
+            {"content": "What is John Doe's basic salary?"},
+            _auth(tenant),
+        )
+    name, error = events[-1]
+    reason = "the database refused the turn's data (DataError)"
+    assert name == "error" and error == {"code": "turn_failed", "message": reason}
+    [row] = await _turn_rows(services, conv)
+    turn = await services.db.get_turn(tenant["workspace"], conv, row["id"])
+    assert turn is not None and turn.status == "failed" and turn.error == reason
+    logged = [r for r in caplog.records if r.name == "convrag.assistant"]
+    assert len(logged) == 1 and reason in logged[0].getMessage()
+    assert logged[0].exc_info is not None  # the traceback, for the server log only

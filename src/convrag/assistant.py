@@ -91,14 +91,15 @@ class Assistant:
         return cast(State, result)
 
     async def fail_turn(self, workspace_id: str, turn_id: str, exc: BaseException) -> None:
-        """Mark the turn ``failed`` with :func:`failure_reason` of ``exc``, if this run
-        had stored it (a conflict with another run's turn leaves that one alone). Best
-        effort: when the database itself is down, the turn stays ``processing`` until
-        restart recovery."""
+        """Log the failure (once, with its traceback) and mark the turn ``failed`` with
+        :func:`failure_reason` of ``exc``, if this run had stored it (a conflict with
+        another run's turn leaves that one alone and is no failure). Best effort: when the
+        database itself is down, the turn stays ``processing`` until restart recovery."""
         from convrag.nodes.load_history import ConversationBusy, TurnConflict
 
         if isinstance(exc, (TurnConflict, ConversationBusy)):
             return
+        log.error("turn %s failed: %s", turn_id, failure_reason(exc), exc_info=exc)
         try:
             await self.services.db.fail_turn(workspace_id, turn_id, failure_reason(exc))
         except Exception:
@@ -138,13 +139,19 @@ class Assistant:
 
 
 def failure_reason(exc: BaseException) -> str:
-    """The short reason a failed turn is stored with: a store's error by its kind (its
-    message names internal hosts and ports), anything else by its type and message."""
+    """The short reason a failed turn is stored with, and clients are told: a store's
+    error by its kind (its message names internal hosts and ports, or quotes SQL),
+    anything else by its type and message. Data the database refused (a NUL, a value out
+    of range: ``psycopg.DataError``) is a fault in what the turn produced, not an outage,
+    and is named as such."""
+    from psycopg import DataError
     from psycopg import Error as PostgresError
     from pymilvus import MilvusException
 
     if isinstance(exc, MilvusException):
         return "the vector index was unavailable"
+    if isinstance(exc, DataError):
+        return f"the database refused the turn's data ({type(exc).__name__})"
     if isinstance(exc, PostgresError):
         return "the database was unavailable"
     message = " ".join(str(exc).split())[:200]

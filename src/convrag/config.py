@@ -224,6 +224,23 @@ class Settings(BaseSettings):
             )
         return days or None
 
+    @field_validator("openai_base_url", "serper_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        # Without a scheme, "localhost:8712" parses as scheme "localhost": the clients
+        # then fail on every call, far from the setting that caused it.
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            host = value.split("://")[-1].lstrip("/") or "localhost:8080"
+            raise ValueError(
+                f"must be an http:// or https:// URL with a host; add the scheme, "
+                f"e.g. http://{host}"
+            )
+        return value
+
     @field_validator("reranker")
     @classmethod
     def _reranker(cls, value: str) -> str:

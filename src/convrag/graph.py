@@ -101,7 +101,9 @@ POLICIES: dict[str, NodePolicy] = {
     "retrieve_vectors": NodePolicy(
         timeout=_retrieval_limit, fallback=lambda _: {"vector_hits": []}
     ),
-    "web_search": NodePolicy(timeout=_web_limit, fallback=search_failed),
+    "web_search": NodePolicy(
+        timeout=_web_limit, fallback=search_failed, flag="web_search_fallback"
+    ),
 }
 """Nodes whose policy is not the default (timed, errors fail the turn)."""
 

@@ -106,7 +106,10 @@ def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "
 @asynccontextmanager
 async def open_services(settings: Settings | None = None) -> AsyncIterator[Services]:
     """Start/connect every store and yield the services; close them all on exit."""
+    from convrag.llm import check_llm_model
+
     settings = settings or get_settings()
+    check_llm_model(settings)  # before any store starts: every turn would need it
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         if settings.database_url is not None:

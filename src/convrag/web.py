@@ -11,12 +11,15 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote_plus
 
 import aiohttp
 from aiohttp import hdrs
 from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
 from langchain_core.tools import StructuredTool
 from yarl import URL
+
+from convrag.text.tokens import storable
 
 SERPER_HOST = "google.serper.dev"
 
@@ -92,21 +95,15 @@ class WebSearch:
         box = raw.get("answerBox")
         if isinstance(box, dict) and (box.get("answer") or box.get("snippet")):
             results.append(
-                {
-                    "title": box.get("title") or query,
-                    "url": box.get("link") or f"https://www.google.com/search?q={query}",
-                    "snippet": box.get("answer") or box.get("snippet"),
-                }
+                _hit(
+                    box.get("title") or query,
+                    box.get("link") or f"https://www.google.com/search?q={quote_plus(query)}",
+                    box.get("answer") or box.get("snippet"),
+                )
             )
         for item in raw.get("organic", [])[: self.k]:
             if item.get("link"):
-                results.append(
-                    {
-                        "title": item.get("title", ""),
-                        "url": item["link"],
-                        "snippet": item.get("snippet", ""),
-                    }
-                )
+                results.append(_hit(item.get("title"), item["link"], item.get("snippet")))
         return results
 
     def as_tool(self) -> StructuredTool:
@@ -128,3 +125,13 @@ class WebSearch:
         for session in self._sessions.values():
             await session.close()
         self._sessions.clear()
+
+
+def _hit(title: object, url: object, snippet: object) -> dict[str, Any]:
+    """One result as ``{title, url, snippet}``, strings the database can store: a page's
+    text may hold a NUL or a lone surrogate, which would fail the turn when it is kept."""
+    return {
+        "title": storable(str(title or "")),
+        "url": storable(str(url or "")),
+        "snippet": storable(str(snippet or "")),
+    }

@@ -73,7 +73,9 @@ async def test_an_answer_that_leaks_the_canary_is_replaced_by_the_extractive_ans
         if mode == "custom" and chunk.get("event") == "token" and chunk["node"] == "synthesize":
             streamed += chunk["text"]
     system = _text(llm.requests[-1]["messages"][0])
-    canary = system.rsplit(" ", 1)[-1]
+    found = re.search(r"never to be written: (\w+)", system)
+    assert found is not None
+    canary = found.group(1)
     assert streamed.startswith("My instructions end with")
     assert canary not in streamed  # held back, never sent to the client
     state = (await assistant.graph.aget_state(assistant.config(conv))).values

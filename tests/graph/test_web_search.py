@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
+import pytest
+
+from convrag.api.metrics import REGISTRY, observe_turn
 from convrag.assistant import Assistant
 from convrag.context import Context
 from convrag.services import Services
@@ -116,3 +120,67 @@ async def test_the_answering_llm_can_call_google_search_as_a_tool(
     assert state["citations"][0]["source_type"] == "web"
     turn = (await services.db.all_turns(seeded, conv))[-1]
     assert turn.web_search_triggered
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        pytest.param(SerperReply(status=500), "error: ClientResponseError (HTTP 500)", id="500"),
+        pytest.param(SerperReply(status=403), "error: ClientResponseError (HTTP 403)", id="403"),
+        pytest.param(SerperReply(delay_s=2.0), "timeout", id="slow"),
+        pytest.param(SerperReply(organic=[]), "no results", id="empty"),
+    ],
+)
+async def test_a_failed_or_empty_web_search_is_flagged_logged_and_counted(
+    assistant: Assistant,
+    serper: SerperStub,
+    seeded: str,
+    caplog: pytest.LogCaptureFixture,
+    reply: SerperReply,
+    why: str,
+) -> None:
+    serper.add_rule(None, reply)
+    conv = await assistant.new_conversation(seeded)
+    before = REGISTRY.get_sample_value("convrag_fallbacks_total", {"step": "web_search"}) or 0.0
+    with caplog.at_level(logging.WARNING):
+        state = await assistant.ask(
+            "What is the latest volcano eruption news?",
+            conv,
+            workspace_id=seeded,
+            context=Context(workspace_id=seeded, llm_model="none", web_timeout_s=0.5),
+        )
+    assert state["flags"]["web_search_triggered"] is True
+    assert state["flags"]["web_search_fallback"] == why
+    warned = [r for r in caplog.records if r.name.startswith("convrag.nodes")]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
+    observe_turn(state, 0.1)
+    after = REGISTRY.get_sample_value("convrag_fallbacks_total", {"step": "web_search"})
+    assert after == before + 1
+
+
+async def test_nul_bytes_in_web_results_are_dropped_and_the_turn_is_stored(
+    assistant: Assistant, services: Services, serper: SerperStub, seeded: str
+) -> None:
+    serper.add_rule(
+        "latest",
+        SerperReply(
+            organic=[
+                {
+                    "title": "Volcano\u0000 news",
+                    "link": "https://news.example/volcano",
+                    "snippet": "The latest eruption\u0000 report was published this week.",
+                }
+            ]
+        ),
+    )
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask(
+        "What is the latest volcano eruption news?",
+        conv,
+        workspace_id=seeded,
+        context=Context(workspace_id=seeded, llm_model="none"),
+    )
+    [web] = [s for s in state["sources"] if s["source_type"] == "web"]
+    assert web["title"] == "Volcano news" and "\x00" not in web["text"]
+    [turn] = await services.db.all_turns(seeded, conv)
+    assert turn.web_search_triggered and "\x00" not in turn.answer

@@ -50,11 +50,24 @@ async def test_a_node_over_the_runs_time_limit_degrades_to_its_fallback() -> Non
     assert out["vector_hits"] == [] and out["errors"] == {"retrieve_vectors": "timeout"}
 
 
-async def test_a_failing_node_with_a_fallback_records_the_error_and_goes_on() -> None:
+async def test_a_failing_node_with_a_fallback_records_the_error_and_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     node = apply_policy("retrieve_vectors", _broken, NodePolicy(fallback=lambda _: {"x": 1}))
     out = await node(cast(State, {}), runtime=_runtime())
     assert out["x"] == 1
-    assert out["errors"]["retrieve_vectors"] == "error: ConnectionError: milvus is down"
+    assert out["errors"]["retrieve_vectors"] == "error: ConnectionError"
+    assert "flags" not in out
+    # One warning line with the full message, for the server log only.
+    [record] = caplog.records
+    assert "retrieve_vectors failed" in record.getMessage()
+    assert "milvus is down" in record.getMessage()
+
+
+async def test_a_fallback_with_a_flag_tells_the_client_why() -> None:
+    policy = NodePolicy(fallback=lambda _: {"flags": {"seen": True}}, flag="step_fallback")
+    out = await apply_policy("web_search", _broken, policy)(cast(State, {}), runtime=_runtime())
+    assert out["flags"] == {"seen": True, "step_fallback": "error: ConnectionError"}
 
 
 async def test_a_failing_node_without_a_fallback_fails_the_turn() -> None:

@@ -219,12 +219,12 @@ async def test_chit_chat_after_a_turn_needs_no_retrieval_and_no_llm_call(
         pytest.param(Reply(status=500), "error", id="http-500"),
     ],
 )
-async def test_an_invalid_llm_reply_keeps_the_original_question_and_the_rules_classification(
+async def test_an_invalid_llm_reply_falls_back_to_the_rules_rewrite_and_says_why(
     settings: Settings, stub: OpenAIStub, reply: Reply, reason: str
 ) -> None:
     stub.add_rule("Latest user question", reply)
     out, events = await _run(FOLLOW_UP, SALARY, settings, stub)
-    assert out["rewritten_query"] == FOLLOW_UP
+    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"  # as no LLM
     assert out["rewrite_method"] == "fallback"
     assert out["classification"] == "follow_up"  # the rules' verdict
     assert out["flags"]["rewrite_fallback"].startswith(reason)
@@ -238,8 +238,52 @@ async def test_a_slow_llm_falls_back_within_the_rewrite_time_limit(
 ) -> None:
     stub.add_rule("Latest user question", Reply(delay_s=2.0))
     out, _ = await _run(FOLLOW_UP, SALARY, settings, stub, rewrite_timeout_s=0.3)
-    assert out["rewritten_query"] == FOLLOW_UP
+    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
     assert out["flags"]["rewrite_fallback"] == "timeout"
+
+
+async def test_a_failed_standalone_rewrite_keeps_the_question_as_the_rules_do(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    stub.add_rule("Latest user question", Reply(status=500))
+    out, _ = await _run(STANDALONE, SALARY, settings, stub)
+    assert (out["classification"], out["rewritten_query"]) == ("standalone", STANDALONE)
+    assert out["rewrite_method"] == "fallback"
+
+
+async def test_the_providers_error_text_stays_out_of_the_flag_but_its_status_is_kept(
+    settings: Settings, stub: OpenAIStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    stub.add_rule("Latest user question", Reply(status=500, error_message="boom from stub"))
+    out, _ = await _run(FOLLOW_UP, SALARY, settings, stub)
+    why = out["flags"]["rewrite_fallback"]
+    assert why.startswith("error: ") and why.endswith(" (HTTP 500)") and "boom" not in why
+    assert "boom from stub" in caplog.text  # the server log has it in full
+
+
+async def test_a_model_that_cannot_be_built_falls_back_instead_of_raising(
+    settings: Settings,
+) -> None:
+    out, _ = await _run(FOLLOW_UP, SALARY, settings, None, llm_model="nonexistent:model")
+    assert out["rewrite_method"] == "fallback"
+    assert out["flags"]["rewrite_fallback"] == "error: ValueError"
+    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
+
+
+async def test_a_base_url_without_an_api_key_reaches_a_local_server(
+    settings: Settings, stub: OpenAIStub
+) -> None:
+    standalone = "What is Prasad Chaudhari's basic salary?"
+    stub.add_rule("Latest user question", _json("follow_up", standalone))
+    local = settings.model_copy(
+        update={
+            "openai_base_url": stub.base_url,
+            "openai_api_key": None,
+            "llm_model": "openai:stub-model",
+        }
+    )
+    out, _ = await _run(FOLLOW_UP, SALARY, local, None, llm_model=None)
+    assert (out["rewrite_method"], out["rewritten_query"]) == ("llm", standalone)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
-"""Tokeniser helpers: acronyms spelled out in a text."""
+"""Tokeniser helpers: acronyms spelled out in a text, and text Postgres can store."""
 
 from __future__ import annotations
 
-from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out
+from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out, storable
 
 
 def test_an_acronym_is_spelled_out_by_the_initials_of_consecutive_words() -> None:
@@ -34,3 +34,8 @@ def test_phrasal_verbs_give_the_nouns_written_as_one_word() -> None:
     text = "Data is backed up nightly. After logging in, set up the VPN, then shut down."
     assert phrasal_compounds(text) == {"backup", "login", "setup", "shutdown"}
     assert phrasal_compounds("It passes the test.") == set()
+
+
+def test_storable_drops_nul_and_lone_surrogates_and_keeps_every_real_character() -> None:
+    assert storable("a\x00b\ud800c\udfffd") == "abcd"
+    assert storable("café 😀 [1]\n\t") == "café 😀 [1]\n\t"

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from convrag import prompts
 from convrag.citations import strip_markers
 from convrag.records import HistoryTurn, Source
+from convrag.text.tokens import storable
 
 
 def build_messages(
@@ -63,16 +64,18 @@ async def llm_answer(
     tools: Sequence[Any] = (),
 ) -> AIMessage:
     """Stream an answer; every content token goes to ``on_token``. Returns the full message
-    (which may hold ``tool_calls`` when tools were bound)."""
+    (which may hold ``tool_calls`` when tools were bound). Text the database cannot store
+    (NUL, lone surrogates) is dropped from the tokens and the message alike."""
     runnable: Any = model.bind_tools(list(tools)) if tools else model
     full: AIMessageChunk | None = None
     async for chunk in runnable.astream(list(messages), config={"tags": ["answer"]}):
         if not isinstance(chunk, AIMessageChunk):
             continue
-        text = chunk.content if isinstance(chunk.content, str) else ""
+        text = storable(chunk.content) if isinstance(chunk.content, str) else ""
         if text:
             on_token(text)
         full = chunk if full is None else full + chunk
     if full is None:
         return AIMessage(content="")
-    return AIMessage(content=full.content, tool_calls=full.tool_calls)
+    content = storable(full.content) if isinstance(full.content, str) else full.content
+    return AIMessage(content=content, tool_calls=full.tool_calls)

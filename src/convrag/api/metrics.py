@@ -58,6 +58,10 @@ def observe_turn(state: Mapping[str, Any], seconds: float) -> None:
         FALLBACKS.labels("rewrite").inc()
     if flags.get("extractive_fallback"):
         FALLBACKS.labels("synthesize").inc()
+    if flags.get("rerank_fallback"):
+        FALLBACKS.labels("rerank").inc()
+    if flags.get("web_search_fallback"):
+        FALLBACKS.labels("web_search").inc()
     if state.get("regenerations"):
         REGENERATIONS.inc(state["regenerations"])
     if flags.get("web_search_triggered"):

@@ -35,7 +35,7 @@ from fastapi import HTTPException
 from convrag.api.errors import not_found, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
-from convrag.assistant import Assistant
+from convrag.assistant import Assistant, failure_reason
 from convrag.citations import markers
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
@@ -188,7 +188,11 @@ class TurnRunner:
             )
         except Exception as exc:  # reported as an `error` event, never a broken stream
             TURNS.labels("error").inc()
-            result.error = {"code": _code(exc), "message": str(exc)[:500]}
+            code = _code(exc)
+            # A failed turn is told by its short reason: the exception's own text can
+            # quote SQL, hosts or a provider's reply.
+            message = failure_reason(exc) if code == "turn_failed" else str(exc)
+            result.error = {"code": code, "message": message[:500]}
             request = payload.get("turn_request")
             if request:  # the question stays stored, as `failed` with why
                 await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)

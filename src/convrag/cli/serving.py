@@ -23,10 +23,12 @@ def config(
 ) -> None:
     """Print the effective settings (secrets masked); exit 2 on one this service cannot use."""
     from convrag.embeddings import check_model_name
+    from convrag.llm import check_llm_model
 
     settings = get_settings()
     try:
         check_model_name(settings.embedding_model)
+        check_llm_model(settings)
     except ValueError as exc:
         raise fail(exc) from None
     data = settings.masked()
@@ -61,9 +63,14 @@ def serve(
     With no DATABASE_URL / MILVUS_URI it starts the embedded PostgreSQL and Milvus Lite
     under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM).
     """
+    from convrag.llm import check_llm_model
     from convrag.server import run
 
     settings = get_settings()
+    try:
+        check_llm_model(settings)
+    except ValueError as exc:
+        raise fail(exc) from None
     _check_port_free(host, port)
     if settings.database_url is not None:
         _check_database(settings.database_url.get_secret_value())

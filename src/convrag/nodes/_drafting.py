@@ -11,12 +11,18 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from convrag.answering.extractive import answer_length, extractive_answer
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.ranking import query_coverage
-from convrag.answering.replies import RAG_OFF_ANSWER, chit_chat_answer, reformat_previous
+from convrag.answering.replies import (
+    NO_SOURCES_ANSWER,
+    RAG_OFF_ANSWER,
+    chit_chat_answer,
+    reformat_previous,
+)
 from convrag.citations import has_marker, strip_markers
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
@@ -25,6 +31,7 @@ from convrag.llm import attempt, chat_model
 from convrag.prompts import Fence
 from convrag.state import Draft, DraftUpdate, State
 from convrag.text.entities import extract_entities
+from convrag.text.tokens import storable
 
 _REFORMAT_WORDS = (
     "table",
@@ -57,12 +64,6 @@ async def llm_draft(
     """Stream the LLM's answer as ``token`` events; a failure after tokens sends ``reset``."""
     ctx = runtime.context
     services = ctx.deps
-    model = chat_model(
-        model_name,
-        services.settings,
-        temperature=ctx.answer_temperature,
-        timeout=ctx.answer_timeout_s,
-    )
     tools = []
     if services.web is not None and ctx.web_search != "off" and not state.get("web_search_done"):
         tools = [services.web.as_tool()]
@@ -100,15 +101,24 @@ async def llm_draft(
         fence,
         services.settings.no_answer_text,
     )
-    reply, failure = await attempt(
-        llm_answer(model, messages, on_token=on_token, tools=tools), ctx.answer_timeout_s
-    )
+
+    async def call() -> AIMessage:
+        model = chat_model(
+            model_name,
+            services.settings,
+            temperature=ctx.answer_temperature,
+            timeout=ctx.answer_timeout_s,
+        )
+        return await llm_answer(model, messages, on_token=on_token, tools=tools)
+
+    reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
     if reply is not None and held and not leaked:
         send(held)
     if reply is not None:
-        call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
-        if call is not None and tools:
-            return LlmDraft(web_query=str(call["args"].get("query") or rewritten))
+        tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
+        if tool_call is not None and tools:
+            query = storable(str(tool_call["args"].get("query") or "")).strip()
+            return LlmDraft(web_query=query or rewritten)
         content = reply.content if isinstance(reply.content, str) else ""
         if fence.leaked(content):
             failure = "the answer leaked the system prompt's canary"
@@ -123,7 +133,8 @@ async def llm_draft(
 
 async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:
     """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences
-    ranked with the embedder (in a thread: it is CPU work)."""
+    ranked with the embedder (in a thread: it is CPU work), or ``NO_ANSWER_TEXT`` when
+    none can be quoted."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
         lowered = state["message"].lower()
@@ -133,7 +144,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
     rewritten = state.get("rewritten_query") or state["message"]
-    return await asyncio.to_thread(
+    text = await asyncio.to_thread(
         extractive_answer,
         rewritten,
         state.get("sources") or [],
@@ -142,6 +153,8 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         max_sentences=answer_length(rewritten, ctx.answer_sentences),
         similarity=cosine_to_query(ctx.deps.sentences),
     )
+    # Nothing to quote is "not found", which NO_ANSWER_TEXT words.
+    return ctx.deps.settings.no_answer_text if text == NO_SOURCES_ANSWER else text
 
 
 def stream_text(runtime: Runtime[Context], text: str, node: str, size: int = 24) -> None:

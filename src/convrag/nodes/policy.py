@@ -10,7 +10,9 @@ would add a superstep to every failing branch. So the graph wraps every node onc
 - each node's wall time lands in ``timings``;
 - a node with a ``timeout`` runs under the run's limit;
 - a node with a ``fallback`` degrades instead of failing the turn: the error goes to
-  ``errors[node]`` and the fallback's update is written instead, except for a workspace
+  ``errors[node]`` (and to the node's ``flag``, if it has one, which clients see), the
+  server log gets one warning line, and the fallback's update is written instead, except
+  for a workspace
   embedded with another model (:class:`~convrag.embeddings.EmbeddingMismatch`), which
   no fallback can answer for: "not found" would blame the documents;
 - the node that starts a turn has its update passed through
@@ -20,6 +22,7 @@ would add a superstep to every failing branch. So the graph wraps every node onc
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -29,9 +32,11 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
-from convrag.llm import failure_text
+from convrag.llm import failure_detail, failure_text
 from convrag.services import Services
 from convrag.state import State, start_turn
+
+log = logging.getLogger(__name__)
 
 NodeFn = Callable[[State, Runtime[Context]], Awaitable[Mapping[str, Any]]]
 """A node as written: state and runtime in, a typed partial update out."""
@@ -51,6 +56,8 @@ class NodePolicy:
     """The run's time limit for the node, read from its context."""
     fallback: Callable[[State], Mapping[str, Any]] | None = None
     """The update written when the node fails or times out; ``None`` fails the turn."""
+    flag: str | None = None
+    """The turn flag that records why the fallback was written (``web_search_fallback``)."""
     starts_turn: bool = False
     """The node's update resets every per-turn field first."""
 
@@ -85,10 +92,13 @@ def apply_policy(
         except Exception as exc:
             if policy.fallback is None or isinstance(exc, EmbeddingMismatch):
                 raise
+            log.warning("%s failed, falling back: %s", name, failure_detail(exc))
             update, errors = policy.fallback(state), {name: failure_text(exc)}
         out = dict(update)
         if errors:
             out["errors"] = {**out.get("errors", {}), **errors}
+            if policy.flag is not None:
+                out["flags"] = {**out.get("flags", {}), policy.flag: errors[name]}
         out["timings"] = {**out.get("timings", {}), name: ms_since(start)}
         return start_turn(out) if policy.starts_turn else out
 

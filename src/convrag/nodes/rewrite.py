@@ -5,9 +5,10 @@ recognised by rules and never cost an LLM call; nor does a first turn, which has
 resolve. With an LLM, every later turn is classified and rewritten by it in one call that
 answers a JSON object ``{"classification": ..., "query": ...}``, at a low temperature and
 within the run's time limit: the model reads pronouns and topic shifts better than rules do.
-A reply that fails (error, timeout, empty) or does not pass :func:`check_decision` keeps the
-original question and the rules' classification, and records why. Without an LLM, the
-deterministic contextualizer resolves pronouns and ellipsis from the previous turns.
+A reply that fails (error, timeout, empty) or does not pass :func:`check_decision` gets
+what the no-LLM path gives (the rules' classification and, for a follow-up, their
+rewrite), and records why. Without an LLM, the deterministic contextualizer resolves
+pronouns and ellipsis from the previous turns.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 import time
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -32,7 +33,7 @@ from convrag.rewriting import Classification, Turn, classify, contextualize
 from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
 from convrag.state import RewriteMethod, RewriteUpdate, State
 from convrag.text.lexicon import AUX, WH
-from convrag.text.tokens import clean, content_words, tokenize
+from convrag.text.tokens import clean, content_words, storable, tokenize
 
 MAX_QUERY_CHARS = 1000
 """Upper bound of an LLM query, whatever the message's length."""
@@ -174,19 +175,22 @@ async def llm_rewrite(
     prompt = prompts.REWRITE_PROMPT.format(
         history=prompts.format_history(history), question=message
     )
-    model = chat_model(
-        model_name,
-        ctx.deps.settings,
-        temperature=ctx.rewrite_temperature,
-        timeout=ctx.rewrite_timeout_s,
-    )
-    reply, failure = await attempt(
-        model.ainvoke([HumanMessage(prompt)], config={"tags": [TAG_NOSTREAM, "rewrite"]}),
-        ctx.rewrite_timeout_s,
-    )
+
+    async def call() -> BaseMessage:
+        model = chat_model(
+            model_name,
+            ctx.deps.settings,
+            temperature=ctx.rewrite_temperature,
+            timeout=ctx.rewrite_timeout_s,
+        )
+        return await model.ainvoke(
+            [HumanMessage(prompt)], config={"tags": [TAG_NOSTREAM, "rewrite"]}
+        )
+
+    reply, failure = await attempt(call(), ctx.rewrite_timeout_s, what="the rewrite LLM call")
     if reply is None:
         return None, failure or "error"
-    text = reply.content if isinstance(reply.content, str) else ""
+    text = storable(reply.content) if isinstance(reply.content, str) else ""
     if not text.strip():
         return None, "empty"
     decision, invalid = parse_decision(text)
@@ -198,7 +202,7 @@ async def llm_rewrite(
 
 async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
     """Classify the message and make it standalone: by the LLM on every turn after the
-    first when one is configured, else by the rules."""
+    first when one is configured, else (or when that call fails) by the rules."""
     ctx = runtime.context
     message = state["message"]
     history = state.get("history") or []
@@ -221,7 +225,11 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             if classification != "no_retrieval":
                 query = clean(decision.query or "")
         else:
+            # What the no-LLM path would do: a failing LLM must not resolve follow-ups
+            # worse than no LLM at all.
             classification, method = classify(message, turns), "fallback"
+            if classification == "follow_up":
+                query = rules_rewrite(message, history)
             update["flags"] = {"rewrite_fallback": failure}
             update["errors"] = {"rewrite": failure or "error"}
     if classification != "no_retrieval" and ctx.rag_enabled:

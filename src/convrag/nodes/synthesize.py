@@ -8,7 +8,9 @@ With an LLM the answer does not repeat earlier answers, builds on them, and may 
 ``google_search`` tool once; when the sources do not hold the answer it replies the
 configured "not found" sentence alone, and the turn carries ``no_answer`` as the
 extractive "not found" does. Without one, or when the LLM fails mid-turn, the extractive
-answer runs instead (flagged), in the same graph.
+answer runs instead (flagged), in the same graph. Chit-chat ("thanks!") gets its fixed
+reply either way: an LLM call (with the web search tool) to say "you're welcome" costs
+time and tokens for nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from convrag.context import Context
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
 from convrag.nodes.merge_context import merge_context, retrieves
+from convrag.rewriting.classify import is_chit_chat
 from convrag.state import DraftUpdate, MergeUpdate, State, SynthesizeUpdate
+from convrag.text.tokens import clean
 
 
 async def synthesize(
@@ -46,6 +50,8 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         return {**drafted(state, text, extractive=True), "flags": {"no_answer": True}}
     excluded = state.get("excluded_entities") or []
     model_name = resolve_model(ctx.llm_model, ctx.deps.settings)
+    if state.get("classification") == "no_retrieval" and is_chit_chat(clean(state["message"])):
+        model_name = None  # chit-chat gets its fixed reply, never an LLM call
     fallback = DraftUpdate()
     if model_name is not None:
         result = await llm_draft(state, runtime, model_name, excluded, "synthesize")
@@ -59,6 +65,6 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         fallback = fell_back("synthesize", result.failure)
     text = await extractive_draft(state, ctx, excluded)
     stream_text(runtime, text, "synthesize")
-    if text in NOT_ANSWERED:
+    if text in NOT_ANSWERED or text == ctx.deps.settings.no_answer_text:
         fallback["flags"] = {**fallback.get("flags", {}), "no_answer": True}
     return {**drafted(state, text, extractive=True), **fallback}

@@ -2,10 +2,14 @@
 
 It runs when the policy says so (requested, low retrieval confidence, a freshness cue) or
 when the answering LLM called the tool. Results become numbered sources of type ``web``.
+A search that fails or times out (its node policy) or finds nothing is recorded in
+``flags.web_search_fallback`` (``error: ClientResponseError (HTTP 403)``, ``timeout``,
+``no results``), so a turn answered without the web says why.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +21,12 @@ from convrag.ids import web_source_id
 from convrag.records import Source, sources_out
 from convrag.state import State, WebSearchUpdate
 
+log = logging.getLogger(__name__)
+
 MAX_WEB_SOURCES = 3
+
+NO_RESULTS = "no results"
+"""``flags.web_search_fallback`` of a search that answered with nothing usable."""
 
 
 def searched(results: list[Source]) -> WebSearchUpdate:
@@ -56,7 +65,10 @@ async def web_search(state: State, runtime: Runtime[Context]) -> WebSearchUpdate
         if h["snippet"]
     ]
     update = searched(results)
-    if results:
+    if not results:
+        log.warning("web search found nothing usable")
+        update["flags"] = {**update["flags"], "web_search_fallback": NO_RESULTS}
+    else:
         sources = list(state.get("sources", []))
         known = {s["id"] for s in sources}
         sources.extend(r for r in results[:MAX_WEB_SOURCES] if r["id"] not in known)

@@ -3,8 +3,8 @@
 Used when no LLM is configured (and by the CANARD evaluation): :func:`classify` decides
 whether a message needs no retrieval, depends on the conversation or stands alone, and
 :func:`contextualize` rewrites a follow-up into a standalone query. With an LLM, the rewrite
-node still uses the rules to skip chit-chat without a call, and keeps their classification
-when the LLM's reply is unusable. Both take the earlier
+node still uses the rules to skip chit-chat without a call, and falls back to them (their
+classification and rewrite) when the LLM fails or its reply is unusable. Both take the earlier
 exchanges as :class:`Turn` objects, oldest first.
 
 * :mod:`~convrag.rewriting.history`: ``Turn``, the pronouns that point outside a message, and

@@ -25,6 +25,7 @@ __all__ = [
     "WHAT_ABOUT_RE",
     "Classification",
     "classify",
+    "is_chit_chat",
     "is_no_retrieval",
     "split_pleasantries",
 ]
@@ -188,6 +189,12 @@ def _classify(message: str, history: Sequence[Turn]) -> Classification:
     if COMPARATIVE_RE.search(msg) and len(content) <= 3:
         return "follow_up"
     return "standalone"
+
+
+def is_chit_chat(msg: str) -> bool:
+    """A greeting, thanks, a goodbye or a question about the assistant, and nothing else:
+    it gets a fixed reply, with or without an LLM."""
+    return not msg or bool(_CHITCHAT_RE.match(msg))
 
 
 def is_no_retrieval(msg: str) -> bool:

@@ -28,6 +28,7 @@ __all__ = [
     "is_verb_like",
     "join_tokens",
     "phrasal_compounds",
+    "storable",
     "strip_end",
     "strip_possessive",
     "tokenize",
@@ -45,6 +46,9 @@ _TOKEN_RE = re.compile(
 )
 _POSSESSIVE_RE = re.compile(r"['’]s$", re.IGNORECASE)
 _SPACE_RE = re.compile(r"\s+")
+# NUL and surrogates: a str decoded from JSON keeps a lone "\ud800" as such (a pair
+# becomes one astral character), so any surrogate left in a str is unpaired.
+_UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
 _TRAILING_PUNCT_RE = re.compile(r"[\s?.!,;:]+$")
 _BOUNDARY_PUNCT = frozenset('.!?:;"“”()[]•*-–—')
 
@@ -201,6 +205,14 @@ def is_plural_phrase(phrase: str) -> bool:
 def clean(message: str) -> str:
     """Collapse runs of whitespace and trim, so that the rules see one spacing."""
     return _SPACE_RE.sub(" ", message).strip()
+
+
+def storable(text: str) -> str:
+    """``text`` without what PostgreSQL cannot store in a text or JSONB value: NUL, and
+    lone surrogates (which do not encode as UTF-8). User input with them is refused at
+    the API; text from an LLM or the web is cleaned where it enters instead, so that one
+    stray byte in a reply does not fail the turn when it is stored."""
+    return _UNSTORABLE_RE.sub("", text)
 
 
 def strip_end(s: str) -> str:
