@@ -175,10 +175,10 @@ def test_eval_refuses_an_unknown_or_bad_knob_before_any_work(cli_data: Path) -> 
 def test_keys_create_prints_the_key_alone_and_notes_a_workspace_without_documents(
     cli_data: Path,
 ) -> None:
-    out = _run(["keys", "create", "-w", "cli"], cli_data)
+    out = _run(["keys", "create", "-w", "cli-keys-first"], cli_data)
     assert out.returncode == 0 and out.stdout.strip().startswith("crk_")
     assert len(out.stdout.strip().splitlines()) == 1
-    assert "note: workspace 'cli' has no documents" in out.stderr
+    assert "note: workspace 'cli-keys-first' has no documents" in out.stderr
 
 
 def test_version_prints_the_package_version(cli_data: Path) -> None:
