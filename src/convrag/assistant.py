@@ -47,8 +47,9 @@ class Assistant:
     durability: Durability = DEFAULT_DURABILITY
 
     def context(self, workspace_id: str, context: Context | None = None) -> Context:
-        """The run's context: the caller's knobs (or defaults) with this assistant's services."""
-        ctx = context or Context(workspace_id=workspace_id)
+        """The run's context: the caller's knobs, else the defaults with the environment's
+        time limits (``LLM_TIMEOUT_S``...), with this assistant's services."""
+        ctx = context or Context(workspace_id=workspace_id, **self.services.settings.time_limits)
         return replace(ctx, services=self.services)
 
     async def new_conversation(self, workspace_id: str) -> str:

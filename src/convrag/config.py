@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -21,6 +21,14 @@ DenseEngine = Literal["auto", "numpy", "milvus"]
 MAX_TTL_DAYS = 36500
 """The longest ``CONVERSATION_TTL_DAYS`` (100 years): past it, the cut-off date would
 overflow."""
+
+
+class TimeLimits(TypedDict):
+    """A run's time limits, by their ``Context`` knob names (see :attr:`Settings.time_limits`)."""
+
+    answer_timeout_s: float
+    rewrite_timeout_s: float
+    web_timeout_s: float
 
 
 class Settings(BaseSettings):
@@ -142,6 +150,28 @@ class Settings(BaseSettings):
         gt=0,
         validation_alias=AliasChoices("RERANK_TIMEOUT_S", "rerank_timeout_s"),
         description="After this, the fused order is kept (and the fallback recorded).",
+    )
+    llm_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("LLM_TIMEOUT_S", "llm_timeout_s"),
+        description="The answer LLM call's limit; after it the answer is quoted from the "
+        "sources (flagged).",
+    )
+    rewrite_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("REWRITE_TIMEOUT_S", "rewrite_timeout_s"),
+        description="The rewrite LLM call's limit; after it the rules rewrite (flagged).",
+    )
+    web_search_timeout_s: float = Field(
+        default=8.0,
+        gt=0,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices("WEB_SEARCH_TIMEOUT_S", "web_search_timeout_s"),
+        description="The web search's limit; after it the turn answers without the web (flagged).",
     )
     no_answer_text: str = Field(
         default="I could not find this in the workspace's documents.",
@@ -267,6 +297,17 @@ class Settings(BaseSettings):
         if self.openai_api_key is not None:
             return "openai:gpt-4o-mini"
         return None
+
+    @property
+    def time_limits(self) -> TimeLimits:
+        """The time limits a run takes from the environment, by their ``Context`` knob
+        names: the service, the CLI and the Python API start each run's context from
+        them (a run's own knobs still win)."""
+        return TimeLimits(
+            answer_timeout_s=self.llm_timeout_s,
+            rewrite_timeout_s=self.rewrite_timeout_s,
+            web_timeout_s=self.web_search_timeout_s,
+        )
 
     @property
     def effective_ingest_threads(self) -> int:

@@ -207,6 +207,25 @@ async def test_a_failed_rewrite_falls_back_to_the_rules_rewrite(
     assert state["answer"]  # the turn still completes
 
 
+async def test_a_run_without_its_own_context_takes_the_time_limits_of_the_environment(
+    assistant: Assistant,
+    llm: OpenAIStub,
+    services: Services,
+    seeded: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``REWRITE_TIMEOUT_S`` (here 0.5 s) bounds the rewrite call of a run started with no
+    context, as the service's and the CLI's are."""
+    limited = services.settings.model_copy(update={"rewrite_timeout_s": 0.5})
+    monkeypatch.setattr(services, "settings", limited)
+    llm.add_rule("Latest user question", Reply(delay_s=2.0))
+    conv = await assistant.new_conversation(seeded)
+    await assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded)
+    state = await assistant.ask("What about her basic salary?", conv, workspace_id=seeded)
+    assert state["flags"]["rewrite_fallback"] == "timeout"
+    assert state["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
+
+
 async def test_an_llm_failure_during_synthesis_gives_the_flagged_extractive_answer(
     assistant: Assistant, llm: OpenAIStub, services: Services, seeded: str
 ) -> None:

@@ -42,6 +42,7 @@ from convrag.embeddings import EmbeddingMismatch
 from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
+from convrag.services import Services
 from convrag.state import InputState, repetition_detected
 from convrag.stores.conversations import TurnRecord
 
@@ -264,11 +265,12 @@ async def drain(
 
 
 def turn_context(
-    workspace: str, rag: RagOptions, *, web_available: bool, create_conversation: bool = True
+    workspace: str, rag: RagOptions, services: Services, *, create_conversation: bool = True
 ) -> Context:
-    """The run's context from a request's ``rag`` options; 422 for web search asked of a
-    server that has no Serper key (it would silently not search)."""
-    if rag.web_search == "on" and not web_available:
+    """The run's context from a request's ``rag`` options and the server's time limits;
+    422 for web search asked of a server that has no Serper key (it would silently not
+    search)."""
+    if rag.web_search == "on" and services.web is None:
         raise HTTPException(
             422,
             "rag.web_search: 'on' needs web search, which this server does not have; "
@@ -281,6 +283,7 @@ def turn_context(
         score_threshold=rag.threshold,
         web_search=rag.web_search,
         create_conversation=create_conversation,
+        **services.settings.time_limits,
     )
 
 

@@ -37,7 +37,6 @@ def ask(
 ) -> None:
     """Ask one question from the command line; follow-ups keep the conversation id."""
     from convrag.assistant import open_assistant
-    from convrag.context import Context
 
     if not question.strip():
         raise fail('the question is empty: ask something, e.g. convrag ask "Who is Maria?" -w demo')
@@ -53,9 +52,7 @@ def ask(
                     "-c to start one (each answer prints its conversation id)"
                 )
             conv = conversation or await bot.new_conversation(workspace)
-            return await bot.ask(
-                question, conv, workspace_id=workspace, context=Context(workspace_id=workspace)
-            )
+            return await bot.ask(question, conv, workspace_id=workspace)
 
     state = run_command(go)
     if as_json:

@@ -258,12 +258,7 @@ async def post_message(
         queue, task = runner.start(
             conversation_id,
             payload,
-            turn_context(
-                workspace,
-                body.rag,
-                web_available=runner.assistant.services.web is not None,
-                create_conversation=False,
-            ),
+            turn_context(workspace, body.rag, runner.assistant.services, create_conversation=False),
         )
     except ConversationBusy:
         joined = runner.running(workspace, conversation_id, turn_id) if turn_id else None

@@ -135,7 +135,7 @@ async def chat_completions(
     conversation_id = await services.db.create_conversation(workspace)
     payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
     rag = body.workspace_rag or RagOptions()
-    context = turn_context(workspace, rag, web_available=runner.assistant.services.web is not None)
+    context = turn_context(workspace, rag, runner.assistant.services)
     counter = UsageMetadataCallbackHandler()
     token = _TURN_USAGE.set(counter)
     try:  # the turn's task is created here, in a context that holds its counter
