@@ -299,3 +299,11 @@ def test_rows_that_each_hold_an_asked_value_the_other_lacks_are_both_quoted() ->
     )
     answer = extractive_answer("What is the hotel limit in Europe and in Asia?", [rows])
     assert "Europe" in answer and "Asia" in answer and "Africa" not in answer
+
+
+def test_a_question_in_a_script_other_than_latin_is_answered_by_its_words() -> None:
+    travel = source(
+        "يجب حجز تذاكر القطار عبر مكتب السفر.\n\nالحد الأقصى للفندق 200 دولار في الليلة."
+    )
+    answer = extractive_answer("ما هو الحد الأقصى للفندق؟", [travel])
+    assert answer.startswith("الحد الأقصى للفندق 200 دولار في الليلة. [1]")

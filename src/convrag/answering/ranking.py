@@ -13,7 +13,7 @@ from convrag.records import HistoryTurn, Source, previous_question
 from convrag.text.tokens import phrasal_compounds, spelled_out
 from convrag.text.units import quotable, sentences
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9$,.%'-]*[a-z0-9%]|[a-z0-9]")
+_WORD = re.compile(r"[^\W_](?:[^\W_]|[$,.%'-])*(?:[^\W_]|%)|[^\W_]")
 _STOP = frozenset(
     [
         "a",
