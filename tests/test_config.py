@@ -62,3 +62,42 @@ def test_a_base_url_without_an_http_scheme_is_refused_naming_the_fix(
     )
     monkeypatch.setenv(variable, " http://localhost:8712/v1 ")
     assert getattr(Settings(), variable.lower()) == "http://localhost:8712/v1"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        ("CHUNK_OVERLAP", "900", "CHUNK_OVERLAP='900': must be smaller than CHUNK_SIZE (800)"),
+        ("SSE_KEEPALIVE_S", "inf", "SSE_KEEPALIVE_S='inf': input should be a finite number"),
+        (
+            "MILVUS_COLLECTION",
+            "bad name!",
+            "MILVUS_COLLECTION='bad name!': must be a Milvus collection name",
+        ),
+        ("RERANKER", "foo", "RERANKER='foo': use 'none' or 'http:<url"),
+        # The value may hold a password: it is never repeated.
+        ("DATABASE_URL", "mysql://u:pw@h/db", "DATABASE_URL: must be a PostgreSQL URL"),
+    ],
+)
+def test_a_setting_the_service_would_only_fail_on_later_is_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, line: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    [problem] = settings_problems(caught.value)
+    assert problem.startswith(line) and problem.count(f"{variable}=") <= 1
+
+
+def test_an_empty_data_dir_is_the_default_not_the_current_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONVRAG_DATA_DIR", "")
+    assert Settings().data_dir == Path(".convrag").resolve()
+
+
+def test_a_libpq_connection_string_is_a_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "host=db dbname=convrag user=app")
+    settings = Settings()
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == "host=db dbname=convrag user=app"

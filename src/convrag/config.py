@@ -7,12 +7,20 @@ leaving them unset runs the embedded stack under ``CONVRAG_DATA_DIR``.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
@@ -21,6 +29,9 @@ DenseEngine = Literal["auto", "numpy", "milvus"]
 MAX_TTL_DAYS = 36500
 """The longest ``CONVERSATION_TTL_DAYS`` (100 years): past it, the cut-off date would
 overflow."""
+
+
+_COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 
 
 class TimeLimits(TypedDict):
@@ -148,6 +159,7 @@ class Settings(BaseSettings):
     rerank_timeout_s: float = Field(
         default=1.0,
         gt=0,
+        allow_inf_nan=False,
         validation_alias=AliasChoices("RERANK_TIMEOUT_S", "rerank_timeout_s"),
         description="After this, the fused order is kept (and the fallback recorded).",
     )
@@ -204,6 +216,7 @@ class Settings(BaseSettings):
     rrf_bm25_weight: float = Field(
         default=0.2,
         ge=0.0,
+        allow_inf_nan=False,
         validation_alias=AliasChoices("RRF_BM25_WEIGHT"),
         description="Weight of the BM25 list in the fusion (the dense list weighs 1). "
         "0.2 was fitted on MTRAG ClapNQ and holds on Cloud (see BENCHMARKS.md).",
@@ -217,6 +230,7 @@ class Settings(BaseSettings):
     sse_keepalive_s: float = Field(
         default=15.0,
         gt=0,
+        allow_inf_nan=False,
         validation_alias=AliasChoices("SSE_KEEPALIVE_S"),
         description="Seconds without an event after which a streamed answer sends an SSE "
         "comment (`: keep-alive`), so proxies with an idle timeout keep the stream open.",
@@ -276,8 +290,51 @@ class Settings(BaseSettings):
     def _reranker(cls, value: str) -> str:
         from convrag.rerank import endpoint
 
-        endpoint(value)  # ValueError names the accepted forms
+        try:
+            endpoint(value)
+        except ValueError as exc:  # it names the accepted forms after "RERANKER=...: "
+            raise ValueError(str(exc).split(": ", 1)[-1]) from None
         return value
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap(cls, value: int, info: ValidationInfo) -> int:
+        # Checked here, not per ingest: every upload would fail on it, long after start.
+        size = info.data.get("chunk_size")
+        if size is not None and value >= size:
+            raise ValueError(f"must be smaller than CHUNK_SIZE ({size})")
+        return value
+
+    @field_validator("milvus_collection")
+    @classmethod
+    def _collection(cls, value: str) -> str:
+        if not _COLLECTION_NAME.fullmatch(value):
+            raise ValueError(
+                "must be a Milvus collection name: a letter or '_' first, then letters, "
+                "digits or '_', 255 characters at most"
+            )
+        return value
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _postgres_url(cls, value: object) -> object:
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if not isinstance(text, str) or not text.strip():
+            return None if isinstance(text, str) else value
+        scheme = urlsplit(text.strip()).scheme
+        if scheme not in ("postgresql", "postgres") and "=" not in text:
+            # The value may hold a password: it is not repeated.
+            raise ValueError(
+                "must be a PostgreSQL URL (postgresql://user:password@host:5432/dbname) "
+                "or a libpq connection string (host=... dbname=...)"
+            )
+        return text.strip()
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _default_when_empty(cls, value: object) -> object:
+        # CONVRAG_DATA_DIR= (set but empty) would otherwise be the current directory.
+        return ".convrag" if isinstance(value, str) and not value.strip() else value
 
     @field_validator("data_dir")
     @classmethod
@@ -354,11 +411,18 @@ def settings_problems(exc: ValidationError) -> list[str]:
     for error in exc.errors(include_url=False):
         name = ".".join(str(part) for part in error["loc"]) or "settings"
         rule = str(error["msg"]).removeprefix("Value error, ")
-        value = f"={error['input']!r}" if isinstance(error.get("input"), str | int | float) else ""
+        shown = isinstance(error.get("input"), str | int | float) and name not in _SECRET_SETTINGS
+        value = f"={error['input']!r}" if shown else ""
         if rule[1:2].islower():  # "Input should ..." reads on after the colon; a name stays
             rule = rule[:1].lower() + rule[1:]
         lines.append(f"{name}{value}: {rule}")
     return lines
+
+
+_SECRET_SETTINGS = frozenset(
+    {"DATABASE_URL", "OPENAI_API_KEY", "SERPER_API_KEY", "MILVUS_TOKEN", "RERANKER_API_KEY"}
+)
+"""Settings whose bad value is not repeated in an error: it may hold a password or key."""
 
 
 @lru_cache(maxsize=1)
