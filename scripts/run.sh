@@ -11,7 +11,7 @@ mkdir -p "$CONVRAG_DATA_DIR"
 .venv/bin/convrag ingest src/convrag/sample_docs --workspace demo
 keyfile="$CONVRAG_DATA_DIR/demo.key"
 if [ ! -s "$keyfile" ]; then
-  .venv/bin/convrag keys create --workspace demo > "$keyfile"
+  (umask 077 && .venv/bin/convrag keys create --workspace demo > "$keyfile")
 fi
 echo "demo workspace API key (also in $keyfile): $(cat "$keyfile")"
 exec .venv/bin/convrag serve "$@"

@@ -241,17 +241,26 @@ def test_the_ttl_is_off_unless_a_positive_number_of_days(
     assert Settings().conversation_ttl_days == days
 
 
-def test_the_sweep_command_refuses_to_run_without_a_ttl_or_with_a_bad_one(
+def test_the_sweep_command_does_nothing_without_a_ttl_and_refuses_a_bad_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A scheduled sweep with retention off (unset or 0) succeeds, deleting nothing; a
+    bad value is an error naming it."""
+    import json
+
     from typer.testing import CliRunner
 
     from convrag.cli import app
     from convrag.config import get_settings
 
-    for value, problem in [("", "is not set"), ("-3", "must be a number of days")]:
+    for value in ("", "0"):
         monkeypatch.setenv("CONVERSATION_TTL_DAYS", value)
         get_settings.cache_clear()
         result = CliRunner().invoke(app, ["sweep"])
-        assert result.exit_code == 2 and problem in result.output
+        assert result.exit_code == 0 and "kept; nothing to sweep" in result.output
+        assert json.loads(result.stdout.splitlines()[-1]) == {"deleted": 0, "ttl_days": None}
+    monkeypatch.setenv("CONVERSATION_TTL_DAYS", "-3")
+    get_settings.cache_clear()
+    result = CliRunner().invoke(app, ["sweep"])
+    assert result.exit_code == 2 and "must be a number of days" in result.output
     get_settings.cache_clear()

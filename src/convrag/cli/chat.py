@@ -113,7 +113,10 @@ def sweep() -> None:
 
     ttl = get_settings().conversation_ttl_days
     if not ttl:
-        raise fail("CONVERSATION_TTL_DAYS is not set: conversations are kept forever")
+        # Not an error: a scheduled sweep with retention switched off has nothing to do.
+        err.print("CONVERSATION_TTL_DAYS is unset or 0: conversations are kept; nothing to sweep")
+        print(json.dumps({"deleted": 0, "ttl_days": None}))
+        return
 
     async def go() -> int:
         async with open_assistant() as bot:
