@@ -10,15 +10,45 @@ importable from here.
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 from convrag.api.app import create_app
 from convrag.config import Settings
 
-__all__ = ["GRACEFUL_S", "create_app", "run"]
+__all__ = ["GRACEFUL_S", "create_app", "log_config", "run"]
 
 
 GRACEFUL_S = 5
 """Seconds uvicorn lets open connections (answer streams) finish after SIGTERM; with the
 lifespan's own bounded steps, a shutdown takes about 10 s at most."""
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's logging with a time on every line, plus convrag's own loggers at INFO
+    with their level and name: without it their lines (the startup summary, the sweep's
+    count, a fallback's reason) would go unformatted to stderr, or not at all below
+    WARNING."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    formatters = config["formatters"]
+    formatters["default"]["fmt"] = "%(asctime)s %(levelprefix)s %(message)s"
+    formatters["access"]["fmt"] = (
+        '%(asctime)s %(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s'
+    )
+    formatters["convrag"] = {
+        "()": "uvicorn.logging.DefaultFormatter",
+        "fmt": "%(asctime)s %(levelprefix)s %(name)s: %(message)s",
+        "use_colors": None,
+    }
+    config["handlers"]["convrag"] = {
+        "formatter": "convrag",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+    }
+    config["loggers"]["convrag"] = {"handlers": ["convrag"], "level": "INFO", "propagate": False}
+    return config
 
 
 def run(host: str, port: int, settings: Settings | None = None) -> None:
@@ -29,6 +59,6 @@ def run(host: str, port: int, settings: Settings | None = None) -> None:
         create_app(settings),
         host=host,
         port=port,
-        log_level="info",
+        log_config=log_config(),
         timeout_graceful_shutdown=GRACEFUL_S,
     )

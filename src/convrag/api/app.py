@@ -56,6 +56,22 @@ log = logging.getLogger(__name__)
 _MULTIPART_OVERHEAD = 64 * 1024
 
 
+def _summary(services: Services) -> str:
+    """One line saying what this process serves with: the version, the data directory,
+    each store embedded or external, the embedder, the LLM, web search and retention."""
+    s = services.settings
+    llm = s.effective_llm_model or "none (answers quote the documents)"
+    ttl = f"{s.conversation_ttl_days:g} days" if s.conversation_ttl_days else "keep forever"
+    return (
+        f"convrag {__version__}: data {s.data_dir}; PostgreSQL "
+        f"{'external (DATABASE_URL)' if s.database_url else 'embedded'}; Milvus "
+        f"{'external (MILVUS_URI)' if s.milvus_uri else 'Lite, embedded'}; embedder "
+        f"{services.embedder.name}; LLM {llm}; web search "
+        f"{'on' if services.web is not None else 'off'}; reranker {s.reranker}; "
+        f"retention {ttl}"
+    )
+
+
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     """The FastAPI app. Without ``services`` it opens (and on shutdown stops) the stores."""
 
@@ -66,6 +82,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 open_assistant(settings, services=services)
             )
             assistant.services.warm_after_ingest = True
+            log.info("%s", _summary(assistant.services))
             await _recover_interrupted(assistant.services)
             await _resume_stopped_uploads(assistant.services)
             supervisor = os.environ.get(SUPERVISOR_ENV)

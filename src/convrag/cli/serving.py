@@ -119,7 +119,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
     import uvicorn
 
     from convrag.api.app import SUPERVISOR_ENV
-    from convrag.server import GRACEFUL_S
+    from convrag.server import GRACEFUL_S, log_config
     from convrag.services import install_sigterm_handler, shared_stores
 
     # Until uvicorn takes SIGTERM over, it must still unwind the servers started here.
@@ -133,6 +133,6 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
             host=host,
             port=port,
             workers=workers,
-            log_level="info",
+            log_config=log_config(),
             timeout_graceful_shutdown=GRACEFUL_S,
         )
