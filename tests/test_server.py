@@ -1822,3 +1822,23 @@ async def test_a_turn_failed_by_data_the_database_refused_is_named_so_and_logged
     logged = [r for r in caplog.records if r.name == "convrag.assistant"]
     assert len(logged) == 1 and reason in logged[0].getMessage()
     assert logged[0].exc_info is not None  # the traceback, for the server log only
+
+
+async def test_a_message_to_a_deleted_conversation_is_a_404_logged_without_a_traceback(
+    base_url: str, tenant: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="convrag.assistant")
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        gone = await client.delete(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        assert gone.status_code == 204
+        sent = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "Where do staff park?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
+    assert sent.status_code == 404
+    logged = [r for r in caplog.records if r.name == "convrag.assistant"]
+    assert logged and all(r.levelno < logging.WARNING and not r.exc_info for r in logged)

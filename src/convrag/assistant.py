@@ -100,7 +100,10 @@ class Assistant:
 
         if isinstance(exc, (TurnConflict, ConversationBusy)):
             return
-        log.error("turn %s failed: %s", turn_id, failure_reason(exc), exc_info=exc)
+        if _refused(exc):  # the request's fault (a 404 or 422): no traceback to read
+            log.info("turn %s refused: %s", turn_id, failure_reason(exc))
+        else:
+            log.error("turn %s failed: %s", turn_id, failure_reason(exc), exc_info=exc)
         try:
             await self.services.db.fail_turn(workspace_id, turn_id, failure_reason(exc))
         except Exception:
@@ -137,6 +140,16 @@ class Assistant:
         ):
             yield mode, chunk
         await self.settle(conversation_id)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a turn failed on its request (another workspace's conversation, bad
+    input) rather than on the service: the HTTP reply says so, the log need not shout."""
+    from convrag.embeddings import EmbeddingMismatch
+
+    return isinstance(exc, PermissionError) or (
+        isinstance(exc, ValueError) and not isinstance(exc, EmbeddingMismatch)
+    )
 
 
 def failure_reason(exc: BaseException) -> str:
