@@ -369,3 +369,10 @@ def test_after_how_many_with_they_as_subject_them_is_not_the_counted_phrase() ->
     ]
     assert contextualize("When should I harvest them?", history) == "When should I harvest them?"
     assert "hours of sunlight" not in contextualize("What about pruning them?", history)
+
+
+def test_the_verb_after_a_do_support_subject_is_not_part_of_what_it_points_to() -> None:
+    policy = [Turn("What does the leave policy say?", "Every employee gets 25 days.")]
+    assert contextualize("Who wrote it?", policy) == "Who wrote the leave policy?"
+    cafeteria = [Turn("When does the cafeteria open?", "The cafeteria opens at 8:00.")]
+    assert "open close" not in contextualize("and when does it close?", cafeteria)

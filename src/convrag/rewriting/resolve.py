@@ -573,6 +573,9 @@ def _fragment(toks: tuple[Token, ...], span: NameSpan) -> bool:
     return not _DEMONYM_RE.search(span.key) and modifies_next(toks, span)
 
 
+_DO_SUPPORT = frozenset({"do", "does", "did"})
+
+
 def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | None:
     """Longest "the/his + words (+ of + words)" phrase, pronoun determiners resolved.
 
@@ -609,6 +612,16 @@ def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | 
             else:
                 break
         while words and words[-1] in ("of", "the"):
+            words.pop()
+        if (
+            len(words) > 1
+            and words[-1].islower()
+            and (j >= n or toks[j].kind == "punct")
+            and k > 0
+            and toks[k - 1].low in _DO_SUPPORT
+        ):
+            # "When does the cafeteria open?": a subject right after "does" that runs to
+            # the question's end ends with the question's verb.
             words.pop()
         # "Was the album successful?": a trailing adjective is the predicate, not the noun
         while len(words) > 1 and _PREDICATE_ADJ_RE.search(words[-1].lower()):
