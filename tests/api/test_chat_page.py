@@ -22,6 +22,7 @@ import asyncio
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ import pytest
 import tests.test_server as server_tests
 from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
+from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+from convrag.testing.openai_stub import OpenAIStub, Reply
+from tests.conftest import use_stub_llm
 
 # The real server on an ephemeral port, and a workspace holding the employee records
 # (``EMPLOYEES``) with an API key: the fixtures the HTTP tests use.
@@ -151,7 +155,9 @@ def _drive(base: str, key: str) -> Seen:
 
         def focused(css: str) -> bool:
             """Whether the focused element matches ``css``."""
-            return bool(driver.execute_script("return document.activeElement.matches(arguments[0])", css))
+            return bool(
+                driver.execute_script("return document.activeElement.matches(arguments[0])", css)
+            )
 
         def last_turn_finished(d: WebDriver) -> WebElement | None:
             turns = d.find_elements(By.CSS_SELECTOR, "#log > li.turn")
@@ -454,3 +460,99 @@ async def test_the_page_loads_without_a_key_and_names_no_other_host(base_url: st
     external = re.compile(r"\bhttps?://|(?<![:\w])//\w[\w-]*\.\w|@import", re.IGNORECASE)
     for path in sorted(STATIC_DIR.iterdir()):
         assert not external.findall(path.read_text()), path.name
+
+
+#: A question of one 3,000-character word: it must wrap, not widen the page.
+LONG_WORD_QUESTION = "Whatis" + "x" * 3000 + "?"
+
+
+def _drive_failures(base: str, key: str, conversation_id: str) -> None:
+    """A conversation holding an interrupted turn, asked while the LLM fails (blocking)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    turns_css = "#log > li.turn"
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+
+        def finished(count: int) -> Any:
+            def check(d: WebDriver) -> bool:
+                turns = d.find_elements(By.CSS_SELECTOR, turns_css)
+                return len(turns) == count and turns[-1].get_attribute("data-state") in (
+                    "done",
+                    "error",
+                )
+
+            return check
+
+        driver.get(f"{base}/")
+        driver.find_element(By.ID, "api-key").send_keys(key, Keys.TAB)
+        item_css = f"#conversations > li.conversation-item[data-id='{conversation_id}']"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, item_css))
+        driver.find_element(By.CSS_SELECTOR, f"{item_css} .conversation-title").click()
+        wait.until(finished(1))
+
+        def check_interrupted() -> None:
+            failed = driver.find_elements(By.CSS_SELECTOR, turns_css)[0]
+            assert failed.get_attribute("data-state") == "error"
+            reason = failed.find_element(By.CSS_SELECTOR, ".answer-error").text
+            assert "interrupted" in reason and "restarted" in reason, reason
+            # Nothing to rate: no answer was given.
+            assert not failed.find_elements(By.CSS_SELECTOR, ".feedback button")
+
+        check_interrupted()
+
+        # The LLM fails: the streamed answer quotes the documents, and says so.
+        driver.find_element(By.ID, "question").send_keys(
+            "What is Prasad Chaudhari's salary?", Keys.ENTER
+        )
+        wait.until(finished(2))
+        answered = driver.find_elements(By.CSS_SELECTOR, turns_css)[1]
+        assert answered.get_attribute("data-state") == "done", answered.text
+        note = answered.find_element(By.CSS_SELECTOR, ".fallback-note")
+        assert note.text == "The language model failed; this answer quotes the documents."
+
+        # A 3,000-character word wraps: the page is no wider than the window.
+        driver.find_element(By.ID, "question").send_keys(LONG_WORD_QUESTION, Keys.ENTER)
+        wait.until(finished(3))
+        widths = driver.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert widths[0] <= widths[1], widths
+        for css in (".question", ".rewrite"):
+            wrap = driver.execute_script(
+                "return getComputedStyle(document.querySelector(arguments[0])).overflowWrap", css
+            )
+            assert wrap == "anywhere", (css, wrap)
+
+        # Read back after a reload (the conversation reopens): the same notes.
+        driver.refresh()
+        wait.until(finished(3))
+        check_interrupted()
+        stored = driver.find_elements(By.CSS_SELECTOR, turns_css)[1]
+        assert stored.find_element(By.CSS_SELECTOR, ".fallback-note").is_displayed()
+        assert stored.find_elements(By.CSS_SELECTOR, ".feedback .thumb-up")
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps_long_words(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _require_browser()
+    workspace = tenant["workspace"]
+    conversation_id = str(uuid.uuid4())
+    turn_id = str(uuid.uuid4())
+    started = await services.db.start_turn(
+        TurnStart(workspace, conversation_id, turn_id, "What is John Doe's position?"), limit=5
+    )
+    assert started is not None and started.started
+    assert await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+    # Every LLM call fails (HTTP 500): the answer falls back to quoting the documents.
+    async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        await asyncio.to_thread(_drive_failures, base_url, tenant["key"], conversation_id)
