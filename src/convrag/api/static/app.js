@@ -414,6 +414,7 @@
     const close = (refocus) => {
       if (closed) return;
       closed = true;
+      if (statusLine.dataset.kind === "title") clearStatus();
       renameForm.remove();
       titleButton.hidden = false;
       if (refocus) titleButton.focus();
@@ -433,6 +434,7 @@
         });
         closed = false;
         close(false);
+        if (statusLine.dataset.kind === "title") clearStatus();
         await refreshList();
         if (refocus) focusItem(item.dataset.id, ".conversation-title");
       } catch (error) {
@@ -461,6 +463,7 @@
       if (!input.value.trim()) {
         input.setAttribute("aria-invalid", "true");
         showStatus("A title cannot be empty: type one, or press Escape to keep the old one.");
+        statusLine.dataset.kind = "title";
         return;
       }
       clearStatus();
@@ -960,7 +963,8 @@
       if (!conversationId) await startConversation();
       asked = conversationId;
       turn = new Turn(text);
-      turn.node.scrollIntoView({ block: "end" });
+      // The user is at the question box: the page's end, which the answer then follows.
+      scrollToBottom();
       const response = await api(`v1/conversations/${encodeURIComponent(asked)}/messages`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
