@@ -22,6 +22,7 @@ import asyncio
 import os
 import re
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ import pytest
 import tests.test_server as server_tests
 from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
+from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+from convrag.testing.openai_stub import OpenAIStub, Reply
+from tests.conftest import use_stub_llm
 
 # The real server on an ephemeral port, and a workspace holding the employee records
 # (``EMPLOYEES``) with an API key: the fixtures the HTTP tests use.
@@ -52,6 +56,10 @@ SCREENSHOT = os.environ.get("CONVRAG_SCREENSHOT", "")
 NEW_TITLE = "Salary questions: Prasad Chaudhari's total and basic salary, allowances and position"
 #: A small document the page uploads; nothing in it answers the test's questions.
 UPLOADED_MD = "# Office plants\n\nThe ficus by the window is watered on Mondays.\n"
+#: A comment typed before any rating: kept, and sent with the rating picked after it.
+COMMENT = "Quoted the right record."
+#: A question sent to a conversation deleted meanwhile (in another tab, say).
+ORPHAN_QUESTION = "What is John Doe's salary?"
 
 #: Records ``#send.disabled`` each time a streamed token reaches the page.
 _WATCH_SEND = """
@@ -122,6 +130,7 @@ class Seen:
 
     conversation_id: str = ""
     deleted_id: str = ""
+    gone_id: str = ""
     found_answer: str = ""
     not_found_answer: str = ""
     resources: list[str] = field(default_factory=list)
@@ -143,6 +152,12 @@ def _drive(base: str, key: str) -> Seen:
 
         def by_id(ident: str) -> WebElement:
             return driver.find_element(By.ID, ident)
+
+        def focused(css: str) -> bool:
+            """Whether the focused element matches ``css``."""
+            return bool(
+                driver.execute_script("return document.activeElement.matches(arguments[0])", css)
+            )
 
         def last_turn_finished(d: WebDriver) -> WebElement | None:
             turns = d.find_elements(By.CSS_SELECTOR, "#log > li.turn")
@@ -198,12 +213,14 @@ def _drive(base: str, key: str) -> Seen:
         assert preview.get_attribute("role") == "tooltip"
         assert preview.find_element(By.CSS_SELECTOR, ".preview-title").text
         assert "Prasad Chaudhari" in preview.find_element(By.CSS_SELECTOR, ".preview-snippet").text
-        # Clicking it opens the sources panel on that source, with its passage.
-        cites[0].click()
+        # Enter on it opens the sources panel on that source, with its passage, and the
+        # keyboard focus moves into the panel, onto that source.
+        cites[0].send_keys(Keys.ENTER)
         wait.until(lambda d: d.execute_script("return location.hash") == f"#{target}")
         wait.until(lambda d: d.find_element(By.ID, "sources-panel").is_displayed())
         selected = by_id("panel-body").find_element(By.CSS_SELECTOR, ".panel-source.selected")
         assert selected.get_attribute("data-n") == "1"
+        wait.until(lambda d: focused("#panel-body .panel-source.selected[data-n='1']"))
         assert "Prasad Chaudhari" in selected.find_element(By.CSS_SELECTOR, ".panel-chunk").text
         # Its document's text, fetched with the key, is shown in the panel.
         selected.find_element(By.CSS_SELECTOR, ".load-text").click()
@@ -222,6 +239,10 @@ def _drive(base: str, key: str) -> Seen:
             Path(SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
             assert driver.save_screenshot(str(Path(SCREENSHOT).resolve()))
             driver.set_window_size(1280, 1000)
+        # Escape closes the panel and gives the focus back to the [n] that opened it.
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: not d.find_element(By.ID, "sources-panel").is_displayed())
+        assert driver.switch_to.active_element == cites[0]
 
         # An out-of-domain question, sent with the button: the not-found answer.
         by_id("question").send_keys("What is the capital of France?")
@@ -237,7 +258,14 @@ def _drive(base: str, key: str) -> Seen:
         assert not turn.find_elements(By.CSS_SELECTOR, "a.cite")
         assert not by_id("status").is_displayed()
 
-        # Thumbs up on the first answer: the page shows the stored rating.
+        # A comment alone is not a rating: Enter asks for one, and keeps the comment.
+        comment = first.find_element(By.CSS_SELECTOR, ".feedback .feedback-comment")
+        comment.send_keys(COMMENT, Keys.ENTER)
+        state = first.find_element(By.CSS_SELECTOR, ".feedback .feedback-state")
+        wait.until(lambda d: "Pick Good or Bad first" in state.text)
+        assert first.find_element(By.CSS_SELECTOR, ".feedback").get_attribute("data-rating") is None
+        assert comment.get_attribute("value") == COMMENT
+        # Thumbs up on the first answer: the page shows the stored rating, with the comment.
         first.find_element(By.CSS_SELECTOR, ".feedback .thumb-up").click()
         wait.until(
             lambda d: (
@@ -248,13 +276,15 @@ def _drive(base: str, key: str) -> Seen:
         assert first.find_element(By.CSS_SELECTOR, ".thumb-up").get_attribute("aria-pressed") == (
             "true"
         )
+        assert state.text == "Rated, with your comment. Thanks!"
 
         # The conversation is in the list; rename it there.
         item_css = f"#conversations > li.conversation-item[data-id='{seen.conversation_id}']"
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, item_css))
         driver.find_element(By.CSS_SELECTOR, f"{item_css} .rename").click()
         rename = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f"{item_css} .rename-input"))
-        rename.clear()
+        # (Selected and typed over: WebDriver's clear() would leave the box, which saves.)
+        rename.send_keys(Keys.CONTROL, "a")
         rename.send_keys(NEW_TITLE, Keys.ENTER)
         # The list is redrawn as it reloads, so its text is read in one script call.
         titles_js = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)"
@@ -285,6 +315,34 @@ def _drive(base: str, key: str) -> Seen:
         wait.until(lambda d: d.switch_to.alert).accept()
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, deleted_css))
         assert by_id("conversation").get_attribute("data-id") is None
+        # The focus goes to the conversation listed next, not to the page's body.
+        wait.until(lambda d: focused(f"{item_css} .conversation-title"))
+
+        # A conversation deleted elsewhere (another tab): sending to it says it no longer
+        # exists, drops it from the list, and keeps the question in the box.
+        by_id("new-conversation").click()
+        wait.until(
+            lambda d: (
+                d.find_element(By.ID, "conversation").get_attribute("data-id")
+                not in (None, seen.conversation_id)
+            )
+        )
+        seen.gone_id = str(by_id("conversation").get_attribute("data-id"))
+        gone_css = f"#conversations > li.conversation-item[data-id='{seen.gone_id}']"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, gone_css))
+        httpx.delete(
+            f"{base}/v1/conversations/{seen.gone_id}",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=30,
+        ).raise_for_status()
+        by_id("question").send_keys(ORPHAN_QUESTION, Keys.ENTER)
+        wait.until(lambda d: d.find_element(By.ID, "status").is_displayed())
+        assert "no longer exists" in by_id("status").text, by_id("status").text
+        assert by_id("question").get_attribute("value") == ORPHAN_QUESTION
+        assert not driver.find_elements(By.CSS_SELECTOR, gone_css)
+        assert not driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")
+        assert by_id("conversation").get_attribute("data-id") is None
+        by_id("question").clear()
 
         # Selecting the renamed one loads its turns, citations and rating back.
         driver.find_element(By.CSS_SELECTOR, f"{item_css} .conversation-title").click()
@@ -321,24 +379,37 @@ def _drive(base: str, key: str) -> Seen:
                 "return performance.getEntriesByType('resource').map(e => e.name)"
             )
         )
+        # The browser logs each error reply; the 404 sent to the deleted one was expected.
         seen.console_errors = [
-            e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
+            e["message"]
+            for e in driver.get_log("browser")
+            if e["level"] == "SEVERE" and f"/v1/conversations/{seen.gone_id}/" not in e["message"]
         ]
 
-        # The key survives a reload (session storage, never local storage); a refused key
-        # shows the 401.
+        # The key and the open conversation survive a reload (session storage, never
+        # local storage): the conversation is reopened, the question box focused.
         driver.refresh()
         assert by_id("api-key").get_attribute("value") == key
         assert driver.execute_script("return localStorage.length") == 0
-        assert driver.execute_script("return sessionStorage.length") == 1
+        assert driver.execute_script("return sessionStorage.length") == 2
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#log > li.turn")) == 2)
+        assert by_id("conversation").get_attribute("data-id") == seen.conversation_id
+        assert focused("#question")
         by_id("forget-key").click()
         assert driver.execute_script("return sessionStorage.length") == 0
+        # A refused key shows the 401, and a question sent with it stays in the box.
         by_id("api-key").send_keys("not-a-workspace-key")
-        by_id("new-conversation").click()
+        by_id("question").send_keys(ORPHAN_QUESTION, Keys.ENTER)
         wait.until(lambda d: d.find_element(By.ID, "status").is_displayed())
         status = by_id("status").text
         assert "(401)" in status and "invalid or revoked API key" in status, status
         assert by_id("conversation").get_attribute("data-id") is None
+        assert by_id("question").get_attribute("value") == ORPHAN_QUESTION
+        assert not driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")
+        # Once a working key is pasted (and the field left), the 401 line goes.
+        by_id("api-key").clear()
+        by_id("api-key").send_keys(key, Keys.TAB)
+        wait.until(lambda d: not d.find_element(By.ID, "status").is_displayed())
     return seen
 
 
@@ -361,11 +432,13 @@ async def test_the_chat_page_streams_a_cited_answer_a_not_found_answer_and_a_401
     turns = resp.json()["turns"]
     answers = [t["answer"] for t in turns]
     assert answers == [seen.found_answer, seen.not_found_answer]
-    # The thumbs up and the new title were stored; the deleted conversation is gone.
+    # The thumbs up, its comment and the new title were stored; the deleted conversations
+    # are gone, and the question sent to one deleted elsewhere started nothing.
     assert turns[0]["feedback"]["rating"] == "up"
+    assert turns[0]["feedback"]["comment"] == COMMENT
     titles = {c["id"]: c["title"] for c in listed.json()["conversations"]}
     assert titles[seen.conversation_id] == NEW_TITLE
-    assert seen.deleted_id not in titles
+    assert seen.deleted_id not in titles and seen.gone_id not in titles
     assert seen.not_found_answer == services.settings.no_answer_text
     # Everything the page loaded came from this server.
     assert seen.resources and all(r.startswith(f"{base_url}/") for r in seen.resources)
@@ -387,3 +460,99 @@ async def test_the_page_loads_without_a_key_and_names_no_other_host(base_url: st
     external = re.compile(r"\bhttps?://|(?<![:\w])//\w[\w-]*\.\w|@import", re.IGNORECASE)
     for path in sorted(STATIC_DIR.iterdir()):
         assert not external.findall(path.read_text()), path.name
+
+
+#: A question of one 3,000-character word: it must wrap, not widen the page.
+LONG_WORD_QUESTION = "Whatis" + "x" * 3000 + "?"
+
+
+def _drive_failures(base: str, key: str, conversation_id: str) -> None:
+    """A conversation holding an interrupted turn, asked while the LLM fails (blocking)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    turns_css = "#log > li.turn"
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+
+        def finished(count: int) -> Any:
+            def check(d: WebDriver) -> bool:
+                turns = d.find_elements(By.CSS_SELECTOR, turns_css)
+                return len(turns) == count and turns[-1].get_attribute("data-state") in (
+                    "done",
+                    "error",
+                )
+
+            return check
+
+        driver.get(f"{base}/")
+        driver.find_element(By.ID, "api-key").send_keys(key, Keys.TAB)
+        item_css = f"#conversations > li.conversation-item[data-id='{conversation_id}']"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, item_css))
+        driver.find_element(By.CSS_SELECTOR, f"{item_css} .conversation-title").click()
+        wait.until(finished(1))
+
+        def check_interrupted() -> None:
+            failed = driver.find_elements(By.CSS_SELECTOR, turns_css)[0]
+            assert failed.get_attribute("data-state") == "error"
+            reason = failed.find_element(By.CSS_SELECTOR, ".answer-error").text
+            assert "interrupted" in reason and "restarted" in reason, reason
+            # Nothing to rate: no answer was given.
+            assert not failed.find_elements(By.CSS_SELECTOR, ".feedback button")
+
+        check_interrupted()
+
+        # The LLM fails: the streamed answer quotes the documents, and says so.
+        driver.find_element(By.ID, "question").send_keys(
+            "What is Prasad Chaudhari's salary?", Keys.ENTER
+        )
+        wait.until(finished(2))
+        answered = driver.find_elements(By.CSS_SELECTOR, turns_css)[1]
+        assert answered.get_attribute("data-state") == "done", answered.text
+        note = answered.find_element(By.CSS_SELECTOR, ".fallback-note")
+        assert note.text == "The language model failed; this answer quotes the documents."
+
+        # A 3,000-character word wraps: the page is no wider than the window.
+        driver.find_element(By.ID, "question").send_keys(LONG_WORD_QUESTION, Keys.ENTER)
+        wait.until(finished(3))
+        widths = driver.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert widths[0] <= widths[1], widths
+        for css in (".question", ".rewrite"):
+            wrap = driver.execute_script(
+                "return getComputedStyle(document.querySelector(arguments[0])).overflowWrap", css
+            )
+            assert wrap == "anywhere", (css, wrap)
+
+        # Read back after a reload (the conversation reopens): the same notes.
+        driver.refresh()
+        wait.until(finished(3))
+        check_interrupted()
+        stored = driver.find_elements(By.CSS_SELECTOR, turns_css)[1]
+        assert stored.find_element(By.CSS_SELECTOR, ".fallback-note").is_displayed()
+        assert stored.find_elements(By.CSS_SELECTOR, ".feedback .thumb-up")
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps_long_words(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _require_browser()
+    workspace = tenant["workspace"]
+    conversation_id = str(uuid.uuid4())
+    turn_id = str(uuid.uuid4())
+    started = await services.db.start_turn(
+        TurnStart(workspace, conversation_id, turn_id, "What is John Doe's position?"), limit=5
+    )
+    assert started is not None and started.started
+    assert await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+    # Every LLM call fails (HTTP 500): the answer falls back to quoting the documents.
+    async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        await asyncio.to_thread(_drive_failures, base_url, tenant["key"], conversation_id)

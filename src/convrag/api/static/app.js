@@ -13,9 +13,10 @@
 //   #conversations > li.conversation-item[data-id]
 //       .conversation-title (select) .rename .delete, and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
-//   #log > li.turn[data-state=streaming|done|error][data-no-answer][data-turn-id]
+//   #log > li.turn[data-state=streaming|done|error|pending][data-no-answer][data-turn-id]
 //       .question .rewrite ("searched for: …") .answer-text[data-tokens]
 //       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
+//       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
 //       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
 //       .feedback[data-rating] (.thumb-up .thumb-down [aria-pressed] .feedback-comment)
 //   #cite-preview (role=tooltip: .preview-title .preview-page .preview-snippet)
@@ -23,10 +24,15 @@
 //       .panel-page .panel-chunk button.load-text), #close-panel,
 //       #document-view (#document-title, #document-text[data-document-id])
 //   #upload-file, #upload-status[data-status=uploading|processing|ready|failed][data-n-chunks]
+//   #skip-link (to #question)
+//
+// The open conversation's id is kept in session storage too (CONVERSATION_STORAGE), so
+// a reload reopens it while it exists.
 "use strict";
 
 (() => {
   const KEY_STORAGE = "convrag.apiKey";
+  const CONVERSATION_STORAGE = "convrag.conversation";
   const byId = (id) => document.getElementById(id);
   const keyInput = byId("api-key");
   const newButton = byId("new-conversation");
@@ -52,6 +58,8 @@
   let turnCount = 0;
   let busy = false;
   let nextCursor = null;
+  /** The [n] link that opened the sources panel: focus goes back to it on close. */
+  let panelOpener = null;
   /** Every turn on the page, by its number (the T of #turn-T-source-n). */
   const turns = new Map();
 
@@ -87,22 +95,42 @@
   }
 
   function saveKey(value) {
+    store(KEY_STORAGE, value);
+  }
+
+  function store(name, value) {
     try {
-      if (value) sessionStorage.setItem(KEY_STORAGE, value);
-      else sessionStorage.removeItem(KEY_STORAGE);
+      if (value) sessionStorage.setItem(name, value);
+      else sessionStorage.removeItem(name);
     } catch {
-      // Not stored: the key stays in the field for this visit.
+      // Not stored: the value lasts for this visit only.
+    }
+  }
+
+  function loadConversationId() {
+    try {
+      return sessionStorage.getItem(CONVERSATION_STORAGE) || "";
+    } catch {
+      return "";
     }
   }
 
   function showStatus(message) {
     statusLine.textContent = message;
     statusLine.hidden = false;
+    delete statusLine.dataset.kind;
+  }
+
+  /** The sentence for a failure; a refused key's is cleared once a key works. */
+  function showError(error) {
+    showStatus(describe(error));
+    if (error instanceof ApiError && error.status === 401) statusLine.dataset.kind = "key";
   }
 
   function clearStatus() {
     statusLine.textContent = "";
     statusLine.hidden = true;
+    delete statusLine.dataset.kind;
   }
 
   /** A readable sentence for any failure, naming the HTTP status and what to do. */
@@ -115,7 +143,8 @@
         case 404:
           return `Not found (404)${detail}. Start a new conversation.`;
         case 409:
-          return `This conversation is still answering the previous question (409)${detail}.`;
+          // The server's detail says the same thing again: left out.
+          return "This conversation is still answering the previous question (409). Wait for that answer, then try again.";
         case 422:
           return `The request was refused (422)${detail}.`;
         case 429: {
@@ -154,7 +183,25 @@
     headers.set("Authorization", `Bearer ${key}`);
     const response = await fetch(new URL(path, document.baseURI), { ...init, headers });
     if (!response.ok) throw await apiError(response);
+    // The key worked: a "key refused" line from an earlier key no longer holds.
+    if (statusLine.dataset.kind === "key") clearStatus();
     return response;
+  }
+
+  /** Whether the error is a 404 for a conversation (deleted, perhaps in another tab). */
+  function isGone(error) {
+    return error instanceof ApiError && error.status === 404;
+  }
+
+  /** A conversation that no longer exists: say so, and drop it from the page. */
+  function conversationGone(id) {
+    showStatus("This conversation no longer exists (it was deleted, perhaps in another tab).");
+    const item = [...conversationList.children].find((i) => i.dataset.id === id);
+    if (item) item.remove();
+    if (id === conversationId) {
+      forgetConversation();
+      clearLog();
+    }
   }
 
   function setBusy(value) {
@@ -166,6 +213,7 @@
 
   function showConversation(id, title) {
     conversationId = id;
+    store(CONVERSATION_STORAGE, id);
     conversationLine.textContent = title ? `${title}` : `Conversation ${id}`;
     conversationLine.dataset.id = id;
     for (const item of conversationList.children) {
@@ -184,6 +232,7 @@
 
   function forgetConversation() {
     conversationId = null;
+    store(CONVERSATION_STORAGE, "");
     conversationLine.textContent = "No conversation yet.";
     delete conversationLine.dataset.id;
     for (const item of conversationList.children) {
@@ -197,7 +246,7 @@
     const body = await response.json();
     clearLog();
     showConversation(body.conversation_id);
-    refreshList().catch((error) => showStatus(describe(error)));
+    refreshList().catch(showError);
     return conversationId;
   }
 
@@ -298,6 +347,7 @@
     item.dataset.title = title;
     const select = element("button", "conversation-title", title);
     select.type = "button";
+    select.dir = "auto";
     select.title = `${title} (${summary.turn_count} turn${summary.turn_count === 1 ? "" : "s"})`;
     // Symbols, not words: in a 17rem sidebar two worded buttons left the title "What is …".
     const rename = element("button", "rename secondary small", "✎");
@@ -316,7 +366,8 @@
     return item;
   }
 
-  async function selectConversation(id) {
+  /** Open a conversation; `reopening` (after a reload) forgets a deleted one quietly. */
+  async function selectConversation(id, reopening = false) {
     if (busy) return;
     clearStatus();
     setBusy(true);
@@ -328,18 +379,30 @@
       showConversation(id, body.conversation && body.conversation.title);
       for (const stored of body.turns || []) Turn.stored(stored);
     } catch (error) {
-      showStatus(describe(error));
+      if (reopening) store(CONVERSATION_STORAGE, "");
+      else if (isGone(error)) conversationGone(id);
+      else showError(error);
     } finally {
       setBusy(false);
     }
   }
 
+  /** Rename in place: Enter (or leaving the box) saves, Escape cancels; ✎ again goes
+   * back to the box; an empty title is refused with a line saying so (leaving the box
+   * with it empty keeps the old title). */
   function startRename(item) {
-    if (item.querySelector(".rename-form")) return;
+    const open = item.querySelector(".rename-input");
+    if (open) {
+      open.focus();
+      return;
+    }
     const titleButton = item.querySelector(".conversation-title");
+    const renameButton = item.querySelector(".rename");
     const renameForm = element("form", "rename-form");
     const input = element("input", "rename-input");
-    input.value = item.dataset.title || "";
+    const old = item.dataset.title || "";
+    input.value = old;
+    input.dir = "auto";
     input.maxLength = 200;
     input.setAttribute("aria-label", "New title");
     renameForm.append(input);
@@ -347,36 +410,85 @@
     item.prepend(renameForm);
     input.focus();
     input.select();
-    const cancel = () => {
+    let closed = false;
+    const close = (refocus) => {
+      if (closed) return;
+      closed = true;
+      if (statusLine.dataset.kind === "title") clearStatus();
       renameForm.remove();
       titleButton.hidden = false;
+      if (refocus) titleButton.focus();
     };
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") cancel();
-    });
-    renameForm.addEventListener("submit", async (event) => {
-      event.preventDefault();
+    const save = async (refocus) => {
       const title = input.value.trim();
-      if (!title) return;
+      if (title === old.trim()) {
+        close(refocus);
+        return;
+      }
+      closed = true;
       try {
         await api(`v1/conversations/${encodeURIComponent(item.dataset.id)}`, {
           method: "PATCH",
           headers: { "Content-Type": "application/json" },
           body: JSON.stringify({ title }),
         });
-        cancel();
+        closed = false;
+        close(false);
+        if (statusLine.dataset.kind === "title") clearStatus();
         await refreshList();
+        if (refocus) focusItem(item.dataset.id, ".conversation-title");
       } catch (error) {
-        showStatus(describe(error));
-        cancel();
+        closed = false;
+        close(refocus);
+        if (isGone(error)) conversationGone(item.dataset.id);
+        else showError(error);
+      }
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.stopPropagation();
+        close(true);
       }
     });
+    input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
+    input.addEventListener("blur", (event) => {
+      // ✎ again goes back to the box; a switch to another window changes nothing.
+      if (closed || event.relatedTarget === renameButton || !document.hasFocus()) return;
+      if (!input.value.trim()) close(false);
+      else save(false);
+    });
+    renameForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (closed) return;
+      if (!input.value.trim()) {
+        input.setAttribute("aria-invalid", "true");
+        showStatus("A title cannot be empty: type one, or press Escape to keep the old one.");
+        statusLine.dataset.kind = "title";
+        return;
+      }
+      clearStatus();
+      save(true);
+    });
+  }
+
+  /** Focus `selector` in the conversation item `id`, if it is listed. */
+  function focusItem(id, selector) {
+    const item = [...conversationList.children].find((i) => i.dataset.id === id);
+    const target = item && item.querySelector(selector);
+    if (target) target.focus();
+    return Boolean(target);
   }
 
   async function deleteConversation(item) {
     if (!window.confirm(`Delete the conversation "${item.dataset.title}"? This cannot be undone.`)) {
       return;
     }
+    // Focus goes to the conversation listed after it (else before it, else "New
+    // conversation"), never to the page's body.
+    const items = [...conversationList.children];
+    const at = items.indexOf(item);
+    const neighbour = items[at + 1] || items[at - 1];
+    const next = neighbour ? neighbour.dataset.id : null;
     try {
       await api(`v1/conversations/${encodeURIComponent(item.dataset.id)}`, { method: "DELETE" });
       if (item.dataset.id === conversationId) {
@@ -385,8 +497,10 @@
       }
       await refreshList();
     } catch (error) {
-      showStatus(describe(error));
+      if (isGone(error)) conversationGone(item.dataset.id);
+      else showError(error);
     }
+    if (!item.isConnected && !(next && focusItem(next, ".conversation-title"))) newButton.focus();
   }
 
   // ---- The [n] preview and the sources panel ---------------------------------------
@@ -421,26 +535,41 @@
     preview.hidden = true;
   }
 
-  function closePanel() {
+  /** Close the sources panel; `refocus`: focus goes back to the [n] that opened it. */
+  function closePanel(refocus = false) {
+    const wasOpen = !panel.hidden;
     panel.hidden = true;
     panelBody.replaceChildren();
     documentView.hidden = true;
     documentText.textContent = "";
     delete documentText.dataset.documentId;
+    const opener = panelOpener;
+    panelOpener = null;
+    if (refocus && wasOpen && opener && opener.isConnected) opener.focus();
   }
 
-  /** The panel lists the turn's cited sources with their full passage; n is selected. */
-  function openPanel(turn, n) {
+  /** The panel lists the turn's cited sources with their full passage; n is selected
+   * and takes the focus, so a keyboard user reads on from there. */
+  function openPanel(turn, n, opener) {
     const items = [...turn.cited()].map((m) => panelItem(turn.sources.get(m), m, m === n));
     panelBody.replaceChildren(...items);
     panel.hidden = false;
+    panelOpener = opener || null;
     const selected = panelBody.querySelector(".panel-source.selected");
-    if (selected) selected.scrollIntoView({ block: "nearest" });
+    if (selected) {
+      selected.tabIndex = -1;
+      selected.scrollIntoView({ block: "nearest" });
+      // After the click's own jump to #turn-T-source-n, which would take the focus away.
+      setTimeout(() => {
+        if (!panel.hidden && selected.isConnected) selected.focus({ preventScroll: true });
+      }, 0);
+    }
   }
 
   function panelItem(source, n, selected) {
     const item = element("section", selected ? "panel-source selected" : "panel-source");
     item.dataset.n = String(n);
+    item.setAttribute("aria-label", `Source ${n}: ${sourceTitle(source)}`);
     const head = element("p", "panel-head-line");
     head.append(element("span", "badge", `[${n}]`), " ", element("strong", "panel-title", sourceTitle(source)));
     const page = pageOf(source);
@@ -486,13 +615,34 @@
       }
       documentView.scrollIntoView({ block: "nearest" });
     } catch (error) {
-      showStatus(describe(error));
+      showError(error);
     } finally {
       button.disabled = false;
     }
   }
 
   // ---- A turn -----------------------------------------------------------------------
+
+  /** Whether the page is scrolled to (about) its end: streamed text then keeps it there. */
+  function atBottom() {
+    const page = document.scrollingElement || document.documentElement;
+    return page.scrollHeight - page.clientHeight - page.scrollTop < 48;
+  }
+
+  function scrollToBottom() {
+    const page = document.scrollingElement || document.documentElement;
+    page.scrollTop = page.scrollHeight;
+  }
+
+  /** A stored failed turn's reason, in words for the user. */
+  function failedTurnMessage(error) {
+    const reason = String(error || "");
+    if (reason.startsWith("interrupted")) {
+      return "This answer was interrupted: the service restarted before it was finished. Ask the question again.";
+    }
+    const why = reason ? ` (${reason})` : "";
+    return `This answer failed${why}. Ask the question again.`;
+  }
 
   /** A turn in the log: the question, then the answer as it streams, then its sources. */
   class Turn {
@@ -508,8 +658,11 @@
       this.node.dataset.state = "streaming";
       const asked = element("div", "asked");
       const line = element("p", "question");
-      line.append(element("span", "who", "You"), element("span", "", text));
+      const asking = element("span", "question-text", text);
+      asking.dir = "auto";
+      line.append(element("span", "who", "You"), asking);
       this.rewrite = element("p", "rewrite");
+      this.rewrite.dir = "auto";
       this.rewrite.hidden = true;
       asked.append(line, this.rewrite);
       this.answer = element("article", "answer");
@@ -518,17 +671,22 @@
       this.meta = element("p", "meta");
       this.meta.hidden = true;
       this.body = element("p", "answer-text");
+      this.body.dir = "auto";
       this.body.dataset.tokens = "0";
       this.notice = element("p", "notice");
       this.notice.hidden = true;
       this.repetition = element("p", "repetition-note");
       this.repetition.hidden = true;
+      this.fallback = element("p", "fallback-note");
+      this.fallback.hidden = true;
       this.list = element("ol", "sources");
       this.list.setAttribute("aria-label", "Sources");
       this.list.hidden = true;
       this.error = element("p", "answer-error");
       this.error.hidden = true;
-      this.answer.append(this.meta, this.body, this.notice, this.repetition, this.list, this.error);
+      this.answer.append(
+        this.meta, this.body, this.notice, this.repetition, this.fallback, this.list, this.error,
+      );
       this.node.append(asked, this.answer);
       log.append(this.node);
       this.body.textContent = "…";
@@ -551,6 +709,21 @@
         });
       }
       turn.showRewrite(data.contextualized_query);
+      if (data.status === "failed") {
+        // No answer was stored: say why, and offer nothing to rate.
+        turn.fail(failedTurnMessage(data.error));
+        return turn;
+      }
+      if (data.status === "processing") {
+        turn.body.textContent = "";
+        turn.meta.textContent =
+          "This answer was still being written; open the conversation again to see it.";
+        turn.meta.hidden = false;
+        turn.finished = true;
+        turn.node.dataset.state = "pending";
+        turn.answer.setAttribute("aria-busy", "false");
+        return turn;
+      }
       turn.finish({
         turn_id: data.id,
         answer: data.answer,
@@ -581,12 +754,15 @@
         case "sources":
           for (const source of data.sources || []) this.sources.set(Number(source.n), source);
           break;
-        case "token":
+        case "token": {
+          const follow = atBottom();
           this.text += data.text || "";
           this.tokens += 1;
           this.body.dataset.tokens = String(this.tokens);
           this.render();
+          if (follow) scrollToBottom();
           break;
+        }
         case "citation":
           if (data.source) this.sources.set(Number(data.source.n), data.source);
           this.render();
@@ -689,6 +865,11 @@
         this.repetition.textContent = "Repeated information was replaced with new details.";
         this.repetition.hidden = false;
       }
+      if (flags.extractive_fallback) {
+        this.fallback.textContent = "The language model failed; this answer quotes the documents.";
+        this.fallback.title = `Why: ${flags.extractive_fallback}`;
+        this.fallback.hidden = false;
+      }
       if (data.turn_id) {
         this.node.dataset.turnId = data.turn_id;
         this.addFeedback();
@@ -711,16 +892,23 @@
         button.setAttribute("aria-pressed", "false");
       }
       this.comment = element("input", "feedback-comment");
+      this.comment.dir = "auto";
       this.comment.placeholder = "Optional comment (Enter sends)";
       this.comment.maxLength = 2000;
       this.comment.setAttribute("aria-label", "Comment on this answer");
       this.rated = element("span", "feedback-state");
+      this.rated.setAttribute("aria-live", "polite");
       this.up.addEventListener("click", () => this.rate("up"));
       this.down.addEventListener("click", () => this.rate("down"));
       this.comment.addEventListener("keydown", (event) => {
         if (event.key === "Enter") {
           event.preventDefault();
-          this.rate(this.feedback.dataset.rating || "up");
+          // The API stores a comment only with a rating: never invent one.
+          if (this.feedback.dataset.rating) this.rate(this.feedback.dataset.rating);
+          else {
+            this.rated.textContent = "Pick Good or Bad first; your comment is kept and sent with it.";
+            this.rated.dataset.hint = "rating-needed";
+          }
         }
       });
       box.append(this.up, this.down, this.comment, this.rated);
@@ -739,7 +927,7 @@
         const stored = await response.json();
         this.showRating(stored.rating, stored.comment);
       } catch (error) {
-        showStatus(describe(error));
+        showError(error);
       }
     }
 
@@ -750,6 +938,7 @@
       this.down.setAttribute("aria-pressed", String(rating === "down"));
       if (comment) this.comment.value = comment;
       this.rated.textContent = comment ? "Rated, with your comment. Thanks!" : "Rated. Thanks!";
+      delete this.rated.dataset.hint;
     }
 
     fail(message) {
@@ -762,30 +951,46 @@
     }
   }
 
+  /** Send a question. The box is emptied only once the server takes it; on any failure
+   * the question is put back (unless something new was typed meanwhile). A request the
+   * server refused (401, 404, 409...) leaves no turn in the log. */
   async function ask(text) {
     clearStatus();
     setBusy(true);
     let turn = null;
+    let asked = null;
     try {
       if (!conversationId) await startConversation();
+      asked = conversationId;
       turn = new Turn(text);
-      question.value = "";
-      turn.node.scrollIntoView({ block: "end" });
-      const response = await api(`v1/conversations/${encodeURIComponent(conversationId)}/messages`, {
+      // The user is at the question box: the page's end, which the answer then follows.
+      scrollToBottom();
+      const response = await api(`v1/conversations/${encodeURIComponent(asked)}/messages`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
         body: JSON.stringify({ content: text }),
       });
+      if (question.value.trim() === text) question.value = "";
       await readEvents(response, (name, data) => turn.on(name, data));
       if (!turn.finished) {
         throw new Error("the answer stream ended early; the stored answer is in the conversation");
       }
       refreshList().catch(() => {});
     } catch (error) {
-      const message = describe(error);
-      showStatus(message);
-      if (turn && !turn.finished) turn.fail(message);
-      if (error instanceof ApiError && error.status === 404) forgetConversation();
+      if (!question.value.trim()) question.value = text;
+      if (turn && error instanceof ApiError) {
+        turns.delete(turn.number);
+        turn.node.remove();
+        turn = null;
+      }
+      if (asked && isGone(error)) {
+        conversationGone(asked);
+        statusLine.textContent +=
+          " Your question is still in the box: send it to start a new conversation.";
+      } else {
+        showError(error);
+        if (turn && !turn.finished) turn.fail(describe(error));
+      }
     } finally {
       setBusy(false);
       question.focus();
@@ -846,7 +1051,7 @@
   keyInput.addEventListener("change", () => {
     forgetConversation();
     clearLog();
-    refreshList().catch((error) => showStatus(describe(error)));
+    refreshList().catch(showError);
   });
 
   forgetButton.addEventListener("click", () => {
@@ -867,7 +1072,7 @@
       await startConversation();
       question.focus();
     } catch (error) {
-      showStatus(describe(error));
+      showError(error);
     } finally {
       setBusy(false);
     }
@@ -883,7 +1088,7 @@
   });
 
   moreButton.addEventListener("click", () => {
-    refreshList(true).catch((error) => showStatus(describe(error)));
+    refreshList(true).catch(showError);
   });
 
   // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
@@ -903,16 +1108,22 @@
     const cite = citeTarget(event.target);
     if (cite) {
       hidePreview();
-      openPanel(cite.turn, cite.n);
+      openPanel(cite.turn, cite.n, cite.link);
     }
   });
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {
       if (!preview.hidden) hidePreview();
-      else if (!panel.hidden) closePanel();
+      else if (!panel.hidden) closePanel(true);
     }
   });
-  byId("close-panel").addEventListener("click", closePanel);
+  byId("close-panel").addEventListener("click", () => closePanel(true));
+
+  // The skip link focuses the box itself (a #question in the URL would stay there).
+  byId("skip-link").addEventListener("click", (event) => {
+    event.preventDefault();
+    question.focus();
+  });
 
   uploadInput.addEventListener("change", () => {
     const file = uploadInput.files && uploadInput.files[0];
@@ -937,5 +1148,13 @@
     }
   });
 
-  if (keyInput.value.trim()) refreshList().catch((error) => showStatus(describe(error)));
+  // With a key: list the conversations, reopen the one open before a reload (if it
+  // still exists), and be ready for a question.
+  if (keyInput.value.trim()) {
+    const reopen = loadConversationId();
+    refreshList()
+      .then(() => (reopen ? selectConversation(reopen, true) : undefined))
+      .catch(showError);
+    question.focus();
+  }
 })();
