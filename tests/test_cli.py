@@ -472,3 +472,13 @@ def test_config_refuses_a_serper_base_url_without_a_scheme(cli_data: Path) -> No
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "SERPER_BASE_URL='localhost:8712'" in out.stderr
     assert "e.g. http://localhost:8712" in out.stderr
+
+
+def test_a_data_dir_that_cannot_be_written_exits_2_in_one_line_naming_it(tmp_path: Path) -> None:
+    unwritable = Path("/sys/convrag-cannot-write")  # sysfs refuses new entries, even to root
+    for args in (["documents", "list", "-w", "x"], ["serve", "--port", "8793"]):
+        out = _run(args, unwritable)
+        assert out.returncode == 2, out.stderr
+        [line] = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+        assert line.startswith(f"error: cannot write {unwritable}")
+        assert "must be a writable directory" in line and "Traceback" not in out.stderr

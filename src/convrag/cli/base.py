@@ -5,6 +5,7 @@ a bad value, the workspace option, and running a command's async work.
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -155,6 +156,25 @@ def run_command(make: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(make())  # type: ignore[arg-type]
     except ValueError as exc:  # our validation errors: clear message, exit 2
         raise fail(exc) from exc
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        raise fail(unwritable(exc)) from exc
+
+
+UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+"""The ``errno`` values of a data directory that cannot be written: read-only, not
+permitted, or full."""
+
+
+def unwritable(exc: OSError) -> str:
+    """One line for a data directory the stores cannot write, naming the file and the fix
+    (instead of the traceback through the store that tried)."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"cannot write{where} ({exc.strerror}): CONVRAG_DATA_DIR "
+        f"({get_settings().data_dir}) must be a writable directory with free space"
+    )
 
 
 async def note_if_empty(services: Services, workspace: str) -> None:

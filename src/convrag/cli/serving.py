@@ -72,6 +72,8 @@ def serve(
     except ValueError as exc:
         raise fail(exc) from None
     _check_port_free(host, port)
+    if settings.database_url is None or settings.milvus_uri is None:
+        _check_data_dir(settings)
     if settings.database_url is not None:
         _check_database(settings.database_url.get_secret_value())
     warn_if_new_store(settings)
@@ -92,6 +94,24 @@ def _check_database(url: str) -> None:
         asyncio.run(first_connection(url))
     except ValueError as exc:
         raise fail(exc) from None
+
+
+def _check_data_dir(settings: Settings) -> None:
+    """Exit 2 naming the directory when the embedded stores could not write it (read-only,
+    not permitted, full), before they start: inside the startup it is a long traceback."""
+    import os
+
+    from convrag.cli.base import UNWRITABLE, unwritable
+
+    probe = settings.data_dir / f".write-check-{os.getpid()}"
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"convrag")
+        probe.unlink()
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        raise fail(unwritable(exc)) from exc
 
 
 def _check_port_free(host: str, port: int) -> None:
