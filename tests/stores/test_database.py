@@ -341,3 +341,20 @@ async def test_a_turn_whose_process_is_gone_neither_blocks_its_conversation_nor_
     assert marked is not None and (marked.status, marked.error) == ("failed", INTERRUPTED_TURN)
     running = await db.get_turn(workspace, conv, nxt)
     assert running is not None and running.status == "processing"  # its process lives
+
+
+async def test_a_turn_still_being_answered_is_counted_once_it_shows(
+    db: Database, workspace: str
+) -> None:
+    """The list's ``turn_count`` counts the turns the conversation's detail shows: not one
+    still ``processing``, which has nothing to show yet."""
+    import uuid
+
+    from convrag.stores.conversations import TurnStart
+
+    conv = await db.create_conversation(workspace)
+    started = await db.start_turn(TurnStart(workspace, conv, str(uuid.uuid4()), "Parking?"), 5)
+    assert started is not None and started.started
+    listed = await db.get_conversation(workspace, conv)
+    assert listed is not None and listed.turn_count == 0
+    assert await db.turn_details(workspace, conv) == []

@@ -134,6 +134,8 @@ class ConversationRecord:
     updated_at: datetime
     """Its last activity: creation or its latest turn (a rename does not count)."""
     turn_count: int
+    """Its answered and failed turns, as its detail shows them (not one still being
+    answered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +215,8 @@ async def _owns(
 _CONVERSATION_COLUMNS = """SELECT c.id::text AS id, c.title,
            c.started_at AS created_at, c.last_activity_at AS updated_at,
            (SELECT count(*) FROM conversation_turns t
-            WHERE t.workspace_id = c.workspace_id AND t.conversation_id = c.id) AS turn_count,
+            WHERE t.workspace_id = c.workspace_id AND t.conversation_id = c.id
+              AND t.status <> 'processing') AS turn_count,
            (SELECT t.question FROM conversation_turns t
             WHERE t.workspace_id = c.workspace_id AND t.conversation_id = c.id
             ORDER BY t.turn_number LIMIT 1) AS first_question
