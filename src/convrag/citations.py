@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from convrag.records import SNIPPET_CHARS, Citation, Source
+from convrag.records import Citation, Source, snippet
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 """A citation marker: ``[1]`` to ``[999]``."""
@@ -62,7 +62,7 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
                 document_id=src["document_id"],
                 url=src["url"],
                 score=round(float(src["score"]), 6),
-                snippet=src["text"][:SNIPPET_CHARS],
+                snippet=snippet(src["text"]),
             )
         )
     return cleaned, citations, unresolved

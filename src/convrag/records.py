@@ -26,6 +26,18 @@ SNIPPET_CHARS = 300
 """How much of a source's text clients see as its snippet."""
 
 
+def snippet(text: str) -> str:
+    """The start of a source's text that clients see: whole when short, else cut at the
+    last space within :data:`SNIPPET_CHARS` (not inside a word) and ended with "…"."""
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    cut = text[: SNIPPET_CHARS - 1]
+    space = cut.rfind(" ")
+    if space > SNIPPET_CHARS * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
 class Source(TypedDict):
     """One numbered source of an answer: a chunk, a looked-up document item, or a web page."""
 
@@ -108,7 +120,7 @@ def source_out(n: int, src: Source) -> SourceOut:
         title=src["title"],
         url=src["url"],
         score=round(float(src["score"]), 6),
-        snippet=src["text"][:SNIPPET_CHARS],
+        snippet=snippet(src["text"]),
         page=src.get("page"),
     )
 
