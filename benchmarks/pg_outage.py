@@ -4,8 +4,10 @@
 OpenAI stub as its LLM. ``--clients`` clients send requests in a loop (list documents,
 create a conversation, ask a question as JSON, read the conversation, `/healthz`). For
 each outage of ``--outages`` seconds, the embedded postmaster is stopped behind the
-service's back (``pg_ctl stop -m fast``) and started again the way another convrag
-command would start it (it joins the data directory, then leaves it to the service).
+service's back (``pg_ctl stop -m fast``), kept down (the data directory's lock is held,
+so the service's supervisor, which would start it within seconds, waits) and started
+again the way another convrag command would start it (it joins the data directory,
+then leaves it to the service).
 Figures per outage:
 
 * replies by status during the whole run; a 5xx other than 503 is a failure, and every
@@ -38,7 +40,7 @@ from bench_common import log, report, server_process, stack_pids, stub_process
 from kill_restart import QUESTIONS, prepare_samples
 
 from convrag.stores.embedded import pid_alive
-from convrag.testing.faults import start_postgres, stop_postgres
+from convrag.testing.faults import PostgresOutage
 
 KINDS = ("documents", "conversation", "message", "read", "healthz")
 
@@ -107,9 +109,11 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
             first = len(load.replies)
             log(f"outage of {seconds:.0f} s: stopping PostgreSQL")
             down = time.monotonic()
-            await asyncio.to_thread(stop_postgres, data_dir)
+            # Held down: the service's supervisor would start it again within seconds.
+            outage = PostgresOutage(data_dir)
+            await asyncio.to_thread(outage.begin)
             await asyncio.sleep(max(0.0, seconds - (time.monotonic() - down)))
-            await asyncio.to_thread(start_postgres, data_dir)
+            await asyncio.to_thread(outage.end)
             up = time.monotonic()
             log(f"PostgreSQL back after {up - down:.1f} s; waiting for every kind of request")
             deadline = up + 60.0

@@ -30,7 +30,7 @@ from convrag.api.turns import turn_id_for
 from convrag.stores.conversations import INTERRUPTED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
-from convrag.testing.faults import start_postgres, stop_postgres
+from convrag.testing.faults import PostgresOutage
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (
     Server,
@@ -285,7 +285,9 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
         conv = await _conversation(client, url, headers)
         assert (await client.get(f"{url}/v1/documents", headers=headers)).status_code == 200
         before = postmaster_pid(stack.data_dir)
-        await asyncio.to_thread(stop_postgres, stack.data_dir)
+        # Held down: the service's supervisor would start it again within seconds.
+        outage = PostgresOutage(stack.data_dir)
+        await asyncio.to_thread(outage.begin)
         assert postmaster_pid(stack.data_dir) is None
 
         requests: list[tuple[str, str, dict[str, Any] | None]] = [
@@ -313,7 +315,7 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
         assert health.status_code == 503 and health.json()["postgres"] is False
         assert health.headers["retry-after"].isdigit()
 
-        await asyncio.to_thread(start_postgres, stack.data_dir)
+        await asyncio.to_thread(outage.end)  # started again by another convrag command
         assert postmaster_pid(stack.data_dir) not in (None, before)
 
         await _wait_until_ok(client, "GET", f"{url}/v1/documents", headers=headers)
@@ -324,6 +326,49 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
         assert [t["status"] for t in turns["turns"]][-1] == "done"
 
     stack.stop_and_assert_no_store_left_running()
+
+
+async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_again(
+    stack: Stack,
+) -> None:
+    """The operator's repro: ``kill -INT`` of the postmaster (a fast shutdown) with no
+    one to start it again. The service's supervisor does; meanwhile every request gets a
+    retryable 503 or succeeds, never another 5xx."""
+    server = stack.ensure_running()
+    url = server.url
+    logged_before = len(server.log.read_bytes())
+    _, headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, url, headers)
+        killed = postmaster_pid(stack.data_dir)
+        assert killed is not None
+        os.kill(killed, signal.SIGINT)
+
+        replies: list[httpx.Response] = []
+        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+        revived: int | None = None
+        while time.monotonic() < deadline:
+            current = postmaster_pid(stack.data_dir)
+            if current not in (None, killed):
+                revived = current
+                break
+            replies.append(await client.get(f"{url}/v1/documents", headers=headers))
+            replies.append(await client.get(f"{url}/healthz"))
+            await asyncio.sleep(0.2)
+        assert revived is not None, "the PostgreSQL server was not started again"
+        for resp in replies:
+            assert resp.status_code < 500 or resp.status_code == 503, resp.text
+            if resp.status_code == 503:
+                assert resp.headers["retry-after"].isdigit()
+
+        await _wait_until_ok(client, "GET", f"{url}/v1/documents", headers=headers)
+        await _wait_until_ok(client, "GET", f"{url}/healthz")
+        asked = await _ask(client, url, conv, headers, QUESTION)
+        assert asked.status_code == 200, asked.text
+        turns = (await client.get(f"{url}/v1/conversations/{conv}", headers=headers)).json()
+        assert [t["status"] for t in turns["turns"]] == ["done"]
+    logged = server.log.read_bytes()[logged_before:].decode(errors="replace")
+    assert "EmbeddedPostgres had stopped; restarted" in logged
 
 
 # -- the server killed mid-turn ---------------------------------------------------------

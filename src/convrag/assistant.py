@@ -10,6 +10,7 @@ in one process never use each other's stores.
 
 from __future__ import annotations
 
+import errno
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -152,16 +153,38 @@ def _refused(exc: BaseException) -> bool:
     )
 
 
+#: What a turn that failed for a full disk is told, and the log says: not an outage that
+#: a restart cures, but one an operator must free space for.
+OUT_OF_DISK = "the database is out of disk space"
+
+
+def out_of_disk(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error that caused it) is a full disk: PostgreSQL's
+    ``DiskFull``, or an ``OSError`` with ``ENOSPC``."""
+    from psycopg.errors import DiskFull
+
+    seen: BaseException | None = exc
+    for _ in range(5):  # the error itself and the few that caused it
+        if seen is None:
+            return False
+        if isinstance(seen, DiskFull) or (isinstance(seen, OSError) and seen.errno == errno.ENOSPC):
+            return True
+        seen = seen.__cause__
+    return False
+
+
 def failure_reason(exc: BaseException) -> str:
     """The short reason a failed turn is stored with, and clients are told: a store's
     error by its kind (its message names internal hosts and ports, or quotes SQL),
     anything else by its type and message. Data the database refused (a NUL, a value out
     of range: ``psycopg.DataError``) is a fault in what the turn produced, not an outage,
-    and is named as such."""
+    and is named as such; so is a full disk (:data:`OUT_OF_DISK`)."""
     from psycopg import DataError
     from psycopg import Error as PostgresError
     from pymilvus import MilvusException
 
+    if out_of_disk(exc):
+        return OUT_OF_DISK
     if isinstance(exc, MilvusException):
         return "the vector index was unavailable"
     if isinstance(exc, DataError):

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import httpx
 import psycopg
 import pytest
+from psycopg.errors import DiskFull
 from psycopg_pool import PoolTimeout
 
 from convrag.services import Services
@@ -61,6 +62,74 @@ async def test_a_json_turn_that_loses_the_database_midway_is_a_retryable_503(
         )
     assert resp.status_code == 503, resp.text
     assert resp.headers["retry-after"].isdigit()
+
+
+async def test_a_full_disk_is_a_503_that_says_so_for_a_route_and_for_a_turn(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DiskFull is an OperationalError, but no restart cures it: the operator is told."""
+
+    async def full(*_: object, **__: object) -> None:
+        raise DiskFull("could not extend file: No space left on device")
+
+    auth = {"Authorization": f"Bearer {tenant['key']}", "Accept": "application/json"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.db, "list_documents", full)
+        monkeypatch.setattr(services.db, "complete_turn", full)
+        listed = await client.get(f"{base_url}/v1/documents", headers=auth)
+        asked = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers=auth,
+        )
+        monkeypatch.undo()
+        turns = (await client.get(f"{base_url}/v1/conversations/{conv}", headers=auth)).json()
+    for resp in (listed, asked):
+        assert resp.status_code == 503, resp.text
+        assert resp.json()["detail"] == "the database is out of disk space"
+    assert [(t["status"], t["error"]) for t in turns["turns"]] == [
+        ("failed", "the database is out of disk space")
+    ]
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/event-stream"])
+async def test_a_turn_whose_checkpoint_write_fails_after_it_was_stored_is_answered(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    accept: str,
+) -> None:
+    """``persist`` committed the turn as ``done``; LangGraph's checkpoint write at the
+    run's end then hit a full disk. The client gets the stored answer, not a 503 for a
+    turn the conversation shows as answered."""
+
+    async def full(*_: object, **__: object) -> None:
+        raise DiskFull("could not extend file: No space left on device")
+
+    auth = {"Authorization": f"Bearer {tenant['key']}", "Accept": accept}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.db.checkpoints, "aput", full)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers=auth,
+        )
+        monkeypatch.undo()
+        turns = (await client.get(f"{base_url}/v1/conversations/{conv}", headers=auth)).json()
+    assert resp.status_code == 200, resp.text
+    (turn,) = turns["turns"]
+    assert turn["status"] == "done" and turn["answer"]
+    if accept == "application/json":
+        assert resp.json()["answer"] == turn["answer"]
+    else:
+        assert "event: done" in resp.text and "event: error" not in resp.text
 
 
 async def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(base_url: str) -> None:

@@ -147,3 +147,90 @@ def test_a_process_holding_postgres_twice_keeps_it_until_its_last_handle_leaves(
             assert conn.execute("SELECT 1").fetchone() == (1,)
     server.stop()
     assert not _postmaster_running(server.pgdata)
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
+def _answers(url: str) -> bool:
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
+    except psycopg.OperationalError:
+        return False
+
+
+async def test_a_stopped_postgres_is_started_again_at_the_same_url_and_keeps_its_data(
+    scratch: Path,
+) -> None:
+    """The operator's repro: ``kill -INT`` of the postmaster (a fast shutdown) under a
+    running service is followed by a fresh postmaster, found at the same URL."""
+    import asyncio
+    import signal
+
+    async with EmbeddedPostgres.running(scratch, check_every_s=0.2) as url:
+        pgdata = scratch / "pg"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (x int)")
+            conn.execute("INSERT INTO kept VALUES (7)")
+        first = _postmaster_pid(pgdata)
+        assert first is not None
+        os.kill(first, signal.SIGINT)
+        for _ in range(600):  # until the supervisor has started it again
+            await asyncio.sleep(0.1)
+            current = _postmaster_pid(pgdata)
+            if current not in (None, first) and await asyncio.to_thread(_answers, url):
+                break
+        assert _postmaster_pid(pgdata) not in (None, first)
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT x FROM kept").fetchone() == (7,)
+    assert not _postmaster_running(pgdata)
+
+
+def test_a_killed_postgres_is_started_again_for_a_process_without_an_event_loop(
+    scratch: Path,
+) -> None:
+    """``held`` (the parent of ``serve --workers``, whose workers only have the URL)
+    revives it too, also after a SIGKILL left its pid file and shared memory behind."""
+    import signal
+    import time
+
+    with EmbeddedPostgres.held(scratch, check_every_s=0.2) as url:
+        pgdata = scratch / "pg"
+        first = _postmaster_pid(pgdata)
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        for _ in range(600):
+            time.sleep(0.1)
+            if _postmaster_pid(pgdata) not in (None, first) and _answers(url):
+                break
+        assert _postmaster_pid(pgdata) not in (None, first)
+        assert _answers(url)
+    assert not _postmaster_running(pgdata)
+
+
+def test_of_two_holders_one_revives_postgres_and_the_other_finds_it_running(
+    scratch: Path,
+) -> None:
+    """Holders never fight over a revive, and a handle that has left revives nothing."""
+    from convrag.testing.faults import stop_postgres
+
+    first, second = EmbeddedPostgres(scratch), EmbeddedPostgres(scratch)
+    url = first.start()
+    assert second.start() == url
+    stop_postgres(scratch)
+    assert not _answers(url)
+    assert first.revive() is True
+    assert second.revive() is False
+    assert _answers(url)
+    second.stop()
+    assert second.revive() is False
+    assert _answers(url)  # the first handle still holds it
+    first.stop()
+    assert not _postmaster_running(first.pgdata)
+    assert first.revive() is False
+    assert not _postmaster_running(first.pgdata)

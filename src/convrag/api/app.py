@@ -43,7 +43,7 @@ from convrag.api.middleware import BodySizeLimit, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import TurnRunner
-from convrag.assistant import Assistant, open_assistant
+from convrag.assistant import OUT_OF_DISK, Assistant, open_assistant, out_of_disk
 from convrag.config import Settings
 from convrag.conversations import sweep_periodically
 from convrag.ingest import resume_stopped_uploads
@@ -342,9 +342,12 @@ async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
     message, which names internal addresses, is not echoed."""
     HTTP_ERRORS.labels("503").inc()
     store = "vector index" if isinstance(exc, MilvusException) else "database"
+    detail = f"the {store} is unavailable or restarting; retry in a few seconds"
+    if out_of_disk(exc):  # an OperationalError too, but no restart will cure it
+        detail = OUT_OF_DISK
     return JSONResponse(
         {
-            "detail": f"the {store} is unavailable or restarting; retry in a few seconds",
+            "detail": detail,
             "error": type(exc).__name__,
         },
         status_code=503,

@@ -61,6 +61,9 @@ class TurnResult:
     state: dict[str, Any] = field(default_factory=dict)
     sources: list[SourceOut] = field(default_factory=list)
     error: dict[str, str] | None = None
+    stored: AnswerOut | None = None
+    """The reply read back from the store, when the run failed after ``persist`` had
+    stored its answer (:meth:`TurnRunner.answered_anyway`)."""
 
 
 class ConversationBusy(Exception):
@@ -188,16 +191,24 @@ class TurnRunner:
                 },
             )
         except Exception as exc:  # reported as an `error` event, never a broken stream
-            TURNS.labels("error").inc()
             code = _code(exc)
-            # A failed turn is told by its short reason: the exception's own text can
-            # quote SQL, hosts or a provider's reply.
-            message = failure_reason(exc) if code == "turn_failed" else str(exc)
-            result.error = {"code": code, "message": message[:500]}
             request = payload.get("turn_request")
-            if request:  # the question stays stored, as `failed` with why
-                await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
-            put("error", result.error)
+            if code == "turn_failed" and request:
+                result.stored = await self.answered_anyway(
+                    context.workspace_id, conversation_id, request["turn_id"], exc
+                )
+            if result.stored is not None:
+                TURNS.labels("ok").inc()
+                put("done", done_event(result.stored))
+            else:
+                TURNS.labels("error").inc()
+                # A failed turn is told by its short reason: the exception's own text can
+                # quote SQL, hosts or a provider's reply.
+                message = failure_reason(exc) if code == "turn_failed" else str(exc)
+                result.error = {"code": code, "message": message[:500]}
+                if request:  # the question stays stored, as `failed` with why
+                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
+                put("error", result.error)
         finally:
             queue.put_nowait(None)
         if result.error is None:
@@ -206,6 +217,32 @@ class TurnRunner:
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
         return result
+
+    async def answered_anyway(
+        self, workspace_id: str, conversation_id: str, turn_id: str, exc: Exception
+    ) -> AnswerOut | None:
+        """The stored reply of turn ``turn_id`` if its run raised ``exc`` after ``persist``
+        had committed it as ``done``: then only a write after it failed (LangGraph's
+        checkpoint at the run's end, on a full disk say), and the turn stands as answered
+        for the client as it does in the store (the next turn reads its history from the
+        stored turns, not from that checkpoint). None when the turn is not ``done``, or
+        cannot be read back either."""
+        db = self.assistant.services.db
+        try:
+            turn = await db.get_turn(workspace_id, conversation_id, turn_id)
+            if turn is None or turn.status != "done":
+                return None
+            citations = await db.citations(workspace_id, turn_id) or []
+        except Exception:
+            log.warning("reading turn %s back after its run failed did not work", turn_id)
+            return None
+        log.warning(
+            "turn %s is answered and stored, but a write after it failed: %s",
+            turn_id,
+            failure_reason(exc),
+            exc_info=exc,
+        )
+        return stored_answer(conversation_id, turn, citations)
 
     async def _settle(self, conversation_id: str) -> None:
         try:
@@ -289,6 +326,8 @@ def turn_context(
 
 def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
     """The JSON reply of a finished turn, or the HTTP error its failure maps to."""
+    if result.stored is not None:
+        return result.stored
     if result.error:
         # Bad input was refused before the turn started; a failed turn means a store or
         # provider is down: 503, retryable.

