@@ -11,6 +11,7 @@ from convrag.api.metrics import REGISTRY, observe_turn
 from convrag.assistant import Assistant
 from convrag.context import Context
 from convrag.services import Services
+from convrag.state import State
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from convrag.testing.serper_stub import SerperReply, SerperStub
 
@@ -56,33 +57,35 @@ async def test_auto_skips_the_web_when_documents_answer_confidently(
     assert serper.requests == [] and state["web_search_reason"] is None
 
 
+async def _ask_for_volcano_news(
+    assistant: Assistant, serper: SerperStub, workspace: str, title: str, snippet: str
+) -> State:
+    """A no-LLM turn with a freshness cue, answered by one Serper result of ``title``
+    and ``snippet``."""
+    link = "https://news.example/volcano"
+    serper.add_rule(
+        "latest", SerperReply(organic=[{"title": title, "link": link, "snippet": snippet}])
+    )
+    conv = await assistant.new_conversation(workspace)
+    return await assistant.ask(
+        "What is the latest volcano eruption news?",
+        conv,
+        workspace_id=workspace,
+        context=Context(workspace_id=workspace, llm_model="none"),
+    )
+
+
 async def test_a_freshness_cue_triggers_web_search_and_results_become_web_sources(
     assistant: Assistant, services: Services, serper: SerperStub, seeded: str
 ) -> None:
-    serper.add_rule(
-        "latest",
-        SerperReply(
-            organic=[
-                {
-                    "title": "Volcano news",
-                    "link": "https://news.example/volcano",
-                    "snippet": "The latest eruption report was published this week.",
-                }
-            ]
-        ),
-    )
-    conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask(
-        "What is the latest volcano eruption news?",
-        conv,
-        workspace_id=seeded,
-        context=Context(workspace_id=seeded, llm_model="none"),
+    state = await _ask_for_volcano_news(
+        assistant, serper, seeded, "Volcano news", "The latest eruption report was published."
     )
     assert state["web_search_reason"] == "fresh_information"
     assert serper.requests[0].api_key == "serper-test-key"
     web = [s for s in state["sources"] if s["source_type"] == "web"]
     assert web and web[0]["url"] == "https://news.example/volcano"
-    turn = (await services.db.all_turns(seeded, conv))[-1]
+    turn = (await services.db.all_turns(seeded, state["conversation_id"]))[-1]
     assert turn.web_search_triggered
 
 
@@ -161,25 +164,10 @@ async def test_a_failed_or_empty_web_search_is_flagged_logged_and_counted(
 async def test_nul_bytes_in_web_results_are_dropped_and_the_turn_is_stored(
     assistant: Assistant, services: Services, serper: SerperStub, seeded: str
 ) -> None:
-    serper.add_rule(
-        "latest",
-        SerperReply(
-            organic=[
-                {
-                    "title": "Volcano\u0000 news",
-                    "link": "https://news.example/volcano",
-                    "snippet": "The latest eruption\u0000 report was published this week.",
-                }
-            ]
-        ),
+    state = await _ask_for_volcano_news(
+        assistant, serper, seeded, "Volcano\u0000 news", "The latest eruption\u0000 report."
     )
-    conv = await assistant.new_conversation(seeded)
-    state = await assistant.ask(
-        "What is the latest volcano eruption news?",
-        conv,
-        workspace_id=seeded,
-        context=Context(workspace_id=seeded, llm_model="none"),
-    )
+    conv = state["conversation_id"]
     [web] = [s for s in state["sources"] if s["source_type"] == "web"]
     assert web["title"] == "Volcano news" and "\x00" not in web["text"]
     [turn] = await services.db.all_turns(seeded, conv)
