@@ -10,6 +10,8 @@ in one process never use each other's stores.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import logging
 import uuid
@@ -86,8 +88,8 @@ class Assistant:
             result = await self.graph.ainvoke(
                 payload, self.config(conversation_id), context=ctx, durability=self.durability
             )
-        except Exception as exc:
-            await self.fail_turn(ctx.workspace_id, turn_id, exc)
+        except BaseException as exc:  # a cancelled run too: its turn must not stay busy
+            await asyncio.shield(self.fail_turn(ctx.workspace_id, turn_id, exc))
             raise
         await self.settle(conversation_id)
         return cast(State, result)
@@ -100,6 +102,11 @@ class Assistant:
         from convrag.nodes.load_history import ConversationBusy, TurnConflict
 
         if isinstance(exc, (TurnConflict, ConversationBusy)):
+            return
+        if not isinstance(exc, Exception):  # cancelled, or the generator was closed
+            log.info("turn %s stopped before its end: %s", turn_id, STOPPED_TURN)
+            with contextlib.suppress(Exception):
+                await self.services.db.fail_turn(workspace_id, turn_id, STOPPED_TURN)
             return
         if _refused(exc):  # the request's fault (a 404 or 422): no traceback to read
             log.info("turn %s refused: %s", turn_id, failure_reason(exc))
@@ -125,22 +132,39 @@ class Assistant:
     ) -> AsyncIterator[tuple[str, Any]]:
         """(mode, chunk) pairs of ``custom`` events and node ``updates``.
 
-        ``message=None`` resumes the thread's interrupted or crashed run.
+        ``message=None`` resumes the thread's interrupted or crashed run. A stream that
+        fails, or that the caller stops early (``aclose``, a cancelled task), marks its
+        turn failed, as :meth:`ask` does, so the next message is not refused as busy.
         """
+        ctx = self.context(workspace_id, context)
+        turn_id = str(uuid.uuid4())
         payload = (
             None
             if message is None
-            else InputState(message=message, conversation_id=conversation_id)
+            else InputState(
+                message=message,
+                conversation_id=conversation_id,
+                turn_request={"turn_id": turn_id},
+            )
         )
-        async for mode, chunk in self.graph.astream(
-            payload,
-            self.config(conversation_id),
-            context=self.context(workspace_id, context),
-            stream_mode=["custom", "updates"],
-            durability=self.durability,
-        ):
-            yield mode, chunk
+        try:
+            async for mode, chunk in self.graph.astream(
+                payload,
+                self.config(conversation_id),
+                context=ctx,
+                stream_mode=["custom", "updates"],
+                durability=self.durability,
+            ):
+                yield mode, chunk
+        except BaseException as exc:
+            if payload is not None:
+                await asyncio.shield(self.fail_turn(ctx.workspace_id, turn_id, exc))
+            raise
         await self.settle(conversation_id)
+
+
+STOPPED_TURN = "interrupted: the run was stopped before its answer"
+"""The reason a turn whose run was cancelled or closed early is stored with."""
 
 
 def _refused(exc: BaseException) -> bool:

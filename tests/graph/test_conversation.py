@@ -449,3 +449,44 @@ async def test_chit_chat_gets_its_fixed_reply_without_an_llm_call(
     state = await assistant.ask("thanks!", conv, workspace_id=seeded, context=ctx)
     assert state["answer"] == THANKS_ANSWER
     assert len(llm.requests) == asked
+
+
+async def test_a_stream_stopped_early_fails_its_turn_and_the_next_message_goes_through(
+    assistant: Assistant, services: Services, seeded: str
+) -> None:
+    from convrag.assistant import STOPPED_TURN
+
+    conv = await assistant.new_conversation(seeded)
+    stream = assistant.stream("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded)
+    async for mode, chunk in stream:
+        if mode == "custom" and chunk.get("event") == "sources":
+            break
+    await stream.aclose()
+    state = await assistant.ask("What is John Doe's salary?", conv, workspace_id=seeded)
+    assert "$110,000" in state["answer"]
+    turns = await services.db.turn_details(seeded, conv)
+    assert [(t.status, t.error) for t in turns] == [("failed", STOPPED_TURN), ("done", None)]
+
+
+async def test_a_cancelled_ask_fails_its_turn_instead_of_keeping_the_conversation_busy(
+    assistant: Assistant, llm: OpenAIStub, services: Services, seeded: str
+) -> None:
+    import asyncio
+
+    llm.add_rule("CURRENT QUESTION:\nWhat is Prasad", Reply(content="Slowly. [1]", delay_s=5.0))
+    conv = await assistant.new_conversation(seeded)
+    ctx = Context(workspace_id=seeded)
+    asked = asyncio.create_task(
+        assistant.ask("What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx)
+    )
+    while not llm.requests:  # the answer's LLM call has started
+        await asyncio.sleep(0.05)
+    asked.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked
+    llm.add_rule("CURRENT QUESTION:\nWhat is John", Reply(content="It is $110,000 [1]."))
+    state = await assistant.ask(
+        "What is John Doe's salary?", conv, workspace_id=seeded, context=ctx
+    )
+    assert state["answer"] == "It is $110,000 [1]."
+    assert [t.status for t in await services.db.turn_details(seeded, conv)] == ["failed", "done"]
