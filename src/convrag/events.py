@@ -10,9 +10,10 @@ tokens so far), then ``done`` or ``error``.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from convrag.records import SourceOut
 from convrag.state import Classification, RewriteMethod

@@ -19,7 +19,6 @@ from typing import (
     Literal,
     NotRequired,
     Required,
-    TypedDict,
     TypeVar,
     get_args,
     get_origin,
@@ -27,6 +26,7 @@ from typing import (
 )
 
 from langgraph.types import Overwrite
+from typing_extensions import TypedDict
 
 from convrag.records import Citation, HistoryTurn, Source
 
