@@ -24,8 +24,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from convrag.config import Settings
-from convrag.context import Context
+from convrag.context import DEFAULT_WORKSPACE, Context
 from convrag.graph import compile_graph
+from convrag.ids import check_id
 from convrag.services import Services, open_services
 from convrag.state import InputState, State
 
@@ -51,12 +52,26 @@ class Assistant:
 
     def context(self, workspace_id: str, context: Context | None = None) -> Context:
         """The run's context: the caller's knobs, else the defaults with the environment's
-        time limits (``LLM_TIMEOUT_S``...), with this assistant's services."""
-        ctx = context or Context(workspace_id=workspace_id, **self.services.settings.time_limits)
-        return replace(ctx, services=self.services)
+        time limits (``LLM_TIMEOUT_S``...), with this assistant's services.
+
+        ``workspace_id`` sets the workspace of a caller's context that names none (its
+        default); a context naming another workspace is refused rather than silently
+        run there."""
+        if context is None:
+            context = Context(workspace_id=workspace_id, **self.services.settings.time_limits)
+        elif workspace_id != DEFAULT_WORKSPACE and context.workspace_id != workspace_id:
+            if context.workspace_id != DEFAULT_WORKSPACE:
+                raise ValueError(
+                    f"workspace_id {workspace_id!r} and the context's workspace "
+                    f"{context.workspace_id!r} differ; pass one of them"
+                )
+            context = replace(context, workspace_id=workspace_id)
+        return replace(context, services=self.services)
 
     async def new_conversation(self, workspace_id: str) -> str:
-        """A new conversation of ``workspace_id``; its id, for :meth:`ask` and :meth:`stream`."""
+        """A new conversation of ``workspace_id``; its id, for :meth:`ask` and :meth:`stream`.
+        A workspace id that a run would refuse is refused here (``ValueError``)."""
+        check_id(workspace_id)
         return await self.services.db.create_conversation(workspace_id)
 
     @staticmethod

@@ -21,6 +21,9 @@ from convrag.answering.extractive import DEFAULT_ANSWER_SENTENCES
 from convrag.llm import resolve_model
 from convrag.services import Services
 
+DEFAULT_WORKSPACE = "default"
+"""The workspace of a run that names none."""
+
 DEFAULT_RELEVANCE_FLOOR = 0.415
 """Chosen by measurement with ``benchmarks/abstention_floor.py``: the best abstention F1
 on MTRAG ClapNQ within the false-abstention (10 %) and off-topic (90 %) bars, which Cloud
@@ -65,7 +68,9 @@ InjectedServices = Annotated[Services | None, PlainValidator(lambda v: v), SkipJ
 class Context:
     """Knobs of one run, validated when the context is built."""
 
-    workspace_id: str = field(default="default", metadata={"description": "Workspace to search."})
+    workspace_id: str = field(
+        default=DEFAULT_WORKSPACE, metadata={"description": "Workspace to search."}
+    )
     llm_model: str | None = field(
         default=None,
         metadata={

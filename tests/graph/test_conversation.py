@@ -490,3 +490,19 @@ async def test_a_cancelled_ask_fails_its_turn_instead_of_keeping_the_conversatio
     )
     assert state["answer"] == "It is $110,000 [1]."
     assert [t.status for t in await services.db.turn_details(seeded, conv)] == ["failed", "done"]
+
+
+async def test_the_workspace_argument_sets_a_context_that_names_none_and_may_not_disagree(
+    assistant: Assistant, seeded: str
+) -> None:
+    conv = await assistant.new_conversation(seeded)
+    state = await assistant.ask(
+        "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=Context(top_k=1)
+    )
+    assert "$120,000" in state["answer"] and len(state["sources"]) == 1
+    with pytest.raises(ValueError, match="differ"):
+        await assistant.ask(
+            "And John Doe's?", conv, workspace_id=seeded, context=Context(workspace_id="other")
+        )
+    with pytest.raises(ValueError, match="workspace"):
+        await assistant.new_conversation("bad ws!")
