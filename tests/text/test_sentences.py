@@ -38,3 +38,13 @@ def test_a_letter_without_case_opens_a_sentence() -> None:
         "مرحبا.",
         "مرحبا بك.",
     ]
+
+
+def test_markdown_emphasis_closing_after_a_question_mark_ends_the_question() -> None:
+    text = "**Q: Can I pay yearly?** A: Yes, and it saves 20%. _Prices exclude VAT._ More."
+    assert split_sentences(text) == [
+        "**Q: Can I pay yearly?**",
+        "A: Yes, and it saves 20%.",
+        "_Prices exclude VAT._",
+        "More.",
+    ]

@@ -15,11 +15,13 @@ import re
 
 __all__ = ["sentence_ends", "split_sentences"]
 
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？]+[」』”’)]*")
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]*_]*(?=\s)|[。！？]+[」』”’)]*")
+"""End punctuation, with the quotes, brackets and Markdown emphasis (``**``, ``_``) that
+close around it: "**Q: Can I pay yearly?** A: Yes." is a question, then its answer."""
 _NON_SPACE = re.compile(r"\S")
-_OPENERS = frozenset("\"'“‘([`")
-"""Marks that can open a sentence; any other mark after a period continues the sentence
-("U.S.C. § 7", "Side!, released")."""
+_OPENERS = frozenset("\"'“‘([`*_")
+"""Marks that can open a sentence (Markdown emphasis too); any other mark after a period
+continues the sentence ("U.S.C. § 7", "Side!, released")."""
 _ABBREVIATIONS = frozenset(
     {
         "e.g", "i.e", "cf", "vs", "approx", "dept", "est",
