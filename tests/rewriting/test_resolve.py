@@ -76,6 +76,11 @@ def test_ellipsis_with_a_new_year_reuses_the_previous_question() -> None:
             "and during the week?",
             "What are the help desk hours during the week?",
         ),
+        (  # a day is a time, not a name to swap for the place
+            "When is the first ferry from Lymington on a weekday?",
+            "And on Sundays?",
+            "When is the first ferry from Lymington on Sundays?",
+        ),
         (  # a place and a year are not alternatives: the year extends the question
             "Who won the election in Europe?",
             "and in 2019?",

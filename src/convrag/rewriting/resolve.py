@@ -59,6 +59,7 @@ from convrag.text.lexicon import (
     PRONOUNS,
     TEMPORAL_PREPS,
     TIME_NOUNS,
+    TIME_WORDS,
     WH,
 )
 from convrag.text.tokens import (
@@ -204,7 +205,7 @@ def _rewrite(msg: str, history: Sequence[Turn]) -> str:
             mapped = _what_about(rest, prev_q, refs)
             if mapped:
                 return mapped
-            if rtoks[0].low in PREPS and not name_spans(rtoks):
+            if rtoks[0].low in PREPS and not _proper_names(rtoks):
                 # "and in 2010?" extends the question; "and sick leave?" would not read
                 # onto "Do unused days carry over?": that one carries the question instead.
                 swapped = _swap_last_phrase(prev_q, rest)
@@ -860,7 +861,7 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
     if xyear and pyear and len(content_words(xtoks)) <= 2:
         return f"{prev[: pyear.start()]}{xyear.group()}{prev[pyear.end() :]}?"
     # A name for a name: "What is the capital of France?" + "what about Germany?".
-    xnames = name_spans(xtoks)
+    xnames = _proper_names(xtoks)
     pnames = name_spans(ptoks)
     if xnames and pnames and len(xnames[0].text.split()) >= len(content_words(xtoks)):
         p = pnames[-1]
@@ -890,6 +891,12 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
                     return f"{prev[: ptoks[k].end]} {x}?"
                 break
     return None
+
+
+def _proper_names(toks: tuple[Token, ...]) -> list[NameSpan]:
+    """The capitalised names of ``toks`` less days, months and seasons ("on Sundays"),
+    which are times, not names to swap for the previous question's."""
+    return [s for s in name_spans(toks) if s.key.removesuffix("s") not in TIME_WORDS]
 
 
 def _swap_last_phrase(prev_q: str, fragment: str) -> str | None:

@@ -102,7 +102,8 @@ TEMPORAL_PREPS = _words("after before since following until till like")
 # Months, days and seasons: capitalised, but not entities.
 TIME_WORDS = _words(
     """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday spring summer autumn fall winter
+    monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays
+    thursdays fridays saturdays sundays spring summer autumn fall winter
     today yesterday tomorrow"""
 )
 # Words that name a time, for telling two times apart from a time and a place.
