@@ -307,3 +307,12 @@ def test_a_question_in_a_script_other_than_latin_is_answered_by_its_words() -> N
     )
     answer = extractive_answer("ما هو الحد الأقصى للفندق؟", [travel])
     assert answer.startswith("الحد الأقصى للفندق 200 دولار في الليلة. [1]")
+
+
+def test_an_faq_question_in_bold_is_never_quoted() -> None:
+    faq = source(
+        "**Q: How do I cancel my subscription?**\n\nA: Open Settings and choose Cancel plan.\n\n"
+        "**Q: How do I export my notes?**\n\nA: Use File, then Export, to save every note."
+    )
+    answer = extractive_answer("How do I cancel or export my subscription notes?", [faq])
+    assert "**Q:" not in answer and "Cancel plan." in answer

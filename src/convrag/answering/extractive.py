@@ -20,7 +20,13 @@ from convrag.answering.replies import NO_SOURCES_ANSWER
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 from convrag.text.tokens import expand_acronyms
-from convrag.text.units import looks_like_heading, names_a_section, quotable, sentences
+from convrag.text.units import (
+    is_question,
+    looks_like_heading,
+    names_a_section,
+    quotable,
+    sentences,
+)
 
 DEFAULT_ANSWER_SENTENCES = 4
 """The most sentences an extractive answer quotes. Chosen by measurement with ``convrag
@@ -244,7 +250,7 @@ def _continue(
         "; " in best  # a record or a table row is whole; the next one is another's
         or "; " in nxt
         or nxt in skip
-        or nxt.rstrip().endswith("?")
+        or is_question(nxt)
         or any(e in nxt.lower() for e in excluded)
         or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
     ):

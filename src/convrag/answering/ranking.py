@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from convrag.citations import strip_markers
 from convrag.records import HistoryTurn, Source, previous_question
 from convrag.text.tokens import phrasal_compounds, spelled_out
-from convrag.text.units import quotable, sentences
+from convrag.text.units import is_question, quotable, sentences
 
 _WORD = re.compile(r"[^\W_](?:[^\W_]|[$,.%'-])*(?:[^\W_]|%)|[^\W_]")
 _STOP = frozenset(
@@ -207,6 +207,6 @@ def ranked_by_words(
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
     scored.sort(key=lambda x: -x[0])
-    if any(not x[3].rstrip().endswith("?") for x in scored):
-        scored = [x for x in scored if not x[3].rstrip().endswith("?")]
+    if any(not is_question(x[3]) for x in scored):
+        scored = [x for x in scored if not is_question(x[3])]
     return scored

@@ -154,6 +154,12 @@ def names_a_section(unit: str) -> bool:
 _MINOR_WORDS = frozenset({"a", "an", "and", "at", "by", "for", "in", "of", "on", "or", "the", "to"})
 
 
+def is_question(unit: str) -> bool:
+    """Whether ``unit`` asks (ends with "?", Markdown emphasis after it included: an FAQ's
+    "**Q: Can I pay yearly?**")."""
+    return unit.rstrip().rstrip("*_").endswith("?")
+
+
 def quotable(unit: str, *, first: bool, last: bool) -> bool:
     """Whether an answer may quote ``unit`` as a whole statement.
 
@@ -172,4 +178,5 @@ def quotable(unit: str, *, first: bool, last: bool) -> bool:
         return True  # an item of a list is whole, with or without a full stop
     if first and unit[:1].islower():
         return False
-    return not (last and not unit.rstrip().endswith((".", "!", "?", '"', "'", ")", ":")))
+    ended = unit.rstrip().rstrip("*_").endswith((".", "!", "?", '"', "'", ")", ":"))
+    return not (last and not ended)
