@@ -11,7 +11,6 @@ in one process never use each other's stores.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import uuid
@@ -118,17 +117,13 @@ class Assistant:
 
         if isinstance(exc, (TurnConflict, ConversationBusy)):
             return
-        if not isinstance(exc, Exception):  # cancelled, or the generator was closed
-            log.info("turn %s stopped before its end: %s", turn_id, STOPPED_TURN)
-            with contextlib.suppress(Exception):
-                await self.services.db.fail_turn(workspace_id, turn_id, STOPPED_TURN)
-            return
-        if _refused(exc):  # the request's fault (a 404 or 422): no traceback to read
-            log.info("turn %s refused: %s", turn_id, failure_reason(exc))
+        reason = failure_reason(exc)
+        if _refused(exc):  # stopped by the caller, or the request's fault: no traceback
+            log.info("turn %s refused or stopped: %s", turn_id, reason)
         else:
-            log.error("turn %s failed: %s", turn_id, failure_reason(exc), exc_info=exc)
+            log.error("turn %s failed: %s", turn_id, reason, exc_info=exc)
         try:
-            await self.services.db.fail_turn(workspace_id, turn_id, failure_reason(exc))
+            await self.services.db.fail_turn(workspace_id, turn_id, reason)
         except Exception:
             log.warning("marking turn %s failed did not work", turn_id, exc_info=True)
 
@@ -183,12 +178,15 @@ STOPPED_TURN = "interrupted: the run was stopped before its answer"
 
 
 def _refused(exc: BaseException) -> bool:
-    """Whether a turn failed on its request (another workspace's conversation, bad
-    input) rather than on the service: the HTTP reply says so, the log need not shout."""
+    """Whether a turn ended on its caller (cancelled, or a stream closed early) or on its
+    request (another workspace's conversation, bad input) rather than on the service:
+    the caller knows, the log need not shout."""
     from convrag.embeddings import EmbeddingMismatch
 
-    return isinstance(exc, PermissionError) or (
-        isinstance(exc, ValueError) and not isinstance(exc, EmbeddingMismatch)
+    return (
+        not isinstance(exc, Exception)
+        or isinstance(exc, PermissionError)
+        or (isinstance(exc, ValueError) and not isinstance(exc, EmbeddingMismatch))
     )
 
 
@@ -217,11 +215,14 @@ def failure_reason(exc: BaseException) -> str:
     error by its kind (its message names internal hosts and ports, or quotes SQL),
     anything else by its type and message. Data the database refused (a NUL, a value out
     of range: ``psycopg.DataError``) is a fault in what the turn produced, not an outage,
-    and is named as such; so is a full disk (:data:`OUT_OF_DISK`)."""
+    and is named as such; so is a full disk (:data:`OUT_OF_DISK`) and a run its caller
+    stopped (:data:`STOPPED_TURN`)."""
     from psycopg import DataError
     from psycopg import Error as PostgresError
     from pymilvus import MilvusException
 
+    if not isinstance(exc, Exception):  # cancelled, or the generator was closed
+        return STOPPED_TURN
     if out_of_disk(exc):
         return OUT_OF_DISK
     if isinstance(exc, MilvusException):

@@ -31,6 +31,13 @@ MAX_TTL_DAYS = 36500
 overflow."""
 
 
+DEFAULT_LLM_TIMEOUT_S = 60.0
+"""The answer LLM call's time limit (``LLM_TIMEOUT_S``, the ``answer_timeout_s`` knob)."""
+DEFAULT_REWRITE_TIMEOUT_S = 10.0
+"""The rewrite LLM call's time limit (``REWRITE_TIMEOUT_S``, ``rewrite_timeout_s``)."""
+DEFAULT_WEB_SEARCH_TIMEOUT_S = 8.0
+"""The web search's time limit (``WEB_SEARCH_TIMEOUT_S``, ``web_timeout_s``)."""
+
 _COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 
 
@@ -164,7 +171,7 @@ class Settings(BaseSettings):
         description="After this, the fused order is kept (and the fallback recorded).",
     )
     llm_timeout_s: float = Field(
-        default=60.0,
+        default=DEFAULT_LLM_TIMEOUT_S,
         gt=0,
         allow_inf_nan=False,
         validation_alias=AliasChoices("LLM_TIMEOUT_S", "llm_timeout_s"),
@@ -172,14 +179,14 @@ class Settings(BaseSettings):
         "sources (flagged).",
     )
     rewrite_timeout_s: float = Field(
-        default=10.0,
+        default=DEFAULT_REWRITE_TIMEOUT_S,
         gt=0,
         allow_inf_nan=False,
         validation_alias=AliasChoices("REWRITE_TIMEOUT_S", "rewrite_timeout_s"),
         description="The rewrite LLM call's limit; after it the rules rewrite (flagged).",
     )
     web_search_timeout_s: float = Field(
-        default=8.0,
+        default=DEFAULT_WEB_SEARCH_TIMEOUT_S,
         gt=0,
         allow_inf_nan=False,
         validation_alias=AliasChoices("WEB_SEARCH_TIMEOUT_S", "web_search_timeout_s"),

@@ -18,6 +18,11 @@ from pydantic import PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
 from convrag.answering.extractive import DEFAULT_ANSWER_SENTENCES
+from convrag.config import (
+    DEFAULT_LLM_TIMEOUT_S,
+    DEFAULT_REWRITE_TIMEOUT_S,
+    DEFAULT_WEB_SEARCH_TIMEOUT_S,
+)
 from convrag.llm import resolve_model
 from convrag.services import Services
 
@@ -169,10 +174,10 @@ class Context:
     )
     rewrite_temperature: float = 0.2
     answer_temperature: float = 0.3
-    rewrite_timeout_s: float = 10.0
-    answer_timeout_s: float = 60.0
+    rewrite_timeout_s: float = DEFAULT_REWRITE_TIMEOUT_S
+    answer_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
     retrieval_timeout_s: float = 3.5
-    web_timeout_s: float = 8.0
+    web_timeout_s: float = DEFAULT_WEB_SEARCH_TIMEOUT_S
     services: InjectedServices = field(default=None, repr=False, compare=False)
     """The run's stores, embedder, searcher and web tool; see :attr:`deps`."""
 

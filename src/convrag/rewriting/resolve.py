@@ -896,7 +896,7 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
 def _proper_names(toks: tuple[Token, ...]) -> list[NameSpan]:
     """The capitalised names of ``toks`` less days, months and seasons ("on Sundays"),
     which are times, not names to swap for the previous question's."""
-    return [s for s in name_spans(toks) if s.key.removesuffix("s") not in TIME_WORDS]
+    return [s for s in name_spans(toks) if s.key not in TIME_WORDS]
 
 
 def _swap_last_phrase(prev_q: str, fragment: str) -> str | None:
