@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from convrag.records import Source
 
 
-def source(text: str, n: int = 0) -> Source:
+def source(text: str, n: int = 0, title: str | None = None) -> Source:
     """A chunk source holding ``text``, numbered ``n`` in its ids."""
     return Source(
         id=f"00000000-0000-0000-0000-00000000000{n}",
         source_type="chunk",
         document_id=f"d{n}",
-        title=None,
+        title=title,
         text=text,
         url=None,
         score=1.0,

@@ -316,3 +316,19 @@ def test_an_faq_question_in_bold_is_never_quoted() -> None:
     )
     answer = extractive_answer("How do I cancel or export my subscription notes?", [faq])
     assert "**Q:" not in answer and "Cancel plan." in answer
+
+
+def test_a_weaker_sentence_of_another_document_is_left_out_of_the_answer() -> None:
+    faq = "If you pay annually, you get two months free."
+    policy = "After ten days, statutory sick pay applies."
+
+    def alike(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.5 if t == faq else 0.55 for t in texts]
+
+    def answer(policy_title: str) -> str:
+        sources = [source(faq, 1, "Lumenote FAQ"), source(policy, 2, policy_title)]
+        return extractive_answer("Is there a discount if I pay yearly?", sources, similarity=alike)
+
+    assert answer("Leave policy") == f"{faq} [1]"
+    # The same score within the best sentence's own document clears the usual floor.
+    assert answer("Lumenote FAQ") == f"{faq} [1] {policy} [2]"

@@ -29,3 +29,8 @@ def test_a_sentence_wrapped_onto_a_short_line_is_prose_and_field_lines_a_record(
     ]
     record = "Maria Lopez\nPosition: Product Manager\nBasic Salary: $90,000"
     assert sentences(record) == ["Maria Lopez; Position: Product Manager; Basic Salary: $90,000"]
+
+
+def test_an_faq_answer_label_is_not_quoted_and_its_question_line_is_no_record() -> None:
+    units = sentences("**Q: Can I get a refund?**\nA: We refund annual plans.\n\n**Answer:** Yes.")
+    assert units == ["**Q: Can I get a refund?**", "We refund annual plans.", "Yes."]

@@ -46,7 +46,7 @@ def sentences(text: str) -> list[str]:
         if (
             len(lines) > 1
             and sum(len(ln) for ln in lines) / len(lines) < 60
-            and not any(ln.endswith((".", "!", "?")) for ln in lines[:-1])
+            and not any(ln.rstrip("*_").endswith((".", "!", "?")) for ln in lines[:-1])
             and not any(ln[0].islower() for ln in lines[1:])  # a wrapped sentence goes on
         ):
             units.append("; ".join(lines))
@@ -55,9 +55,16 @@ def sentences(text: str) -> list[str]:
     return units
 
 
+_ANSWER_LABEL = re.compile(r"(?:\*\*|__)?(?:A|Answer)(?:\*\*|__)?:(?:\*\*|__)?\s+(?=\S)")
+"""An FAQ's answer label ("A: Yes.", "**Answer:** Yes."): it names the speaker, and an
+answer quoting the sentence reads "A: Students get ..." with it."""
+
+
 def _prose(lines: Sequence[str]) -> list[str]:
-    """The sentences of prose lines, joined (a sentence may wrap), less stray marks."""
-    return [s for s in split_sentences(" ".join(lines)) if len(s) > 2]
+    """The sentences of prose lines, joined (a sentence may wrap), less stray marks and
+    an FAQ's answer label."""
+    units = (_ANSWER_LABEL.sub("", s, count=1) for s in split_sentences(" ".join(lines)))
+    return [s for s in units if len(s) > 2]
 
 
 def _list_units(lines: Sequence[str]) -> list[str]:
