@@ -556,3 +556,139 @@ async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps
     async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
         use_stub_llm(services, monkeypatch, stub.base_url)
         await asyncio.to_thread(_drive_failures, base_url, tenant["key"], conversation_id)
+
+
+def _open_with_key(driver: Any, base: str, key: str) -> None:
+    """Load the page and paste the key (leaving the field, as a user does)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.get(f"{base}/")
+    driver.find_element(By.ID, "api-key").send_keys(key, Keys.TAB)
+
+
+#: The documents the list must show besides the employee records: one whose ingest is
+#: still running (it cannot be deleted yet) and one whose ingest failed, with its reason.
+STILL_EMBEDDING = "Still embedding"
+BROKEN_TITLE = "Broken scan"
+BROKEN_ERROR = "file: the PDF has no text layer; upload a text PDF"
+
+
+@dataclass
+class ListedDocuments:
+    """The ids the documents scenario made, for the assertions on the server's side."""
+
+    uploaded_id: str = ""
+    processing_id: str = ""
+    broken_id: str = ""
+
+
+def _drive_documents(base: str, key: str, made: ListedDocuments) -> None:
+    """List, upload and delete documents on the page (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def css(ident: str) -> str:
+        return f"#documents > li.document-item[data-id='{ident}']"
+
+    # The list is redrawn as it reloads, so it is read in one script call.
+    read_js = (
+        "return [...document.querySelectorAll('#documents > li.document-item')].map(i => ["
+        "i.dataset.id, i.dataset.status, i.querySelector('.document-title').textContent,"
+        "i.querySelector('.document-state').textContent,"
+        "i.querySelector('button.delete-document').getAttribute('aria-label')])"
+    )
+
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+        _open_with_key(driver, base, key)
+        listed = wait.until(
+            lambda d: len(d.execute_script(read_js)) == 3 and d.execute_script(read_js)
+        )
+        by_id = {row[0]: row[1:] for row in listed}
+        # Each with its status; a failed one with its reason; each delete a real button
+        # named for its document.
+        assert by_id[made.processing_id][:3] == [
+            "processing",
+            STILL_EMBEDDING,
+            "processing: 0 chunks embedded",
+        ]
+        assert by_id[made.broken_id][:3] == ["failed", BROKEN_TITLE, f"failed: {BROKEN_ERROR}"]
+        (employees,) = [row for ident, row in by_id.items() if ident not in vars(made).values()]
+        assert employees[0] == "ready" and employees[2].startswith("ready, "), employees
+        assert by_id[made.broken_id][3] == f"Delete document {BROKEN_TITLE}"
+
+        # An upload is listed, and ready once its ingest ends.
+        with tempfile.TemporaryDirectory(prefix="convrag-upload-") as folder:
+            path = Path(folder) / "office-plants.md"
+            path.write_text(UPLOADED_MD)
+            driver.find_element(By.ID, "upload-file").send_keys(str(path))
+            wait.until(
+                lambda d: [
+                    row
+                    for row in d.execute_script(read_js)
+                    if row[1:3] == ["ready", "Office plants"]
+                ]
+            )
+        made.uploaded_id = next(
+            row[0] for row in driver.execute_script(read_js) if row[2] == "Office plants"
+        )
+        assert driver.find_element(By.ID, "upload-status").get_attribute("data-status") == "ready"
+
+        # Deleting it (confirmed) removes it; the focus stays in the list.
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.uploaded_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, css(made.uploaded_id)))
+        status = driver.find_element(By.ID, "documents-status")
+        wait.until(lambda d: status.text == 'Deleted "Office plants".')
+        assert driver.execute_script(
+            "return document.activeElement.matches('#documents .delete-document')"
+        )
+
+        # One still processing: the server's 409 is said, and it stays listed.
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.processing_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: status.get_attribute("data-kind") == "error")
+        assert "(409)" in status.text and "still processing" in status.text, status.text
+        assert driver.find_elements(By.CSS_SELECTOR, css(made.processing_id))
+
+        # One deleted meanwhile (another tab): the 404 is said, and it leaves the list.
+        httpx.delete(
+            f"{base}/v1/documents/{made.broken_id}",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=30,
+        ).raise_for_status()
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.broken_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: "(404)" in status.text)
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, css(made.broken_id)))
+        assert not driver.find_element(By.ID, "status").is_displayed()
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_the_documents_list_shows_each_status_and_deleting_an_upload_removes_it(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    _require_browser()
+    workspace = tenant["workspace"]
+    made = ListedDocuments(processing_id=str(uuid.uuid4()), broken_id=str(uuid.uuid4()))
+    await services.db.upsert_document_status(
+        workspace,
+        made.processing_id,
+        "upload:still-embedding.md",
+        status="processing",
+        title=STILL_EMBEDDING,
+    )
+    await services.db.upsert_document_status(
+        workspace,
+        made.broken_id,
+        "upload:broken-scan.pdf",
+        status="failed",
+        title=BROKEN_TITLE,
+        error=BROKEN_ERROR,
+    )
+    await asyncio.to_thread(_drive_documents, base_url, tenant["key"], made)
+    assert made.uploaded_id
+    assert await services.db.get_document(workspace, made.uploaded_id) is None
+    kept = await services.db.get_document(workspace, made.processing_id)
+    assert kept is not None and kept["status"] == "processing"

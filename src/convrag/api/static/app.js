@@ -2,7 +2,8 @@
 // rename and delete conversations, send a question and show its answer as the server
 // streams it (server-sent events read from a fetch body, since EventSource can neither
 // POST nor send an Authorization header), with each [n] in the answer previewed on
-// hover and opened in the sources panel on click; rate answers; upload documents.
+// hover and opened in the sources panel on click; rate answers; list, upload and delete
+// documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
 // text from the server is set with textContent, never parsed as HTML.
@@ -23,6 +24,9 @@
 //   #sources-panel (#panel-body > .panel-source[data-n].selected: .panel-title
 //       .panel-page .panel-chunk button.load-text), #close-panel,
 //       #document-view (#document-title, #document-text[data-document-id])
+//   #documents > li.document-item[data-id][data-status=processing|ready|failed]
+//       (.document-title .document-state button.delete-document), #more-documents,
+//       #documents-status[data-kind=done|error]
 //   #upload-file, #upload-status[data-status=uploading|processing|ready|failed][data-n-chunks]
 //   #skip-link (to #question)
 //
@@ -53,11 +57,16 @@
   const documentText = byId("document-text");
   const uploadInput = byId("upload-file");
   const uploadStatus = byId("upload-status");
+  const documentList = byId("documents");
+  const moreDocuments = byId("more-documents");
+  const documentsStatus = byId("documents-status");
+  const documentsHeading = byId("documents-heading");
 
   let conversationId = null;
   let turnCount = 0;
   let busy = false;
   let nextCursor = null;
+  let documentsCursor = null;
   /** The [n] link that opened the sources panel: focus goes back to it on close. */
   let panelOpener = null;
   /** Every turn on the page, by its number (the T of #turn-T-source-n). */
@@ -501,6 +510,141 @@
       else showError(error);
     }
     if (!item.isConnected && !(next && focusItem(next, ".conversation-title"))) newButton.focus();
+  }
+
+  // ---- The document list -------------------------------------------------------------
+
+  function showDocumentsStatus(message, kind) {
+    documentsStatus.textContent = message;
+    documentsStatus.dataset.kind = kind;
+    documentsStatus.hidden = false;
+  }
+
+  function clearDocumentsStatus() {
+    documentsStatus.textContent = "";
+    documentsStatus.hidden = true;
+    delete documentsStatus.dataset.kind;
+  }
+
+  /** The workspace's documents, oldest first, 50 at a time ("Load more" adds the next
+   * 50; the cursor comes in the X-Next-Cursor header). */
+  async function refreshDocuments(more = false) {
+    if (!keyInput.value.trim()) {
+      documentList.replaceChildren();
+      moreDocuments.hidden = true;
+      return;
+    }
+    const cursor = more && documentsCursor ? `&cursor=${encodeURIComponent(documentsCursor)}` : "";
+    const response = await api(`v1/documents?limit=50${cursor}`);
+    const items = (await response.json()).map(documentItem);
+    if (more) documentList.append(...items);
+    else documentList.replaceChildren(...items);
+    documentsCursor = response.headers.get("X-Next-Cursor");
+    moreDocuments.hidden = !documentsCursor;
+  }
+
+  /** A document's name: its title, else its file name (an upload's source is
+   * "upload:NAME", an ingested file's its path). */
+  function documentName(doc) {
+    if (doc.title) return doc.title;
+    const name = String(doc.source || "").replace(/^upload:/, "").split(/[\\/]/).pop();
+    return name || "Untitled document";
+  }
+
+  function documentState(doc) {
+    switch (doc.status) {
+      case "processing": {
+        const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
+        return `processing: ${doc.n_chunks}${of} chunks embedded`;
+      }
+      case "ready":
+        return `ready, ${doc.n_chunks} chunk${doc.n_chunks === 1 ? "" : "s"}`;
+      case "failed":
+        return `failed: ${doc.error || "no reason given"}`;
+      default:
+        return String(doc.status);
+    }
+  }
+
+  function documentItem(doc) {
+    const item = element("li", "document-item");
+    item.dataset.id = doc.id;
+    const info = element("div", "document-info");
+    const title = element("span", "document-title");
+    title.dir = "auto";
+    const state = element("span", "document-state");
+    info.append(title, state);
+    const remove = element("button", "delete-document secondary small", "✕");
+    remove.type = "button";
+    remove.title = "Delete";
+    item.append(info, remove);
+    showDocument(item, doc);
+    return item;
+  }
+
+  function showDocument(item, doc) {
+    const name = documentName(doc);
+    item.dataset.status = doc.status;
+    item.dataset.title = name;
+    const title = item.querySelector(".document-title");
+    title.textContent = name;
+    title.title = doc.source && doc.source !== name ? `${name} (${doc.source})` : name;
+    item.querySelector(".document-state").textContent = documentState(doc);
+    item.querySelector(".delete-document").setAttribute("aria-label", `Delete document ${name}`);
+  }
+
+  /** Show an upload's polled state on its listed document, if it is listed. */
+  function updateDocument(doc) {
+    const item = [...documentList.children].find((i) => i.dataset.id === String(doc.id));
+    if (item) showDocument(item, doc);
+  }
+
+  function focusDocument(id) {
+    const item = id && [...documentList.children].find((i) => i.dataset.id === id);
+    const target = item && item.querySelector(".delete-document");
+    if (target) target.focus();
+    return Boolean(target);
+  }
+
+  /** Delete a document (confirmed). The server refuses one still processing (409: its
+   * ingest would store it again), and one deleted elsewhere is a 404: both are said
+   * under the list, which is then reloaded either way. */
+  async function deleteDocument(item) {
+    const name = item.dataset.title || "this document";
+    const sure = window.confirm(
+      `Delete the document "${name}" from the workspace? Answers will no longer use it. This cannot be undone.`,
+    );
+    if (!sure) return;
+    clearDocumentsStatus();
+    const id = item.dataset.id;
+    const items = [...documentList.children];
+    const at = items.indexOf(item);
+    const neighbour = items[at + 1] || items[at - 1];
+    try {
+      await api(`v1/documents/${encodeURIComponent(id)}`, { method: "DELETE" });
+      showDocumentsStatus(`Deleted "${name}".`, "done");
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 409) {
+        showDocumentsStatus(`"${name}" cannot be deleted yet (409): ${error.detail}.`, "error");
+      } else if (isGone(error)) {
+        showDocumentsStatus(
+          `"${name}" no longer exists (404): it was deleted, perhaps in another tab.`,
+          "error",
+        );
+      } else {
+        showDocumentsStatus(`"${name}" was not deleted: ${describe(error)}`, "error");
+      }
+    }
+    try {
+      await refreshDocuments();
+    } catch (error) {
+      showDocumentsStatus(`The document list could not be reloaded: ${describe(error)}`, "error");
+    }
+    // The focus stays on the list: on the same document if it is still there, else on
+    // its neighbour, else on the list's heading (never on the page's body).
+    if (!focusDocument(id) && !focusDocument(neighbour && neighbour.dataset.id)) {
+      documentsHeading.focus();
+    }
   }
 
   // ---- The [n] preview and the sources panel ---------------------------------------
@@ -1009,7 +1153,8 @@
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  /** Upload the file, then poll its document every 0.5 s until ready or failed. */
+  /** Upload the file, then poll its document every 0.5 s until ready or failed; the
+   * document list shows it from the start and is reloaded when it is done. */
   async function upload(file) {
     showUpload("uploading", `Uploading ${file.name}…`);
     try {
@@ -1018,12 +1163,17 @@
       const response = await api("v1/documents", { method: "POST", body: data });
       let doc = await response.json();
       const name = doc.title || file.name;
+      refreshDocuments().catch(() => {});
       while (doc.status === "processing") {
         const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
         showUpload("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
+        updateDocument(doc);
         await sleep(500);
         doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
       }
+      refreshDocuments().catch((error) => {
+        showDocumentsStatus(`The document list could not be reloaded: ${describe(error)}`, "error");
+      });
       if (doc.status === "ready") {
         const s = doc.n_chunks === 1 ? "" : "s";
         showUpload("ready", `${name}: ready, ${doc.n_chunks} chunk${s}.`, doc.n_chunks);
@@ -1051,7 +1201,9 @@
   keyInput.addEventListener("change", () => {
     forgetConversation();
     clearLog();
+    clearDocumentsStatus();
     refreshList().catch(showError);
+    refreshDocuments().catch(showError);
   });
 
   forgetButton.addEventListener("click", () => {
@@ -1061,6 +1213,9 @@
     clearLog();
     conversationList.replaceChildren();
     moreButton.hidden = true;
+    documentList.replaceChildren();
+    moreDocuments.hidden = true;
+    clearDocumentsStatus();
     clearStatus();
     keyInput.focus();
   });
@@ -1089,6 +1244,16 @@
 
   moreButton.addEventListener("click", () => {
     refreshList(true).catch(showError);
+  });
+
+  documentList.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const item = target && target.closest("li.document-item");
+    if (item && target.closest(".delete-document")) deleteDocument(item);
+  });
+
+  moreDocuments.addEventListener("click", () => {
+    refreshDocuments(true).catch((error) => showDocumentsStatus(describe(error), "error"));
   });
 
   // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
@@ -1155,6 +1320,7 @@
     refreshList()
       .then(() => (reopen ? selectConversation(reopen, true) : undefined))
       .catch(showError);
+    refreshDocuments().catch(showError);
     question.focus();
   }
 })();
