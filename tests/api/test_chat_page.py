@@ -692,3 +692,71 @@ async def test_the_documents_list_shows_each_status_and_deleting_an_upload_remov
     assert await services.db.get_document(workspace, made.uploaded_id) is None
     kept = await services.db.get_document(workspace, made.processing_id)
     assert kept is not None and kept["status"] == "processing"
+
+
+#: An LLM's Markdown answer, with markup that must stay text.
+MARKDOWN_ANSWER = (
+    "Prasad Chaudhari earns **$120,000** a year [1].\n\n"
+    "- Position: *Software Engineer*\n"
+    "- Basic salary: `$80,000`\n\n"
+    '<img src="x" onerror="window.__injected = 1"> <script>window.__injected = 2</script>'
+)
+
+
+def _drive_markdown(base: str, key: str) -> None:
+    """A Markdown answer, streamed and then read back (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+
+        def check_answer() -> None:
+            turn = driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")[-1]
+            assert turn.get_attribute("data-state") == "done", turn.text
+            body = turn.find_element(By.CSS_SELECTOR, ".answer-text")
+            first = body.find_element(By.CSS_SELECTOR, "p")
+            assert first.find_element(By.CSS_SELECTOR, "strong").text == "$120,000"
+            assert first.find_element(By.CSS_SELECTOR, "a.cite").text == "[1]"
+            items = body.find_elements(By.CSS_SELECTOR, "ul > li")
+            assert [i.text for i in items] == [
+                "Position: Software Engineer",
+                "Basic salary: $80,000",
+            ]
+            assert items[0].find_element(By.CSS_SELECTOR, "em").text == "Software Engineer"
+            assert items[1].find_element(By.CSS_SELECTOR, "code").text == "$80,000"
+            # The markup is text: no element made of it, and nothing of it ran.
+            assert not body.find_elements(By.CSS_SELECTOR, "img, script, [onerror]")
+            text = str(body.get_attribute("textContent"))
+            assert '<img src="x" onerror="window.__injected = 1">' in text, text
+            assert "<script>window.__injected = 2</script>" in text, text
+            assert "**" not in text and "`" not in text, text
+            assert driver.execute_script("return window.__injected") is None
+
+        _open_with_key(driver, base, key)
+        driver.find_element(By.ID, "new-conversation").click()
+        wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
+        driver.find_element(By.ID, "question").send_keys(
+            "What is Prasad Chaudhari's salary?", Keys.ENTER
+        )
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#log > li.turn[data-state=done]"))
+        check_answer()
+        # Read back from the store after a reload (the conversation reopens): the same.
+        driver.refresh()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#log > li.turn[data-state=done]"))
+        check_answer()
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_a_markdown_answer_renders_bold_and_a_list_while_html_in_it_stays_text(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _require_browser()
+    async with OpenAIStub() as stub:
+        stub.add_rule("CURRENT QUESTION", Reply(content=MARKDOWN_ANSWER))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        await asyncio.to_thread(_drive_markdown, base_url, tenant["key"])

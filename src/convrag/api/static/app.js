@@ -1,12 +1,13 @@
 // The chat page's behaviour: keep the workspace API key for this tab, list, start,
 // rename and delete conversations, send a question and show its answer as the server
 // streams it (server-sent events read from a fetch body, since EventSource can neither
-// POST nor send an Authorization header), with each [n] in the answer previewed on
-// hover and opened in the sources panel on click; rate answers; list, upload and delete
-// documents.
+// POST nor send an Authorization header), rendered from a small Markdown subset, with
+// each [n] in the answer previewed on hover and opened in the sources panel on click;
+// rate answers; list, upload and delete documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
-// text from the server is set with textContent, never parsed as HTML.
+// text from the server is set with textContent or built into elements, never parsed as
+// HTML.
 //
 // DOM hooks (tests/api/test_chat_page.py relies on them; keep them stable):
 //   #api-key #forget-key #new-conversation #question #send #status #log
@@ -15,7 +16,8 @@
 //       .conversation-title (select) .rename .delete, and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
 //   #log > li.turn[data-state=streaming|done|error|pending][data-no-answer][data-turn-id]
-//       .question .rewrite ("searched for: …") .answer-text[data-tokens]
+//       .question .rewrite ("searched for: …") .answer-text[data-tokens] (Markdown as
+//       p, p.md-heading, br, strong, em, code, pre.md-code > code, ul, ol, li)
 //       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
 //       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
 //       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
@@ -765,6 +767,256 @@
     }
   }
 
+  // ---- Markdown in answers ------------------------------------------------------------
+  //
+  // LLMs answer in Markdown. A small subset is rendered, by building elements from the
+  // text (never by parsing HTML), so that markup in an answer (an <img onerror>, a
+  // <script>) stays text: paragraphs, line breaks, # headings (as a bold line),
+  // **bold**, *em*, `code`, fenced code blocks, and -, * or + and 1. lists (nested by
+  // indentation). Links and images are not made: the only links are the [n] markers.
+
+  const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+  const LIST_ITEM = /^( *)([-*+]|\d{1,9}[.)])[ \t]+(.*)$/;
+  const HEADING = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+  const CODE_RUN = /`+/y;
+  const CITATION = /\[(\d+)\]/y;
+  const ESCAPABLE = "\\`*_[]#+-.!()~";
+
+  /** The answer's blocks as nodes; `cite(n)` gives the link for a resolvable [n], else
+   * null (the marker then stays text). */
+  function markdownBlocks(text, cite) {
+    const blocks = [];
+    /** Open lists, outermost first: { node, indent, ordered, item }. */
+    let lists = [];
+    /** The open paragraph: its lines, and where it goes (null: a top-level <p>). */
+    let paragraph = null;
+    let fence = null;
+    let afterBlank = false;
+
+    const flush = () => {
+      if (!paragraph) return;
+      const nodes = inlineNodes(paragraph.lines.join("\n"), cite);
+      if (paragraph.item) {
+        // A second paragraph in a list item goes on a new line of it.
+        if (paragraph.item.childNodes.length) paragraph.item.append(element("br"));
+        paragraph.item.append(...nodes);
+      } else {
+        const p = element("p");
+        p.append(...nodes);
+        blocks.push(p);
+      }
+      paragraph = null;
+    };
+    const closeLists = () => {
+      lists = [];
+    };
+    const addItem = (indent, marker, rest) => {
+      const ordered = /\d/.test(marker);
+      while (lists.length && indent < lists[lists.length - 1].indent) lists.pop();
+      let open = lists[lists.length - 1];
+      const nested = open && indent >= open.indent + 2;
+      if (!open || nested || open.ordered !== ordered) {
+        if (open && !nested) lists.pop(); // another kind of list at the same level
+        const parent = lists[lists.length - 1];
+        const node = element(ordered ? "ol" : "ul");
+        const start = parseInt(marker, 10);
+        if (ordered && start !== 1) node.start = start;
+        if (parent) parent.item.append(node);
+        else blocks.push(node);
+        open = { node, indent, ordered, item: null };
+        lists.push(open);
+      }
+      open.item = element("li");
+      open.node.append(open.item);
+      paragraph = { lines: [rest], item: open.item };
+    };
+
+    for (const line of text.replace(/\r\n?/g, "\n").split("\n")) {
+      if (fence) {
+        const close = FENCE.exec(line);
+        const marker = close && close[1];
+        if (marker && marker[0] === fence.marker[0] && marker.length >= fence.marker.length && !close[2].trim()) {
+          fence = null;
+        } else {
+          fence.lines.push(line);
+          fence.code.textContent = fence.lines.join("\n");
+        }
+        continue;
+      }
+      const opening = FENCE.exec(line);
+      if (opening && !(opening[1][0] === "`" && opening[2].includes("`"))) {
+        flush();
+        closeLists();
+        const pre = element("pre", "md-code");
+        const code = element("code");
+        const language = opening[2].trim().split(/\s+/)[0];
+        if (language) code.dataset.language = language;
+        pre.append(code);
+        blocks.push(pre);
+        // An unclosed fence (the answer is still streaming) runs to the end.
+        fence = { marker: opening[1], lines: [], code };
+        afterBlank = false;
+        continue;
+      }
+      if (!line.trim()) {
+        flush();
+        afterBlank = true;
+        continue;
+      }
+      const item = LIST_ITEM.exec(line);
+      if (item) {
+        flush();
+        addItem(item[1].length, item[2], item[3]);
+        afterBlank = false;
+        continue;
+      }
+      const heading = HEADING.exec(line);
+      if (heading) {
+        flush();
+        closeLists();
+        const p = element("p", "md-heading");
+        const strong = element("strong");
+        strong.append(...inlineNodes(heading[1], cite));
+        p.append(strong);
+        blocks.push(p);
+        afterBlank = false;
+        continue;
+      }
+      const indented = /^ {2,}/.test(line);
+      if (lists.length && (!afterBlank || indented)) {
+        // Goes on with the last list item (indented, or with no blank line before it).
+        const last = lists[lists.length - 1].item;
+        if (paragraph && paragraph.item === last) paragraph.lines.push(line.trim());
+        else {
+          flush();
+          paragraph = { lines: [line.trim()], item: last };
+        }
+      } else {
+        if (lists.length) {
+          flush();
+          closeLists();
+        }
+        if (paragraph) paragraph.lines.push(line.trim());
+        else paragraph = { lines: [line.trim()], item: null };
+      }
+      afterBlank = false;
+    }
+    flush();
+    return blocks;
+  }
+
+  /** The end of a code span opened by `width` backticks from `from`: the index of a run
+   * of exactly as many, or -1. */
+  function codeSpanEnd(text, from, width) {
+    let at = from;
+    for (;;) {
+      const next = text.indexOf("`", at);
+      if (next < 0) return -1;
+      CODE_RUN.lastIndex = next;
+      const run = CODE_RUN.exec(text)[0].length;
+      if (run === width) return next;
+      at = next + run;
+    }
+  }
+
+  /** Where emphasis opened with `delim` before `from` closes: a `delim` not preceded by
+   * a space, outside code spans and escapes; -1 when it does not. */
+  function emphasisEnd(text, from, delim) {
+    if (from >= text.length || /\s/.test(text[from])) return -1;
+    let at = from;
+    while (at < text.length) {
+      const c = text[at];
+      if (c === "\\") {
+        at += 2;
+      } else if (c === "`") {
+        CODE_RUN.lastIndex = at;
+        const width = CODE_RUN.exec(text)[0].length;
+        const end = codeSpanEnd(text, at + width, width);
+        at = end < 0 ? at + width : end + width;
+      } else if (c === "*") {
+        const strong = text.startsWith("**", at);
+        if (delim === "*" && strong) {
+          // **bold** inside *em*: step over it whole.
+          const end = emphasisEnd(text, at + 2, "**");
+          at = end < 0 ? at + 2 : end + 2;
+        } else if ((delim === "*" || strong) && at > from && !/\s/.test(text[at - 1])) {
+          // ***both***: the bold closes on the run's last two, the em inside on its first.
+          return delim === "**" && text[at + 2] === "*" ? at + 1 : at;
+        } else {
+          at += strong ? 2 : 1;
+        }
+      } else {
+        at += 1;
+      }
+    }
+    return -1;
+  }
+
+  /** Inline Markdown as nodes: `code`, **bold**, *em*, \-escapes and line breaks; each
+   * resolvable [n] becomes `cite(n)`'s link. */
+  function inlineNodes(text, cite) {
+    const nodes = [];
+    let plain = "";
+    const flush = () => {
+      if (plain) nodes.push(document.createTextNode(plain));
+      plain = "";
+    };
+    let at = 0;
+    while (at < text.length) {
+      const c = text[at];
+      if (c === "\\" && at + 1 < text.length && ESCAPABLE.includes(text[at + 1])) {
+        plain += text[at + 1];
+        at += 2;
+      } else if (c === "\n") {
+        flush();
+        nodes.push(element("br"));
+        at += 1;
+      } else if (c === "`") {
+        CODE_RUN.lastIndex = at;
+        const width = CODE_RUN.exec(text)[0].length;
+        const end = codeSpanEnd(text, at + width, width);
+        if (end < 0) {
+          plain += text.slice(at, at + width);
+        } else {
+          flush();
+          let code = text.slice(at + width, end).replace(/\n/g, " ");
+          if (code.length > 2 && code.startsWith(" ") && code.endsWith(" ") && code.trim()) {
+            code = code.slice(1, -1);
+          }
+          nodes.push(element("code", "", code));
+        }
+        at = end < 0 ? at + width : end + width;
+      } else if (c === "*") {
+        const delim = text.startsWith("**", at) ? "**" : "*";
+        const end = emphasisEnd(text, at + delim.length, delim);
+        if (end < 0) {
+          plain += delim;
+          at += delim.length;
+        } else {
+          flush();
+          const node = element(delim === "**" ? "strong" : "em");
+          node.append(...inlineNodes(text.slice(at + delim.length, end), cite));
+          nodes.push(node);
+          at = end + delim.length;
+        }
+      } else {
+        CITATION.lastIndex = at;
+        const marker = c === "[" ? CITATION.exec(text) : null;
+        const link = marker && cite(Number(marker[1]));
+        if (link) {
+          flush();
+          nodes.push(link);
+          at += marker[0].length;
+        } else {
+          plain += c;
+          at += 1;
+        }
+      }
+    }
+    flush();
+    return nodes;
+  }
+
   // ---- A turn -----------------------------------------------------------------------
 
   /** Whether the page is scrolled to (about) its end: streamed text then keeps it there. */
@@ -814,7 +1066,7 @@
       this.answer.setAttribute("aria-label", `Answer ${this.number}`);
       this.meta = element("p", "meta");
       this.meta.hidden = true;
-      this.body = element("p", "answer-text");
+      this.body = element("div", "answer-text");
       this.body.dir = "auto";
       this.body.dataset.tokens = "0";
       this.notice = element("p", "notice");
@@ -943,28 +1195,20 @@
       return [...found].sort((a, b) => a - b);
     }
 
-    /** The answer text with each resolvable [n] as a link to source n, and the cited
-     * sources listed under it. */
+    /** The answer's Markdown, with each resolvable [n] as a link to source n, and the
+     * cited sources listed under it. */
     render() {
-      const parts = [];
-      const pattern = /\[(\d+)\]/g;
-      let last = 0;
-      let match;
-      while ((match = pattern.exec(this.text)) !== null) {
-        const n = Number(match[1]);
+      const cite = (n) => {
         const source = this.sources.get(n);
-        if (!source) continue;
-        parts.push(this.text.slice(last, match.index));
+        if (!source) return null;
         const link = element("a", "cite", `[${n}]`);
         link.href = `#${this.sourceId(n)}`;
         link.dataset.n = String(n);
         link.dataset.turn = String(this.number);
         link.setAttribute("aria-label", `source ${n}: ${sourceTitle(source)}`);
-        parts.push(link);
-        last = pattern.lastIndex;
-      }
-      parts.push(this.text.slice(last));
-      this.body.replaceChildren(...parts);
+        return link;
+      };
+      this.body.replaceChildren(...markdownBlocks(this.text, cite));
       const cited = this.cited();
       this.list.replaceChildren(...cited.map((n) => this.sourceItem(n)));
       this.list.hidden = cited.length === 0;
