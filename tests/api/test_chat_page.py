@@ -760,3 +760,134 @@ async def test_a_markdown_answer_renders_bold_and_a_list_while_html_in_it_stays_
         stub.add_rule("CURRENT QUESTION", Reply(content=MARKDOWN_ANSWER))
         use_stub_llm(services, monkeypatch, stub.base_url)
         await asyncio.to_thread(_drive_markdown, base_url, tenant["key"])
+
+
+#: A slow answer to stop: many tokens, each a while after the last.
+SLOW_QUESTION = "What is Prasad Chaudhari's basic salary?"
+SLOW_ANSWER = "Prasad Chaudhari's basic salary is $80,000 [1]. " + (
+    "It is paid every month, as the record shows. " * 15
+)
+NEXT_QUESTION = "What is John Doe's salary?"
+
+
+def _drive_stop(base: str, key: str) -> str:
+    """Stop a slow answer, then ask again (blocking: runs in a worker thread); returns
+    the conversation's id."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    turns_css = "#log > li.turn"
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+        _open_with_key(driver, base, key)
+        driver.find_element(By.ID, "new-conversation").click()
+        conversation_id = str(
+            wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
+        )
+        item_css = f"#conversations > li.conversation-item[data-id='{conversation_id}']"
+        title_css = f"{item_css} .conversation-title"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, title_css))
+        assert driver.find_element(By.CSS_SELECTOR, title_css).text == "Untitled conversation"
+        stop = driver.find_element(By.ID, "stop")
+        assert not stop.is_displayed()
+
+        driver.find_element(By.ID, "question").send_keys(SLOW_QUESTION, Keys.ENTER)
+        # The question is the sidebar's title while its answer is still being written.
+        title_and_state = (
+            "return [document.querySelector(arguments[0])?.textContent,"
+            " document.querySelector('#log > li.turn').dataset.state]"
+        )
+        shown = wait.until(
+            lambda d: (
+                (seen := d.execute_script(title_and_state, title_css))[0] == SLOW_QUESTION and seen
+            )
+        )
+        assert shown[1] == "streaming", shown
+        wait.until(
+            lambda d: (
+                int(d.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("data-tokens"))
+                >= 3
+            )
+        )
+        assert stop.is_displayed() and stop.is_enabled()
+        assert not driver.find_element(By.ID, "send").is_enabled()
+        stop.click()
+
+        turn = wait.until(
+            lambda d: (
+                d.find_element(By.CSS_SELECTOR, turns_css).get_attribute("data-state") == "stopped"
+                and d.find_element(By.CSS_SELECTOR, turns_css)
+            )
+        )
+        partial = str(
+            turn.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("textContent")
+        )
+        assert partial and SLOW_ANSWER.startswith(partial), partial
+        assert len(partial) < len(SLOW_ANSWER.strip()), partial
+        assert turn.find_element(By.CSS_SELECTOR, ".stopped-note").text.startswith("Stopped.")
+        assert not turn.find_elements(By.CSS_SELECTOR, ".answer-error:not([hidden])")
+        # No error: neither a status line nor a dialog; the box takes the next question.
+        assert not driver.find_element(By.ID, "status").is_displayed()
+        assert not expected_conditions.alert_is_present()(driver)
+        assert not stop.is_displayed()
+        assert driver.find_element(By.ID, "send").is_enabled()
+
+        driver.find_element(By.ID, "question").send_keys(NEXT_QUESTION, Keys.ENTER)
+        # The turns' states and the status line, read together (a refused message's turn
+        # is removed as the line appears).
+        states_js = (
+            "const s = document.getElementById('status');"
+            "return [[...document.querySelectorAll(arguments[0])].map(t => t.dataset.state),"
+            " s.hidden ? '' : s.textContent]"
+        )
+        states, status = wait.until(
+            lambda d: (
+                (
+                    (seen := d.execute_script(states_js, turns_css))[0][1:] in (["done"], ["error"])
+                    or seen[1]
+                )
+                and seen
+            )
+        )
+        assert states == ["stopped", "done"] and not status, (states, status)
+        answered = driver.find_elements(By.CSS_SELECTOR, turns_css)[-1]
+        assert "$110,000" in answered.find_element(By.CSS_SELECTOR, ".answer-text").text
+
+        # Read back after a reload: the stopped turn says so, with nothing to rate.
+        driver.refresh()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, turns_css)) == 2)
+        stored = driver.find_elements(By.CSS_SELECTOR, turns_css)[0]
+        assert stored.get_attribute("data-state") == "stopped"
+        assert (
+            "stopped before it was finished"
+            in stored.find_element(By.CSS_SELECTOR, ".stopped-note").text
+        )
+        assert not stored.find_elements(By.CSS_SELECTOR, ".feedback button")
+    return conversation_id
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_stop_ends_a_slow_answer_keeps_its_part_marked_stopped_and_the_next_message_works(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from convrag.assistant import STOPPED_TURN
+
+    _require_browser()
+    async with OpenAIStub() as stub:
+        # Slow enough to be stopped mid-answer: a bound on the wait, not a measurement.
+        stub.add_rule(
+            f"CURRENT QUESTION:\n{SLOW_QUESTION}", Reply(content=SLOW_ANSWER, token_delay_s=0.3)
+        )
+        stub.add_rule("CURRENT QUESTION", Reply(content="John Doe's salary is $110,000 [1]."))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        conversation_id = await asyncio.to_thread(_drive_stop, base_url, tenant["key"])
+    turns = await services.db.turn_details(tenant["workspace"], conversation_id)
+    assert [(t.question, t.status, t.error) for t in turns] == [
+        (SLOW_QUESTION, "failed", STOPPED_TURN),
+        (NEXT_QUESTION, "done", None),
+    ]

@@ -3,7 +3,7 @@
 // streams it (server-sent events read from a fetch body, since EventSource can neither
 // POST nor send an Authorization header), rendered from a small Markdown subset, with
 // each [n] in the answer previewed on hover and opened in the sources panel on click;
-// rate answers; list, upload and delete documents.
+// stop an answer while it streams; rate answers; list, upload and delete documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
 // text from the server is set with textContent or built into elements, never parsed as
@@ -11,14 +11,17 @@
 //
 // DOM hooks (tests/api/test_chat_page.py relies on them; keep them stable):
 //   #api-key #forget-key #new-conversation #question #send #status #log
+//   #stop (shown while an answer streams)
 //   #conversation[data-id]            the open conversation
 //   #conversations > li.conversation-item[data-id]
 //       .conversation-title (select) .rename .delete, and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
-//   #log > li.turn[data-state=streaming|done|error|pending][data-no-answer][data-turn-id]
+//   #log > li.turn[data-state=streaming|done|error|pending|stopped][data-no-answer]
+//       [data-turn-id]
 //       .question .rewrite ("searched for: …") .answer-text[data-tokens] (Markdown as
 //       p, p.md-heading, br, strong, em, code, pre.md-code > code, ul, ol, li)
 //       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
+//       .stopped-note (stopped while it streamed, or stored as stopped)
 //       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
 //       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
 //       .feedback[data-rating] (.thumb-up .thumb-down [aria-pressed] .feedback-comment)
@@ -51,6 +54,7 @@
   const form = byId("ask");
   const question = byId("question");
   const send = byId("send");
+  const stopButton = byId("stop");
   const preview = byId("cite-preview");
   const panel = byId("sources-panel");
   const panelBody = byId("panel-body");
@@ -69,6 +73,12 @@
   let busy = false;
   let nextCursor = null;
   let documentsCursor = null;
+  /** The message being answered: its turn, conversation and fetch's AbortController. */
+  let streaming = null;
+  /** First questions of conversations the server has not titled yet, by conversation id:
+   * the sidebar shows them meanwhile (the server titles a conversation once an answer
+   * ends). */
+  const provisionalTitles = new Map();
   /** The [n] link that opened the sources panel: focus goes back to it on close. */
   let panelOpener = null;
   /** Every turn on the page, by its number (the T of #turn-T-source-n). */
@@ -354,27 +364,61 @@
   function listItem(summary) {
     const item = element("li", "conversation-item");
     item.dataset.id = summary.id;
-    const title = summary.title || "Untitled conversation";
-    item.dataset.title = title;
-    const select = element("button", "conversation-title", title);
+    const select = element("button", "conversation-title");
     select.type = "button";
     select.dir = "auto";
-    select.title = `${title} (${summary.turn_count} turn${summary.turn_count === 1 ? "" : "s"})`;
     // Symbols, not words: in a 17rem sidebar two worded buttons left the title "What is …".
     const rename = element("button", "rename secondary small", "✎");
     rename.type = "button";
     rename.title = "Rename";
-    rename.setAttribute("aria-label", `Rename ${title}`);
     const remove = element("button", "delete secondary small", "✕");
     remove.type = "button";
     remove.title = "Delete";
-    remove.setAttribute("aria-label", `Delete ${title}`);
     item.append(select, rename, remove);
+    if (summary.title) provisionalTitles.delete(summary.id);
+    const shown = summary.title || provisionalTitles.get(summary.id);
+    if (!shown) item.dataset.untitled = "true";
+    setItemTitle(item, shown || "Untitled conversation", summary.turn_count);
     if (summary.id === conversationId) {
       item.classList.add("active");
       item.setAttribute("aria-current", "true");
     }
     return item;
+  }
+
+  function setItemTitle(item, title, turnCount) {
+    item.dataset.title = title;
+    item.dataset.turnCount = String(turnCount);
+    const select = item.querySelector(".conversation-title");
+    select.textContent = title;
+    select.title = `${title} (${turnCount} turn${turnCount === 1 ? "" : "s"})`;
+    item.querySelector(".rename").setAttribute("aria-label", `Rename ${title}`);
+    item.querySelector(".delete").setAttribute("aria-label", `Delete ${title}`);
+  }
+
+  /** A conversation's default title, as the server makes it from the first question: one
+   * line, cut at a word to at most 80 characters, with an ellipsis when cut. */
+  function titleFromQuestion(text) {
+    const line = text.split(/\s+/).filter(Boolean).join(" ");
+    if (line.length <= 80) return line;
+    let cut = line.slice(0, 79);
+    const space = cut.lastIndexOf(" ");
+    if (space >= 40) cut = cut.slice(0, space);
+    return `${cut.replace(/[ ,;:-]+$/, "")}…`;
+  }
+
+  /** Once an untitled conversation's first question is sent, the sidebar shows it as the
+   * title until the server's own title comes with the list. */
+  function showProvisionalTitle(id, text) {
+    const item = [...conversationList.children].find((i) => i.dataset.id === id);
+    if ((item && !item.dataset.untitled) || provisionalTitles.has(id)) return;
+    const title = titleFromQuestion(text);
+    provisionalTitles.set(id, title);
+    if (item) {
+      delete item.dataset.untitled;
+      setItemTitle(item, title, Number(item.dataset.turnCount || 0));
+    }
+    if (id === conversationId) conversationLine.textContent = title;
   }
 
   /** Open a conversation; `reopening` (after a reload) forgets a deleted one quietly. */
@@ -1030,6 +1074,9 @@
     page.scrollTop = page.scrollHeight;
   }
 
+  /** How the server's STOPPED_TURN reason starts (a stop, or a run closed early). */
+  const STOPPED_REASON = "interrupted: the run was stopped";
+
   /** A stored failed turn's reason, in words for the user. */
   function failedTurnMessage(error) {
     const reason = String(error || "");
@@ -1075,13 +1122,22 @@
       this.repetition.hidden = true;
       this.fallback = element("p", "fallback-note");
       this.fallback.hidden = true;
+      this.stoppedNote = element("p", "stopped-note");
+      this.stoppedNote.hidden = true;
       this.list = element("ol", "sources");
       this.list.setAttribute("aria-label", "Sources");
       this.list.hidden = true;
       this.error = element("p", "answer-error");
       this.error.hidden = true;
       this.answer.append(
-        this.meta, this.body, this.notice, this.repetition, this.fallback, this.list, this.error,
+        this.meta,
+        this.body,
+        this.stoppedNote,
+        this.notice,
+        this.repetition,
+        this.fallback,
+        this.list,
+        this.error,
       );
       this.node.append(asked, this.answer);
       log.append(this.node);
@@ -1107,7 +1163,9 @@
       turn.showRewrite(data.contextualized_query);
       if (data.status === "failed") {
         // No answer was stored: say why, and offer nothing to rate.
-        turn.fail(failedTurnMessage(data.error));
+        if (String(data.error || "").startsWith(STOPPED_REASON)) {
+          turn.stop("This answer was stopped before it was finished; ask again for a whole one.");
+        } else turn.fail(failedTurnMessage(data.error));
         return turn;
       }
       if (data.status === "processing") {
@@ -1178,8 +1236,12 @@
           this.finish(data);
           break;
         case "error":
-          this.fail(describe(new TurnError(data.code || "turn_failed", data.message || "")));
-          showStatus(this.error.textContent);
+          // Stopped here or in another tab: no failure to report.
+          if (data.code === "stopped") this.stop();
+          else {
+            this.fail(describe(new TurnError(data.code || "turn_failed", data.message || "")));
+            showStatus(this.error.textContent);
+          }
           break;
         default:
           break;
@@ -1329,6 +1391,22 @@
       delete this.rated.dataset.hint;
     }
 
+    /** Stopped before its end: what came so far stays, marked as such (the server keeps
+     * the question, as a failed turn, and not the partial answer). */
+    stop(message) {
+      this.finished = true;
+      if (!this.text) this.body.textContent = "";
+      this.meta.hidden = true;
+      this.stoppedNote.textContent =
+        message ||
+        (this.text
+          ? "Stopped. The part above is not kept: the conversation keeps the question without an answer."
+          : "Stopped before any answer was written.");
+      this.stoppedNote.hidden = false;
+      this.node.dataset.state = "stopped";
+      this.answer.setAttribute("aria-busy", "false");
+    }
+
     fail(message) {
       this.finished = true;
       if (!this.text) this.body.textContent = "";
@@ -1341,30 +1419,46 @@
 
   /** Send a question. The box is emptied only once the server takes it; on any failure
    * the question is put back (unless something new was typed meanwhile). A request the
-   * server refused (401, 404, 409...) leaves no turn in the log. */
+   * server refused (401, 404, 409...) leaves no turn in the log. While the answer
+   * streams, Stop ends it (stopAnswer). */
   async function ask(text) {
     clearStatus();
     setBusy(true);
     let turn = null;
     let asked = null;
+    let current = null;
     try {
       if (!conversationId) await startConversation();
       asked = conversationId;
       turn = new Turn(text);
+      current = { turn, conversation: asked, controller: new AbortController(), stopping: false };
+      streaming = current;
+      stopButton.disabled = false;
+      stopButton.hidden = false;
       // The user is at the question box: the page's end, which the answer then follows.
       scrollToBottom();
       const response = await api(`v1/conversations/${encodeURIComponent(asked)}/messages`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
         body: JSON.stringify({ content: text }),
+        signal: current.controller.signal,
       });
       if (question.value.trim() === text) question.value = "";
+      showProvisionalTitle(asked, text);
       await readEvents(response, (name, data) => turn.on(name, data));
+      if (!turn.finished && current.stopping) turn.stop();
       if (!turn.finished) {
         throw new Error("the answer stream ended early; the stored answer is in the conversation");
       }
       refreshList().catch(() => {});
     } catch (error) {
+      if (current && current.stopping && !(error instanceof ApiError)) {
+        // Stopped by the user: the aborted fetch is no failure.
+        if (!turn.finished) turn.stop();
+        if (question.value.trim() === text) question.value = "";
+        refreshList().catch(() => {});
+        return;
+      }
       if (!question.value.trim()) question.value = text;
       if (turn && error instanceof ApiError) {
         turns.delete(turn.number);
@@ -1380,9 +1474,31 @@
         if (turn && !turn.finished) turn.fail(describe(error));
       }
     } finally {
+      if (streaming === current) streaming = null;
+      stopButton.hidden = true;
       setBusy(false);
       question.focus();
     }
+  }
+
+  /** Stop the answer being streamed. The server is asked to stop it first: it stores the
+   * turn as stopped and ends the stream, so the conversation takes the next message at
+   * once (a dropped connection alone would leave the server answering). The fetch is
+   * then aborted, in case the stream has not ended (the stop request failed, or another
+   * server process is answering). */
+  async function stopAnswer() {
+    const current = streaming;
+    if (!current || current.stopping) return;
+    current.stopping = true;
+    stopButton.disabled = true;
+    try {
+      await api(`v1/conversations/${encodeURIComponent(current.conversation)}/stop`, {
+        method: "POST",
+      });
+    } catch {
+      // Not stopped on the server: the page stops reading all the same.
+    }
+    current.controller.abort();
   }
 
   // ---- Uploads ------------------------------------------------------------------------
@@ -1499,6 +1615,8 @@
   moreDocuments.addEventListener("click", () => {
     refreshDocuments(true).catch((error) => showDocumentsStatus(describe(error), "error"));
   });
+
+  stopButton.addEventListener("click", stopAnswer);
 
   // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
   log.addEventListener("mouseover", (event) => {
