@@ -399,6 +399,57 @@ async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
         assert again.status_code == 200
 
 
+async def test_a_stopped_answer_ends_its_stream_is_stored_failed_and_the_next_message_goes(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convrag.assistant import STOPPED_TURN
+
+    # Slow enough that the stop lands mid-answer: a bound, not a measurement.
+    slow = Reply(content="Prasad Chaudhari's basic salary " * 20 + "[1].", token_delay_s=0.3)
+    async with OpenAIStub() as stub, httpx.AsyncClient(timeout=30) as client:
+        stub.add_rule("CURRENT QUESTION:\nWhat is the basic", slow)
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        stop_url = f"{base_url}/v1/conversations/{conv}/stop"
+        idle = await client.post(stop_url, headers=_auth(tenant))
+        assert idle.status_code == 200 and idle.json()["stopped"] is False
+        names: list[str] = []
+        ended: dict[str, Any] = {}
+        async with client.stream(
+            "POST", url, json={"content": "What is the basic salary?"}, headers=_auth(tenant)
+        ) as resp:
+            stopped: httpx.Response | None = None
+            name = ""
+            async for line in resp.aiter_lines():
+                if line.startswith("event: "):
+                    name = line[7:]
+                    names.append(name)
+                elif line.startswith("data: ") and name == "error":
+                    ended = json.loads(line[6:])
+                if name == "token" and stopped is None:
+                    stopped = await client.post(stop_url, headers=_auth(tenant))
+        assert stopped is not None and stopped.status_code == 200, stopped
+        assert stopped.json()["stopped"] is True and stopped.json()["turn_id"]
+        assert "done" not in names and names[-1] == "error"
+        assert ended == {"code": "stopped", "message": STOPPED_TURN}
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+        turns = detail.json()["turns"]
+        assert [(t["id"], t["status"], t["error"]) for t in turns] == [
+            (stopped.json()["turn_id"], "failed", STOPPED_TURN)
+        ]
+        again = await client.post(
+            url,
+            json={"content": "What is John Doe's salary?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
+        assert again.status_code == 200, again.text
+        missing = await client.post(
+            f"{base_url}/v1/conversations/{uuid.uuid4()}/stop", headers=_auth(tenant)
+        )
+        assert missing.status_code == 404
+
+
 async def test_documents_upload_in_the_background_and_delete_everywhere(
     base_url: str, tenant: dict[str, str], services: Services
 ) -> None:

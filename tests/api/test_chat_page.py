@@ -556,3 +556,338 @@ async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps
     async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
         use_stub_llm(services, monkeypatch, stub.base_url)
         await asyncio.to_thread(_drive_failures, base_url, tenant["key"], conversation_id)
+
+
+def _open_with_key(driver: Any, base: str, key: str) -> None:
+    """Load the page and paste the key (leaving the field, as a user does)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.get(f"{base}/")
+    driver.find_element(By.ID, "api-key").send_keys(key, Keys.TAB)
+
+
+#: The documents the list must show besides the employee records: one whose ingest is
+#: still running (it cannot be deleted yet) and one whose ingest failed, with its reason.
+STILL_EMBEDDING = "Still embedding"
+BROKEN_TITLE = "Broken scan"
+BROKEN_ERROR = "file: the PDF has no text layer; upload a text PDF"
+
+
+@dataclass
+class ListedDocuments:
+    """The ids the documents scenario made, for the assertions on the server's side."""
+
+    uploaded_id: str = ""
+    processing_id: str = ""
+    broken_id: str = ""
+
+
+def _drive_documents(base: str, key: str, made: ListedDocuments) -> None:
+    """List, upload and delete documents on the page (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def css(ident: str) -> str:
+        return f"#documents > li.document-item[data-id='{ident}']"
+
+    # The list is redrawn as it reloads, so it is read in one script call.
+    read_js = (
+        "return [...document.querySelectorAll('#documents > li.document-item')].map(i => ["
+        "i.dataset.id, i.dataset.status, i.querySelector('.document-title').textContent,"
+        "i.querySelector('.document-state').textContent,"
+        "i.querySelector('button.delete-document').getAttribute('aria-label')])"
+    )
+
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+        _open_with_key(driver, base, key)
+        listed = wait.until(
+            lambda d: len(d.execute_script(read_js)) == 3 and d.execute_script(read_js)
+        )
+        by_id = {row[0]: row[1:] for row in listed}
+        # Each with its status; a failed one with its reason; each delete a real button
+        # named for its document.
+        assert by_id[made.processing_id][:3] == [
+            "processing",
+            STILL_EMBEDDING,
+            "processing: 0 chunks embedded",
+        ]
+        assert by_id[made.broken_id][:3] == ["failed", BROKEN_TITLE, f"failed: {BROKEN_ERROR}"]
+        (employees,) = [row for ident, row in by_id.items() if ident not in vars(made).values()]
+        assert employees[0] == "ready" and employees[2].startswith("ready, "), employees
+        assert by_id[made.broken_id][3] == f"Delete document {BROKEN_TITLE}"
+
+        # An upload is listed, and ready once its ingest ends.
+        with tempfile.TemporaryDirectory(prefix="convrag-upload-") as folder:
+            path = Path(folder) / "office-plants.md"
+            path.write_text(UPLOADED_MD)
+            driver.find_element(By.ID, "upload-file").send_keys(str(path))
+            wait.until(
+                lambda d: [
+                    row
+                    for row in d.execute_script(read_js)
+                    if row[1:3] == ["ready", "Office plants"]
+                ]
+            )
+        made.uploaded_id = next(
+            row[0] for row in driver.execute_script(read_js) if row[2] == "Office plants"
+        )
+        assert driver.find_element(By.ID, "upload-status").get_attribute("data-status") == "ready"
+
+        # Deleting it (confirmed) removes it; the focus stays in the list.
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.uploaded_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, css(made.uploaded_id)))
+        status = driver.find_element(By.ID, "documents-status")
+        wait.until(lambda d: status.text == 'Deleted "Office plants".')
+        assert driver.execute_script(
+            "return document.activeElement.matches('#documents .delete-document')"
+        )
+
+        # One still processing: the server's 409 is said, and it stays listed.
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.processing_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: status.get_attribute("data-kind") == "error")
+        assert "(409)" in status.text and "still processing" in status.text, status.text
+        assert driver.find_elements(By.CSS_SELECTOR, css(made.processing_id))
+
+        # One deleted meanwhile (another tab): the 404 is said, and it leaves the list.
+        httpx.delete(
+            f"{base}/v1/documents/{made.broken_id}",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=30,
+        ).raise_for_status()
+        driver.find_element(By.CSS_SELECTOR, f"{css(made.broken_id)} .delete-document").click()
+        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(lambda d: "(404)" in status.text)
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, css(made.broken_id)))
+        assert not driver.find_element(By.ID, "status").is_displayed()
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_the_documents_list_shows_each_status_and_deleting_an_upload_removes_it(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    _require_browser()
+    workspace = tenant["workspace"]
+    made = ListedDocuments(processing_id=str(uuid.uuid4()), broken_id=str(uuid.uuid4()))
+    await services.db.upsert_document_status(
+        workspace,
+        made.processing_id,
+        "upload:still-embedding.md",
+        status="processing",
+        title=STILL_EMBEDDING,
+    )
+    await services.db.upsert_document_status(
+        workspace,
+        made.broken_id,
+        "upload:broken-scan.pdf",
+        status="failed",
+        title=BROKEN_TITLE,
+        error=BROKEN_ERROR,
+    )
+    await asyncio.to_thread(_drive_documents, base_url, tenant["key"], made)
+    assert made.uploaded_id
+    assert await services.db.get_document(workspace, made.uploaded_id) is None
+    kept = await services.db.get_document(workspace, made.processing_id)
+    assert kept is not None and kept["status"] == "processing"
+
+
+#: An LLM's Markdown answer, with markup that must stay text.
+MARKDOWN_ANSWER = (
+    "Prasad Chaudhari earns **$120,000** a year [1].\n\n"
+    "- Position: *Software Engineer*\n"
+    "- Basic salary: `$80,000`\n\n"
+    '<img src="x" onerror="window.__injected = 1"> <script>window.__injected = 2</script>'
+)
+
+
+def _drive_markdown(base: str, key: str) -> None:
+    """A Markdown answer, streamed and then read back (blocking: runs in a worker thread)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+
+        def check_answer() -> None:
+            turn = driver.find_elements(By.CSS_SELECTOR, "#log > li.turn")[-1]
+            assert turn.get_attribute("data-state") == "done", turn.text
+            body = turn.find_element(By.CSS_SELECTOR, ".answer-text")
+            first = body.find_element(By.CSS_SELECTOR, "p")
+            assert first.find_element(By.CSS_SELECTOR, "strong").text == "$120,000"
+            assert first.find_element(By.CSS_SELECTOR, "a.cite").text == "[1]"
+            items = body.find_elements(By.CSS_SELECTOR, "ul > li")
+            assert [i.text for i in items] == [
+                "Position: Software Engineer",
+                "Basic salary: $80,000",
+            ]
+            assert items[0].find_element(By.CSS_SELECTOR, "em").text == "Software Engineer"
+            assert items[1].find_element(By.CSS_SELECTOR, "code").text == "$80,000"
+            # The markup is text: no element made of it, and nothing of it ran.
+            assert not body.find_elements(By.CSS_SELECTOR, "img, script, [onerror]")
+            text = str(body.get_attribute("textContent"))
+            assert '<img src="x" onerror="window.__injected = 1">' in text, text
+            assert "<script>window.__injected = 2</script>" in text, text
+            assert "**" not in text and "`" not in text, text
+            assert driver.execute_script("return window.__injected") is None
+
+        _open_with_key(driver, base, key)
+        driver.find_element(By.ID, "new-conversation").click()
+        wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
+        driver.find_element(By.ID, "question").send_keys(
+            "What is Prasad Chaudhari's salary?", Keys.ENTER
+        )
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#log > li.turn[data-state=done]"))
+        check_answer()
+        # Read back from the store after a reload (the conversation reopens): the same.
+        driver.refresh()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#log > li.turn[data-state=done]"))
+        check_answer()
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_a_markdown_answer_renders_bold_and_a_list_while_html_in_it_stays_text(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _require_browser()
+    async with OpenAIStub() as stub:
+        stub.add_rule("CURRENT QUESTION", Reply(content=MARKDOWN_ANSWER))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        await asyncio.to_thread(_drive_markdown, base_url, tenant["key"])
+
+
+#: A slow answer to stop: many tokens, each a while after the last.
+SLOW_QUESTION = "What is Prasad Chaudhari's basic salary?"
+SLOW_ANSWER = "Prasad Chaudhari's basic salary is $80,000 [1]. " + (
+    "It is paid every month, as the record shows. " * 15
+)
+NEXT_QUESTION = "What is John Doe's salary?"
+
+
+def _drive_stop(base: str, key: str) -> str:
+    """Stop a slow answer, then ask again (blocking: runs in a worker thread); returns
+    the conversation's id."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    turns_css = "#log > li.turn"
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+        _open_with_key(driver, base, key)
+        driver.find_element(By.ID, "new-conversation").click()
+        conversation_id = str(
+            wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
+        )
+        item_css = f"#conversations > li.conversation-item[data-id='{conversation_id}']"
+        title_css = f"{item_css} .conversation-title"
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, title_css))
+        assert driver.find_element(By.CSS_SELECTOR, title_css).text == "Untitled conversation"
+        stop = driver.find_element(By.ID, "stop")
+        assert not stop.is_displayed()
+
+        driver.find_element(By.ID, "question").send_keys(SLOW_QUESTION, Keys.ENTER)
+        # The question is the sidebar's title while its answer is still being written.
+        title_and_state = (
+            "return [document.querySelector(arguments[0])?.textContent,"
+            " document.querySelector('#log > li.turn').dataset.state]"
+        )
+        shown = wait.until(
+            lambda d: (
+                (seen := d.execute_script(title_and_state, title_css))[0] == SLOW_QUESTION and seen
+            )
+        )
+        assert shown[1] == "streaming", shown
+        wait.until(
+            lambda d: (
+                int(d.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("data-tokens"))
+                >= 3
+            )
+        )
+        assert stop.is_displayed() and stop.is_enabled()
+        assert not driver.find_element(By.ID, "send").is_enabled()
+        stop.click()
+
+        turn = wait.until(
+            lambda d: (
+                d.find_element(By.CSS_SELECTOR, turns_css).get_attribute("data-state") == "stopped"
+                and d.find_element(By.CSS_SELECTOR, turns_css)
+            )
+        )
+        partial = str(
+            turn.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("textContent")
+        )
+        assert partial and SLOW_ANSWER.startswith(partial), partial
+        assert len(partial) < len(SLOW_ANSWER.strip()), partial
+        assert turn.find_element(By.CSS_SELECTOR, ".stopped-note").text.startswith("Stopped.")
+        assert not turn.find_elements(By.CSS_SELECTOR, ".answer-error:not([hidden])")
+        # No error: neither a status line nor a dialog; the box takes the next question.
+        assert not driver.find_element(By.ID, "status").is_displayed()
+        assert not expected_conditions.alert_is_present()(driver)
+        assert not stop.is_displayed()
+        assert driver.find_element(By.ID, "send").is_enabled()
+
+        driver.find_element(By.ID, "question").send_keys(NEXT_QUESTION, Keys.ENTER)
+        # The turns' states and the status line, read together (a refused message's turn
+        # is removed as the line appears).
+        states_js = (
+            "const s = document.getElementById('status');"
+            "return [[...document.querySelectorAll(arguments[0])].map(t => t.dataset.state),"
+            " s.hidden ? '' : s.textContent]"
+        )
+        states, status = wait.until(
+            lambda d: (
+                (
+                    (seen := d.execute_script(states_js, turns_css))[0][1:] in (["done"], ["error"])
+                    or seen[1]
+                )
+                and seen
+            )
+        )
+        assert states == ["stopped", "done"] and not status, (states, status)
+        answered = driver.find_elements(By.CSS_SELECTOR, turns_css)[-1]
+        assert "$110,000" in answered.find_element(By.CSS_SELECTOR, ".answer-text").text
+
+        # Read back after a reload: the stopped turn says so, with nothing to rate.
+        driver.refresh()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, turns_css)) == 2)
+        stored = driver.find_elements(By.CSS_SELECTOR, turns_css)[0]
+        assert stored.get_attribute("data-state") == "stopped"
+        assert (
+            "stopped before it was finished"
+            in stored.find_element(By.CSS_SELECTOR, ".stopped-note").text
+        )
+        assert not stored.find_elements(By.CSS_SELECTOR, ".feedback button")
+    return conversation_id
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_stop_ends_a_slow_answer_keeps_its_part_marked_stopped_and_the_next_message_works(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from convrag.assistant import STOPPED_TURN
+
+    _require_browser()
+    async with OpenAIStub() as stub:
+        # Slow enough to be stopped mid-answer: a bound on the wait, not a measurement.
+        stub.add_rule(
+            f"CURRENT QUESTION:\n{SLOW_QUESTION}", Reply(content=SLOW_ANSWER, token_delay_s=0.3)
+        )
+        stub.add_rule("CURRENT QUESTION", Reply(content="John Doe's salary is $110,000 [1]."))
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        conversation_id = await asyncio.to_thread(_drive_stop, base_url, tenant["key"])
+    turns = await services.db.turn_details(tenant["workspace"], conversation_id)
+    assert [(t.question, t.status, t.error) for t in turns] == [
+        (SLOW_QUESTION, "failed", STOPPED_TURN),
+        (NEXT_QUESTION, "done", None),
+    ]

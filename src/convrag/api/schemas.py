@@ -198,6 +198,16 @@ class FeedbackIn(BaseModel):
     """Optional free text, at most 2,000 characters; blank counts as none."""
 
 
+class StopOut(BaseModel):
+    """The answer to a stop: whether a running answer was stopped, and its turn."""
+
+    conversation_id: str
+    stopped: bool
+    """False when this server process was answering nothing in the conversation."""
+    turn_id: str | None = None
+    """The stopped turn, now stored ``failed``."""
+
+
 class FeedbackOut(BaseModel):
     """A stored rating (from a :class:`~convrag.stores.conversations.FeedbackRecord`)."""
 

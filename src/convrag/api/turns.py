@@ -7,7 +7,10 @@ far), then ``done`` or ``error``.
 
 Client disconnect policy: the turn runs to completion in its task and is persisted; a
 client that went away reads it back with ``GET /v1/conversations/{id}``. A conversation
-answers one message at a time: a second message meanwhile gets 409.
+answers one message at a time: a second message meanwhile gets 409. Only an explicit
+stop (:meth:`TurnRunner.stop`, ``POST /v1/conversations/{id}/stop``) ends a turn early:
+it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`) and its stream ends
+with an ``error`` event of code ``stopped``.
 
 Durable turns: the question is stored (``processing``) when the turn starts; a turn that
 fails is marked ``failed`` here with a short reason. A message sent with an idempotency
@@ -35,7 +38,7 @@ from fastapi import HTTPException
 from convrag.api.errors import not_found, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
-from convrag.assistant import Assistant, failure_reason
+from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
 from convrag.citations import markers
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
@@ -89,6 +92,8 @@ class TurnRunner:
         self.turn_ids: dict[str, str] = {}
         """The turn id each active task answers, by the same key as ``active``."""
         self._settling: set[asyncio.Task[None]] = set()
+        self._stopping: set[asyncio.Task[TurnResult]] = set()
+        """Tasks :meth:`stop` cancelled: told apart from a shutdown's cancellation."""
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
@@ -125,6 +130,27 @@ class TurnRunner:
         if self.turn_ids.get(key) != turn_id:
             return None
         return self.active.get(key)
+
+    async def stop(self, workspace_id: str, conversation_id: str) -> str | None:
+        """Stop the turn this process is answering in the conversation, and return its id
+        once it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`), so the
+        conversation takes the next message at once; None when this process answers
+        none there (none is running, it ended meanwhile, or another worker runs it)."""
+        key = f"{workspace_id}/{conversation_id}"
+        task = self.active.get(key)
+        if task is None or task.done():
+            return None
+        turn_id = self.turn_ids[key]
+        self._stopping.add(task)
+        try:
+            task.cancel()
+            await asyncio.wait({task})
+        finally:
+            self._stopping.discard(task)
+        if task.cancelled():  # cancelled outside the run's own handling
+            return None
+        error = task.result().error
+        return turn_id if error is not None and error["code"] == "stopped" else None
 
     async def _run(
         self,
@@ -190,6 +216,19 @@ class TurnRunner:
                     "flags": state.get("flags", {}),
                 },
             )
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task not in self._stopping:  # a shutdown: recovered at the next start
+                raise
+            if task is not None:
+                task.uncancel()
+            # Stored failed before the stream says so: a client that reads `stopped`
+            # finds the conversation free for its next message.
+            request = payload.get("turn_request")
+            if request:
+                await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
+            result.error = {"code": "stopped", "message": STOPPED_TURN}
+            put("error", result.error)
         except Exception as exc:  # reported as an `error` event, never a broken stream
             code = _code(exc)
             request = payload.get("turn_request")
@@ -337,6 +376,8 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
             raise HTTPException(409, result.error["message"])
         if result.error["code"] == "turn_failed":
             raise unavailable(result.error["message"])
+        if result.error["code"] == "stopped":
+            raise HTTPException(409, f"the answer was stopped ({result.error['message']})")
         raise HTTPException(422, result.error["message"])
     s = result.state
     return AnswerOut(

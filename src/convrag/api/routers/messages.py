@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from convrag.api.deps import (
     ConversationId,
     MessageId,
+    OwnedConversation,
     RunnerDep,
     ServicesDep,
     SettingsDep,
@@ -41,6 +42,7 @@ from convrag.api.schemas import (
     FeedbackIn,
     FeedbackOut,
     MessageIn,
+    StopOut,
     error_responses,
     keyed_route_responses,
 )
@@ -215,7 +217,8 @@ async def _joined(
         406: {"description": "`Accept` names neither text/event-stream nor application/json."},
         409: {
             "description": "The conversation is still answering a message, or this "
-            "message's idempotency key is being answered by another worker."
+            "message's idempotency key is being answered by another worker, or (the JSON "
+            "reply) the answer was stopped (`POST /v1/conversations/{id}/stop`)."
         },
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
@@ -296,6 +299,26 @@ async def post_message(
             yield KEEPALIVE_COMMENT if item is KEEPALIVE else _sse(*item)
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.post(
+    "/v1/conversations/{conversation_id}/stop",
+    response_model=StopOut,
+    responses=error_responses({404: "No such conversation in this workspace."}),
+)
+async def stop_answer(
+    conversation_id: OwnedConversation, workspace: WorkspaceDep, runner: RunnerDep
+) -> StopOut:
+    """Stop the answer the conversation is writing (a "Stop" button): its turn is stored
+    ``failed`` with the reason "interrupted: the run was stopped before its answer", its
+    stream ends with an ``error`` event of code ``stopped``, and the conversation takes
+    the next message at once.
+
+    A client that merely disconnects does not stop its answer (it is finished and stored).
+    ``stopped`` is false when nothing was being answered, or, with several workers, when
+    another worker answers it."""
+    turn_id = await runner.stop(workspace, conversation_id)
+    return StopOut(conversation_id=conversation_id, stopped=turn_id is not None, turn_id=turn_id)
 
 
 @router.get(

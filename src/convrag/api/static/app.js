@@ -1,21 +1,27 @@
 // The chat page's behaviour: keep the workspace API key for this tab, list, start,
 // rename and delete conversations, send a question and show its answer as the server
 // streams it (server-sent events read from a fetch body, since EventSource can neither
-// POST nor send an Authorization header), with each [n] in the answer previewed on
-// hover and opened in the sources panel on click; rate answers; upload documents.
+// POST nor send an Authorization header), rendered from a small Markdown subset, with
+// each [n] in the answer previewed on hover and opened in the sources panel on click;
+// stop an answer while it streams; rate answers; list, upload and delete documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
-// text from the server is set with textContent, never parsed as HTML.
+// text from the server is set with textContent or built into elements, never parsed as
+// HTML.
 //
 // DOM hooks (tests/api/test_chat_page.py relies on them; keep them stable):
 //   #api-key #forget-key #new-conversation #question #send #status #log
+//   #stop (shown while an answer streams)
 //   #conversation[data-id]            the open conversation
 //   #conversations > li.conversation-item[data-id]
 //       .conversation-title (select) .rename .delete, and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
-//   #log > li.turn[data-state=streaming|done|error|pending][data-no-answer][data-turn-id]
-//       .question .rewrite ("searched for: …") .answer-text[data-tokens]
+//   #log > li.turn[data-state=streaming|done|error|pending|stopped][data-no-answer]
+//       [data-turn-id]
+//       .question .rewrite ("searched for: …") .answer-text[data-tokens] (Markdown as
+//       p, p.md-heading, br, strong, em, code, pre.md-code > code, ul, ol, li)
 //       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
+//       .stopped-note (stopped while it streamed, or stored as stopped)
 //       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
 //       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
 //       .feedback[data-rating] (.thumb-up .thumb-down [aria-pressed] .feedback-comment)
@@ -23,6 +29,9 @@
 //   #sources-panel (#panel-body > .panel-source[data-n].selected: .panel-title
 //       .panel-page .panel-chunk button.load-text), #close-panel,
 //       #document-view (#document-title, #document-text[data-document-id])
+//   #documents > li.document-item[data-id][data-status=processing|ready|failed]
+//       (.document-title .document-state button.delete-document), #more-documents,
+//       #documents-status[data-kind=done|error]
 //   #upload-file, #upload-status[data-status=uploading|processing|ready|failed][data-n-chunks]
 //   #skip-link (to #question)
 //
@@ -45,6 +54,7 @@
   const form = byId("ask");
   const question = byId("question");
   const send = byId("send");
+  const stopButton = byId("stop");
   const preview = byId("cite-preview");
   const panel = byId("sources-panel");
   const panelBody = byId("panel-body");
@@ -53,11 +63,22 @@
   const documentText = byId("document-text");
   const uploadInput = byId("upload-file");
   const uploadStatus = byId("upload-status");
+  const documentList = byId("documents");
+  const moreDocuments = byId("more-documents");
+  const documentsStatus = byId("documents-status");
+  const documentsHeading = byId("documents-heading");
 
   let conversationId = null;
   let turnCount = 0;
   let busy = false;
   let nextCursor = null;
+  let documentsCursor = null;
+  /** The message being answered: its turn, conversation and fetch's AbortController. */
+  let streaming = null;
+  /** First questions of conversations the server has not titled yet, by conversation id:
+   * the sidebar shows them meanwhile (the server titles a conversation once an answer
+   * ends). */
+  const provisionalTitles = new Map();
   /** The [n] link that opened the sources panel: focus goes back to it on close. */
   let panelOpener = null;
   /** Every turn on the page, by its number (the T of #turn-T-source-n). */
@@ -343,27 +364,61 @@
   function listItem(summary) {
     const item = element("li", "conversation-item");
     item.dataset.id = summary.id;
-    const title = summary.title || "Untitled conversation";
-    item.dataset.title = title;
-    const select = element("button", "conversation-title", title);
+    const select = element("button", "conversation-title");
     select.type = "button";
     select.dir = "auto";
-    select.title = `${title} (${summary.turn_count} turn${summary.turn_count === 1 ? "" : "s"})`;
     // Symbols, not words: in a 17rem sidebar two worded buttons left the title "What is …".
     const rename = element("button", "rename secondary small", "✎");
     rename.type = "button";
     rename.title = "Rename";
-    rename.setAttribute("aria-label", `Rename ${title}`);
     const remove = element("button", "delete secondary small", "✕");
     remove.type = "button";
     remove.title = "Delete";
-    remove.setAttribute("aria-label", `Delete ${title}`);
     item.append(select, rename, remove);
+    if (summary.title) provisionalTitles.delete(summary.id);
+    const shown = summary.title || provisionalTitles.get(summary.id);
+    if (!shown) item.dataset.untitled = "true";
+    setItemTitle(item, shown || "Untitled conversation", summary.turn_count);
     if (summary.id === conversationId) {
       item.classList.add("active");
       item.setAttribute("aria-current", "true");
     }
     return item;
+  }
+
+  function setItemTitle(item, title, turnCount) {
+    item.dataset.title = title;
+    item.dataset.turnCount = String(turnCount);
+    const select = item.querySelector(".conversation-title");
+    select.textContent = title;
+    select.title = `${title} (${turnCount} turn${turnCount === 1 ? "" : "s"})`;
+    item.querySelector(".rename").setAttribute("aria-label", `Rename ${title}`);
+    item.querySelector(".delete").setAttribute("aria-label", `Delete ${title}`);
+  }
+
+  /** A conversation's default title, as the server makes it from the first question: one
+   * line, cut at a word to at most 80 characters, with an ellipsis when cut. */
+  function titleFromQuestion(text) {
+    const line = text.split(/\s+/).filter(Boolean).join(" ");
+    if (line.length <= 80) return line;
+    let cut = line.slice(0, 79);
+    const space = cut.lastIndexOf(" ");
+    if (space >= 40) cut = cut.slice(0, space);
+    return `${cut.replace(/[ ,;:-]+$/, "")}…`;
+  }
+
+  /** Once an untitled conversation's first question is sent, the sidebar shows it as the
+   * title until the server's own title comes with the list. */
+  function showProvisionalTitle(id, text) {
+    const item = [...conversationList.children].find((i) => i.dataset.id === id);
+    if ((item && !item.dataset.untitled) || provisionalTitles.has(id)) return;
+    const title = titleFromQuestion(text);
+    provisionalTitles.set(id, title);
+    if (item) {
+      delete item.dataset.untitled;
+      setItemTitle(item, title, Number(item.dataset.turnCount || 0));
+    }
+    if (id === conversationId) conversationLine.textContent = title;
   }
 
   /** Open a conversation; `reopening` (after a reload) forgets a deleted one quietly. */
@@ -503,6 +558,141 @@
     if (!item.isConnected && !(next && focusItem(next, ".conversation-title"))) newButton.focus();
   }
 
+  // ---- The document list -------------------------------------------------------------
+
+  function showDocumentsStatus(message, kind) {
+    documentsStatus.textContent = message;
+    documentsStatus.dataset.kind = kind;
+    documentsStatus.hidden = false;
+  }
+
+  function clearDocumentsStatus() {
+    documentsStatus.textContent = "";
+    documentsStatus.hidden = true;
+    delete documentsStatus.dataset.kind;
+  }
+
+  /** The workspace's documents, oldest first, 50 at a time ("Load more" adds the next
+   * 50; the cursor comes in the X-Next-Cursor header). */
+  async function refreshDocuments(more = false) {
+    if (!keyInput.value.trim()) {
+      documentList.replaceChildren();
+      moreDocuments.hidden = true;
+      return;
+    }
+    const cursor = more && documentsCursor ? `&cursor=${encodeURIComponent(documentsCursor)}` : "";
+    const response = await api(`v1/documents?limit=50${cursor}`);
+    const items = (await response.json()).map(documentItem);
+    if (more) documentList.append(...items);
+    else documentList.replaceChildren(...items);
+    documentsCursor = response.headers.get("X-Next-Cursor");
+    moreDocuments.hidden = !documentsCursor;
+  }
+
+  /** A document's name: its title, else its file name (an upload's source is
+   * "upload:NAME", an ingested file's its path). */
+  function documentName(doc) {
+    if (doc.title) return doc.title;
+    const name = String(doc.source || "").replace(/^upload:/, "").split(/[\\/]/).pop();
+    return name || "Untitled document";
+  }
+
+  function documentState(doc) {
+    switch (doc.status) {
+      case "processing": {
+        const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
+        return `processing: ${doc.n_chunks}${of} chunks embedded`;
+      }
+      case "ready":
+        return `ready, ${doc.n_chunks} chunk${doc.n_chunks === 1 ? "" : "s"}`;
+      case "failed":
+        return `failed: ${doc.error || "no reason given"}`;
+      default:
+        return String(doc.status);
+    }
+  }
+
+  function documentItem(doc) {
+    const item = element("li", "document-item");
+    item.dataset.id = doc.id;
+    const info = element("div", "document-info");
+    const title = element("span", "document-title");
+    title.dir = "auto";
+    const state = element("span", "document-state");
+    info.append(title, state);
+    const remove = element("button", "delete-document secondary small", "✕");
+    remove.type = "button";
+    remove.title = "Delete";
+    item.append(info, remove);
+    showDocument(item, doc);
+    return item;
+  }
+
+  function showDocument(item, doc) {
+    const name = documentName(doc);
+    item.dataset.status = doc.status;
+    item.dataset.title = name;
+    const title = item.querySelector(".document-title");
+    title.textContent = name;
+    title.title = doc.source && doc.source !== name ? `${name} (${doc.source})` : name;
+    item.querySelector(".document-state").textContent = documentState(doc);
+    item.querySelector(".delete-document").setAttribute("aria-label", `Delete document ${name}`);
+  }
+
+  /** Show an upload's polled state on its listed document, if it is listed. */
+  function updateDocument(doc) {
+    const item = [...documentList.children].find((i) => i.dataset.id === String(doc.id));
+    if (item) showDocument(item, doc);
+  }
+
+  function focusDocument(id) {
+    const item = id && [...documentList.children].find((i) => i.dataset.id === id);
+    const target = item && item.querySelector(".delete-document");
+    if (target) target.focus();
+    return Boolean(target);
+  }
+
+  /** Delete a document (confirmed). The server refuses one still processing (409: its
+   * ingest would store it again), and one deleted elsewhere is a 404: both are said
+   * under the list, which is then reloaded either way. */
+  async function deleteDocument(item) {
+    const name = item.dataset.title || "this document";
+    const sure = window.confirm(
+      `Delete the document "${name}" from the workspace? Answers will no longer use it. This cannot be undone.`,
+    );
+    if (!sure) return;
+    clearDocumentsStatus();
+    const id = item.dataset.id;
+    const items = [...documentList.children];
+    const at = items.indexOf(item);
+    const neighbour = items[at + 1] || items[at - 1];
+    try {
+      await api(`v1/documents/${encodeURIComponent(id)}`, { method: "DELETE" });
+      showDocumentsStatus(`Deleted "${name}".`, "done");
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 409) {
+        showDocumentsStatus(`"${name}" cannot be deleted yet (409): ${error.detail}.`, "error");
+      } else if (isGone(error)) {
+        showDocumentsStatus(
+          `"${name}" no longer exists (404): it was deleted, perhaps in another tab.`,
+          "error",
+        );
+      } else {
+        showDocumentsStatus(`"${name}" was not deleted: ${describe(error)}`, "error");
+      }
+    }
+    try {
+      await refreshDocuments();
+    } catch (error) {
+      showDocumentsStatus(`The document list could not be reloaded: ${describe(error)}`, "error");
+    }
+    // The focus stays on the list: on the same document if it is still there, else on
+    // its neighbour, else on the list's heading (never on the page's body).
+    if (!focusDocument(id) && !focusDocument(neighbour && neighbour.dataset.id)) {
+      documentsHeading.focus();
+    }
+  }
+
   // ---- The [n] preview and the sources panel ---------------------------------------
 
   function citeTarget(node) {
@@ -621,6 +811,256 @@
     }
   }
 
+  // ---- Markdown in answers ------------------------------------------------------------
+  //
+  // LLMs answer in Markdown. A small subset is rendered, by building elements from the
+  // text (never by parsing HTML), so that markup in an answer (an <img onerror>, a
+  // <script>) stays text: paragraphs, line breaks, # headings (as a bold line),
+  // **bold**, *em*, `code`, fenced code blocks, and -, * or + and 1. lists (nested by
+  // indentation). Links and images are not made: the only links are the [n] markers.
+
+  const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+  const LIST_ITEM = /^( *)([-*+]|\d{1,9}[.)])[ \t]+(.*)$/;
+  const HEADING = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
+  const CODE_RUN = /`+/y;
+  const CITATION = /\[(\d+)\]/y;
+  const ESCAPABLE = "\\`*_[]#+-.!()~";
+
+  /** The answer's blocks as nodes; `cite(n)` gives the link for a resolvable [n], else
+   * null (the marker then stays text). */
+  function markdownBlocks(text, cite) {
+    const blocks = [];
+    /** Open lists, outermost first: { node, indent, ordered, item }. */
+    let lists = [];
+    /** The open paragraph: its lines, and where it goes (null: a top-level <p>). */
+    let paragraph = null;
+    let fence = null;
+    let afterBlank = false;
+
+    const flush = () => {
+      if (!paragraph) return;
+      const nodes = inlineNodes(paragraph.lines.join("\n"), cite);
+      if (paragraph.item) {
+        // A second paragraph in a list item goes on a new line of it.
+        if (paragraph.item.childNodes.length) paragraph.item.append(element("br"));
+        paragraph.item.append(...nodes);
+      } else {
+        const p = element("p");
+        p.append(...nodes);
+        blocks.push(p);
+      }
+      paragraph = null;
+    };
+    const closeLists = () => {
+      lists = [];
+    };
+    const addItem = (indent, marker, rest) => {
+      const ordered = /\d/.test(marker);
+      while (lists.length && indent < lists[lists.length - 1].indent) lists.pop();
+      let open = lists[lists.length - 1];
+      const nested = open && indent >= open.indent + 2;
+      if (!open || nested || open.ordered !== ordered) {
+        if (open && !nested) lists.pop(); // another kind of list at the same level
+        const parent = lists[lists.length - 1];
+        const node = element(ordered ? "ol" : "ul");
+        const start = parseInt(marker, 10);
+        if (ordered && start !== 1) node.start = start;
+        if (parent) parent.item.append(node);
+        else blocks.push(node);
+        open = { node, indent, ordered, item: null };
+        lists.push(open);
+      }
+      open.item = element("li");
+      open.node.append(open.item);
+      paragraph = { lines: [rest], item: open.item };
+    };
+
+    for (const line of text.replace(/\r\n?/g, "\n").split("\n")) {
+      if (fence) {
+        const close = FENCE.exec(line);
+        const marker = close && close[1];
+        if (marker && marker[0] === fence.marker[0] && marker.length >= fence.marker.length && !close[2].trim()) {
+          fence = null;
+        } else {
+          fence.lines.push(line);
+          fence.code.textContent = fence.lines.join("\n");
+        }
+        continue;
+      }
+      const opening = FENCE.exec(line);
+      if (opening && !(opening[1][0] === "`" && opening[2].includes("`"))) {
+        flush();
+        closeLists();
+        const pre = element("pre", "md-code");
+        const code = element("code");
+        const language = opening[2].trim().split(/\s+/)[0];
+        if (language) code.dataset.language = language;
+        pre.append(code);
+        blocks.push(pre);
+        // An unclosed fence (the answer is still streaming) runs to the end.
+        fence = { marker: opening[1], lines: [], code };
+        afterBlank = false;
+        continue;
+      }
+      if (!line.trim()) {
+        flush();
+        afterBlank = true;
+        continue;
+      }
+      const item = LIST_ITEM.exec(line);
+      if (item) {
+        flush();
+        addItem(item[1].length, item[2], item[3]);
+        afterBlank = false;
+        continue;
+      }
+      const heading = HEADING.exec(line);
+      if (heading) {
+        flush();
+        closeLists();
+        const p = element("p", "md-heading");
+        const strong = element("strong");
+        strong.append(...inlineNodes(heading[1], cite));
+        p.append(strong);
+        blocks.push(p);
+        afterBlank = false;
+        continue;
+      }
+      const indented = /^ {2,}/.test(line);
+      if (lists.length && (!afterBlank || indented)) {
+        // Goes on with the last list item (indented, or with no blank line before it).
+        const last = lists[lists.length - 1].item;
+        if (paragraph && paragraph.item === last) paragraph.lines.push(line.trim());
+        else {
+          flush();
+          paragraph = { lines: [line.trim()], item: last };
+        }
+      } else {
+        if (lists.length) {
+          flush();
+          closeLists();
+        }
+        if (paragraph) paragraph.lines.push(line.trim());
+        else paragraph = { lines: [line.trim()], item: null };
+      }
+      afterBlank = false;
+    }
+    flush();
+    return blocks;
+  }
+
+  /** The end of a code span opened by `width` backticks from `from`: the index of a run
+   * of exactly as many, or -1. */
+  function codeSpanEnd(text, from, width) {
+    let at = from;
+    for (;;) {
+      const next = text.indexOf("`", at);
+      if (next < 0) return -1;
+      CODE_RUN.lastIndex = next;
+      const run = CODE_RUN.exec(text)[0].length;
+      if (run === width) return next;
+      at = next + run;
+    }
+  }
+
+  /** Where emphasis opened with `delim` before `from` closes: a `delim` not preceded by
+   * a space, outside code spans and escapes; -1 when it does not. */
+  function emphasisEnd(text, from, delim) {
+    if (from >= text.length || /\s/.test(text[from])) return -1;
+    let at = from;
+    while (at < text.length) {
+      const c = text[at];
+      if (c === "\\") {
+        at += 2;
+      } else if (c === "`") {
+        CODE_RUN.lastIndex = at;
+        const width = CODE_RUN.exec(text)[0].length;
+        const end = codeSpanEnd(text, at + width, width);
+        at = end < 0 ? at + width : end + width;
+      } else if (c === "*") {
+        const strong = text.startsWith("**", at);
+        if (delim === "*" && strong) {
+          // **bold** inside *em*: step over it whole.
+          const end = emphasisEnd(text, at + 2, "**");
+          at = end < 0 ? at + 2 : end + 2;
+        } else if ((delim === "*" || strong) && at > from && !/\s/.test(text[at - 1])) {
+          // ***both***: the bold closes on the run's last two, the em inside on its first.
+          return delim === "**" && text[at + 2] === "*" ? at + 1 : at;
+        } else {
+          at += strong ? 2 : 1;
+        }
+      } else {
+        at += 1;
+      }
+    }
+    return -1;
+  }
+
+  /** Inline Markdown as nodes: `code`, **bold**, *em*, \-escapes and line breaks; each
+   * resolvable [n] becomes `cite(n)`'s link. */
+  function inlineNodes(text, cite) {
+    const nodes = [];
+    let plain = "";
+    const flush = () => {
+      if (plain) nodes.push(document.createTextNode(plain));
+      plain = "";
+    };
+    let at = 0;
+    while (at < text.length) {
+      const c = text[at];
+      if (c === "\\" && at + 1 < text.length && ESCAPABLE.includes(text[at + 1])) {
+        plain += text[at + 1];
+        at += 2;
+      } else if (c === "\n") {
+        flush();
+        nodes.push(element("br"));
+        at += 1;
+      } else if (c === "`") {
+        CODE_RUN.lastIndex = at;
+        const width = CODE_RUN.exec(text)[0].length;
+        const end = codeSpanEnd(text, at + width, width);
+        if (end < 0) {
+          plain += text.slice(at, at + width);
+        } else {
+          flush();
+          let code = text.slice(at + width, end).replace(/\n/g, " ");
+          if (code.length > 2 && code.startsWith(" ") && code.endsWith(" ") && code.trim()) {
+            code = code.slice(1, -1);
+          }
+          nodes.push(element("code", "", code));
+        }
+        at = end < 0 ? at + width : end + width;
+      } else if (c === "*") {
+        const delim = text.startsWith("**", at) ? "**" : "*";
+        const end = emphasisEnd(text, at + delim.length, delim);
+        if (end < 0) {
+          plain += delim;
+          at += delim.length;
+        } else {
+          flush();
+          const node = element(delim === "**" ? "strong" : "em");
+          node.append(...inlineNodes(text.slice(at + delim.length, end), cite));
+          nodes.push(node);
+          at = end + delim.length;
+        }
+      } else {
+        CITATION.lastIndex = at;
+        const marker = c === "[" ? CITATION.exec(text) : null;
+        const link = marker && cite(Number(marker[1]));
+        if (link) {
+          flush();
+          nodes.push(link);
+          at += marker[0].length;
+        } else {
+          plain += c;
+          at += 1;
+        }
+      }
+    }
+    flush();
+    return nodes;
+  }
+
   // ---- A turn -----------------------------------------------------------------------
 
   /** Whether the page is scrolled to (about) its end: streamed text then keeps it there. */
@@ -633,6 +1073,9 @@
     const page = document.scrollingElement || document.documentElement;
     page.scrollTop = page.scrollHeight;
   }
+
+  /** How the server's STOPPED_TURN reason starts (a stop, or a run closed early). */
+  const STOPPED_REASON = "interrupted: the run was stopped";
 
   /** A stored failed turn's reason, in words for the user. */
   function failedTurnMessage(error) {
@@ -670,7 +1113,7 @@
       this.answer.setAttribute("aria-label", `Answer ${this.number}`);
       this.meta = element("p", "meta");
       this.meta.hidden = true;
-      this.body = element("p", "answer-text");
+      this.body = element("div", "answer-text");
       this.body.dir = "auto";
       this.body.dataset.tokens = "0";
       this.notice = element("p", "notice");
@@ -679,13 +1122,22 @@
       this.repetition.hidden = true;
       this.fallback = element("p", "fallback-note");
       this.fallback.hidden = true;
+      this.stoppedNote = element("p", "stopped-note");
+      this.stoppedNote.hidden = true;
       this.list = element("ol", "sources");
       this.list.setAttribute("aria-label", "Sources");
       this.list.hidden = true;
       this.error = element("p", "answer-error");
       this.error.hidden = true;
       this.answer.append(
-        this.meta, this.body, this.notice, this.repetition, this.fallback, this.list, this.error,
+        this.meta,
+        this.body,
+        this.stoppedNote,
+        this.notice,
+        this.repetition,
+        this.fallback,
+        this.list,
+        this.error,
       );
       this.node.append(asked, this.answer);
       log.append(this.node);
@@ -711,7 +1163,9 @@
       turn.showRewrite(data.contextualized_query);
       if (data.status === "failed") {
         // No answer was stored: say why, and offer nothing to rate.
-        turn.fail(failedTurnMessage(data.error));
+        if (String(data.error || "").startsWith(STOPPED_REASON)) {
+          turn.stop("This answer was stopped before it was finished; ask again for a whole one.");
+        } else turn.fail(failedTurnMessage(data.error));
         return turn;
       }
       if (data.status === "processing") {
@@ -782,8 +1236,12 @@
           this.finish(data);
           break;
         case "error":
-          this.fail(describe(new TurnError(data.code || "turn_failed", data.message || "")));
-          showStatus(this.error.textContent);
+          // Stopped here or in another tab: no failure to report.
+          if (data.code === "stopped") this.stop();
+          else {
+            this.fail(describe(new TurnError(data.code || "turn_failed", data.message || "")));
+            showStatus(this.error.textContent);
+          }
           break;
         default:
           break;
@@ -799,28 +1257,20 @@
       return [...found].sort((a, b) => a - b);
     }
 
-    /** The answer text with each resolvable [n] as a link to source n, and the cited
-     * sources listed under it. */
+    /** The answer's Markdown, with each resolvable [n] as a link to source n, and the
+     * cited sources listed under it. */
     render() {
-      const parts = [];
-      const pattern = /\[(\d+)\]/g;
-      let last = 0;
-      let match;
-      while ((match = pattern.exec(this.text)) !== null) {
-        const n = Number(match[1]);
+      const cite = (n) => {
         const source = this.sources.get(n);
-        if (!source) continue;
-        parts.push(this.text.slice(last, match.index));
+        if (!source) return null;
         const link = element("a", "cite", `[${n}]`);
         link.href = `#${this.sourceId(n)}`;
         link.dataset.n = String(n);
         link.dataset.turn = String(this.number);
         link.setAttribute("aria-label", `source ${n}: ${sourceTitle(source)}`);
-        parts.push(link);
-        last = pattern.lastIndex;
-      }
-      parts.push(this.text.slice(last));
-      this.body.replaceChildren(...parts);
+        return link;
+      };
+      this.body.replaceChildren(...markdownBlocks(this.text, cite));
       const cited = this.cited();
       this.list.replaceChildren(...cited.map((n) => this.sourceItem(n)));
       this.list.hidden = cited.length === 0;
@@ -941,6 +1391,22 @@
       delete this.rated.dataset.hint;
     }
 
+    /** Stopped before its end: what came so far stays, marked as such (the server keeps
+     * the question, as a failed turn, and not the partial answer). */
+    stop(message) {
+      this.finished = true;
+      if (!this.text) this.body.textContent = "";
+      this.meta.hidden = true;
+      this.stoppedNote.textContent =
+        message ||
+        (this.text
+          ? "Stopped. The part above is not kept: the conversation keeps the question without an answer."
+          : "Stopped before any answer was written.");
+      this.stoppedNote.hidden = false;
+      this.node.dataset.state = "stopped";
+      this.answer.setAttribute("aria-busy", "false");
+    }
+
     fail(message) {
       this.finished = true;
       if (!this.text) this.body.textContent = "";
@@ -953,30 +1419,46 @@
 
   /** Send a question. The box is emptied only once the server takes it; on any failure
    * the question is put back (unless something new was typed meanwhile). A request the
-   * server refused (401, 404, 409...) leaves no turn in the log. */
+   * server refused (401, 404, 409...) leaves no turn in the log. While the answer
+   * streams, Stop ends it (stopAnswer). */
   async function ask(text) {
     clearStatus();
     setBusy(true);
     let turn = null;
     let asked = null;
+    let current = null;
     try {
       if (!conversationId) await startConversation();
       asked = conversationId;
       turn = new Turn(text);
+      current = { turn, conversation: asked, controller: new AbortController(), stopping: false };
+      streaming = current;
+      stopButton.disabled = false;
+      stopButton.hidden = false;
       // The user is at the question box: the page's end, which the answer then follows.
       scrollToBottom();
       const response = await api(`v1/conversations/${encodeURIComponent(asked)}/messages`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
         body: JSON.stringify({ content: text }),
+        signal: current.controller.signal,
       });
       if (question.value.trim() === text) question.value = "";
+      showProvisionalTitle(asked, text);
       await readEvents(response, (name, data) => turn.on(name, data));
+      if (!turn.finished && current.stopping) turn.stop();
       if (!turn.finished) {
         throw new Error("the answer stream ended early; the stored answer is in the conversation");
       }
       refreshList().catch(() => {});
     } catch (error) {
+      if (current && current.stopping && !(error instanceof ApiError)) {
+        // Stopped by the user: the aborted fetch is no failure.
+        if (!turn.finished) turn.stop();
+        if (question.value.trim() === text) question.value = "";
+        refreshList().catch(() => {});
+        return;
+      }
       if (!question.value.trim()) question.value = text;
       if (turn && error instanceof ApiError) {
         turns.delete(turn.number);
@@ -992,9 +1474,31 @@
         if (turn && !turn.finished) turn.fail(describe(error));
       }
     } finally {
+      if (streaming === current) streaming = null;
+      stopButton.hidden = true;
       setBusy(false);
       question.focus();
     }
+  }
+
+  /** Stop the answer being streamed. The server is asked to stop it first: it stores the
+   * turn as stopped and ends the stream, so the conversation takes the next message at
+   * once (a dropped connection alone would leave the server answering). The fetch is
+   * then aborted, in case the stream has not ended (the stop request failed, or another
+   * server process is answering). */
+  async function stopAnswer() {
+    const current = streaming;
+    if (!current || current.stopping) return;
+    current.stopping = true;
+    stopButton.disabled = true;
+    try {
+      await api(`v1/conversations/${encodeURIComponent(current.conversation)}/stop`, {
+        method: "POST",
+      });
+    } catch {
+      // Not stopped on the server: the page stops reading all the same.
+    }
+    current.controller.abort();
   }
 
   // ---- Uploads ------------------------------------------------------------------------
@@ -1009,7 +1513,8 @@
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  /** Upload the file, then poll its document every 0.5 s until ready or failed. */
+  /** Upload the file, then poll its document every 0.5 s until ready or failed; the
+   * document list shows it from the start and is reloaded when it is done. */
   async function upload(file) {
     showUpload("uploading", `Uploading ${file.name}…`);
     try {
@@ -1018,12 +1523,17 @@
       const response = await api("v1/documents", { method: "POST", body: data });
       let doc = await response.json();
       const name = doc.title || file.name;
+      refreshDocuments().catch(() => {});
       while (doc.status === "processing") {
         const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
         showUpload("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
+        updateDocument(doc);
         await sleep(500);
         doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
       }
+      refreshDocuments().catch((error) => {
+        showDocumentsStatus(`The document list could not be reloaded: ${describe(error)}`, "error");
+      });
       if (doc.status === "ready") {
         const s = doc.n_chunks === 1 ? "" : "s";
         showUpload("ready", `${name}: ready, ${doc.n_chunks} chunk${s}.`, doc.n_chunks);
@@ -1051,7 +1561,9 @@
   keyInput.addEventListener("change", () => {
     forgetConversation();
     clearLog();
+    clearDocumentsStatus();
     refreshList().catch(showError);
+    refreshDocuments().catch(showError);
   });
 
   forgetButton.addEventListener("click", () => {
@@ -1061,6 +1573,9 @@
     clearLog();
     conversationList.replaceChildren();
     moreButton.hidden = true;
+    documentList.replaceChildren();
+    moreDocuments.hidden = true;
+    clearDocumentsStatus();
     clearStatus();
     keyInput.focus();
   });
@@ -1090,6 +1605,18 @@
   moreButton.addEventListener("click", () => {
     refreshList(true).catch(showError);
   });
+
+  documentList.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const item = target && target.closest("li.document-item");
+    if (item && target.closest(".delete-document")) deleteDocument(item);
+  });
+
+  moreDocuments.addEventListener("click", () => {
+    refreshDocuments(true).catch((error) => showDocumentsStatus(describe(error), "error"));
+  });
+
+  stopButton.addEventListener("click", stopAnswer);
 
   // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
   log.addEventListener("mouseover", (event) => {
@@ -1155,6 +1682,7 @@
     refreshList()
       .then(() => (reopen ? selectConversation(reopen, true) : undefined))
       .catch(showError);
+    refreshDocuments().catch(showError);
     question.focus();
   }
 })();
