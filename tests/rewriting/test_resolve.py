@@ -381,3 +381,15 @@ def test_the_verb_after_a_do_support_subject_is_not_part_of_what_it_points_to() 
     assert contextualize("Who wrote it?", policy) == "Who wrote the leave policy?"
     cafeteria = [Turn("When does the cafeteria open?", "The cafeteria opens at 8:00.")]
     assert "open close" not in contextualize("and when does it close?", cafeteria)
+
+
+def test_a_second_pronoun_never_takes_a_name_the_first_already_took() -> None:
+    history = [
+        Turn(
+            "What company did Corvane buy in 2014?",
+            "Under Thomas Reinholt, Corvane acquired the Finnish laser company Lumora Oy in "
+            "2014 for 22 million euros.",
+        )
+    ]
+    out = contextualize("How much did they pay for it?", history)
+    assert out.count("Corvane") == 1

@@ -805,6 +805,7 @@ def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
                 and not is_det
                 and not temporal
                 and (fold(topic) not in low_msg)
+                and not any(fold(topic) in fold(r) for r in out[1::2])
             ):
                 used.add("topic")
                 repl = _possessive(topic) if low == "its" else topic
