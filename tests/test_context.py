@@ -1,6 +1,9 @@
-"""The run's knobs: ``Context.parse_overrides``, which the evaluations' ``--set`` uses."""
+"""The run's knobs: ``Context.parse_overrides``, which the evaluations' ``--set`` uses, and
+contexts built from a mapping (the SDK's JSON), checked knob by knob."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -35,3 +38,44 @@ def test_overrides_are_read_as_each_knobs_type() -> None:
 def test_a_bad_override_names_the_problem(pair: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem.replace("[", r"\[").replace("]", r"\]")):
         Context.parse_overrides([pair])
+
+
+def test_a_context_from_json_reads_plain_strings_as_their_knobs_type() -> None:
+    ctx = Context.from_mapping(
+        {"rag_enabled": "false", "top_k": "3", "score_threshold": "0.2", "feedback_weight": 1}
+    )
+    assert ctx.rag_enabled is False
+    assert ctx.top_k == 3 and isinstance(ctx.top_k, int)
+    assert ctx.score_threshold == 0.2
+    assert ctx.feedback_weight == 1.0 and isinstance(ctx.feedback_weight, float)
+    # LangGraph builds a run's context from the SDK's JSON as keyword arguments.
+    assert Context(**{"rag_enabled": "0"}).rag_enabled is False  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "problem"),
+    [
+        ({"rag_enabled": "maybe"}, "rag_enabled: expected true or false, got the string 'maybe'"),
+        ({"top_k": "three"}, "top_k: expected int, got the string 'three'"),
+        ({"top_k": 2.5}, "top_k: expected int, got 2.5"),
+        ({"top_k": True}, "top_k: expected int, got True"),
+        ({"top_k": None}, "top_k: expected int, got null"),
+        ({"llm_model": 3}, "llm_model: expected str or null, got 3"),
+        ({"web_search": "always"}, "web_search: expected one of 'auto', 'on', 'off'"),
+        ({"history_weight": [0.2]}, "history_weight: expected float, got list"),
+        ({"topk": 3}, "unknown key 'topk'; the knobs are anchor_boost"),
+        ({"services": None}, "unknown key 'services'"),
+    ],
+)
+def test_a_context_value_of_the_wrong_type_is_refused_naming_the_knob(
+    knobs: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ValueError, match="invalid context: " + re.escape(problem)):
+        Context.from_mapping(knobs)
+
+
+def test_every_knob_of_the_wrong_type_is_named_at_once() -> None:
+    with pytest.raises(ValueError) as caught:
+        Context(top_k="x", rag_enabled=2)  # type: ignore[arg-type]
+    assert "rag_enabled: expected true or false, got 2" in str(caught.value)
+    assert "top_k: expected int, got the string 'x'" in str(caught.value)

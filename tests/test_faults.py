@@ -1,6 +1,7 @@
 """Fault injection against a real ``convrag serve`` on the embedded stack: hostile
-uploads, a Milvus Lite child killed, PostgreSQL stopped and started under clients, and
-the server itself killed mid-turn and started again on the same data directory.
+uploads, a Milvus Lite child killed, PostgreSQL stopped and started under clients, the
+server itself killed mid-turn and started again on the same data directory, and stopped
+by SIGTERM mid-stream.
 
 One data directory serves the whole module; each test starts the server if the one
 before left it stopped. Every wait is bounded (nothing asserts on wall-clock time), and
@@ -27,6 +28,7 @@ import httpx
 import pytest
 
 from convrag.api.turns import turn_id_for
+from convrag.assistant import STOPPED_TURN
 from convrag.stores.conversations import INTERRUPTED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
@@ -456,4 +458,39 @@ async def test_a_turn_killed_mid_stream_stays_stored_and_its_keyed_retry_answers
             (turn_id, QUESTION, "done")
         ]
 
+    stack.stop_and_assert_no_store_left_running()
+
+
+async def test_a_sigterm_mid_stream_ends_the_stream_with_an_error_event_and_fails_the_turn(
+    stack: Stack,
+) -> None:
+    """A stream that would outlast the graceful period is told why it ends, and its turn
+    is stored as stopped at once, not at the next start."""
+    server = stack.ensure_running()
+    _, headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        conv = await _conversation(client, server.url, headers)
+        stack.stub.add_rule(SLOW, Reply(content="Stripes " * 400, token_delay_s=0.25))
+        events: list[tuple[str, str]] = []
+        url = f"{server.url}/v1/conversations/{conv}/messages"
+        async with client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r:
+            assert r.status_code == 200, await r.aread()
+            name = ""
+            async for line in r.aiter_lines():
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    events.append((name, line.removeprefix("data: ")))
+                    if name == "token" and server.proc.poll() is None:
+                        server.proc.send_signal(signal.SIGTERM)
+        names = [n for n, _ in events]
+        assert "token" in names and "done" not in names, names
+        assert names[-1] == "error" and '"code": "shutting_down"' in events[-1][1], events[-5:]
+        stack.stop_and_assert_no_store_left_running()
+
+        stack.stub.reset()
+        url = stack.ensure_running().url
+        turns = (await client.get(f"{url}/v1/conversations/{conv}", headers=headers)).json()
+    assert [(t["status"], t["error"]) for t in turns["turns"]] == [("failed", STOPPED_TURN)]
     stack.stop_and_assert_no_store_left_running()

@@ -125,6 +125,30 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
                 answers.append(part.data["persist"]["answer"])
     assert "Prasad Chaudhari" in rewrites[1] and "basic salary" in rewrites[1].lower()
     assert "$80,000" in answers[1]
+    # An input without its message (a typo) is refused, not the last question answered again.
+    errors = [
+        part.data
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            "convrag",
+            input={"mesage": "And her bonus?"},
+            context={"workspace_id": workspace, "llm_model": "none"},
+        )
+        if part.event == "error"
+    ]
+    assert errors and "no 'message'" in str(errors[0]), errors
+    # A knob of the wrong type is refused by name, not read as true or failed deep inside.
+    errors = [
+        part.data
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            "convrag",
+            input={"message": "And her bonus?"},
+            context={"workspace_id": workspace, "llm_model": "none", "top_k": "three"},
+        )
+        if part.event == "error"
+    ]
+    assert errors and "top_k: expected int" in str(errors[0]), errors
     # The dev server checkpointed into our Postgres and persisted the turns there.
     turns = await services.db.all_turns(workspace, thread["thread_id"])
     assert [t.question for t in turns] == [

@@ -756,7 +756,13 @@ async def test_delete_conversation_removes_turns_and_checkpoints(
 async def test_health_metrics_and_openapi_docs(base_url: str, tenant: dict[str, str]) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         health = await client.get(f"{base_url}/healthz")
-        assert health.json() == {"status": "ok", "postgres": True, "milvus": True}
+        assert health.json() == {
+            "status": "ok",
+            "postgres": True,
+            "milvus": True,
+            "disk": True,
+            "detail": None,
+        }
         conv = await _conversation(client, base_url, tenant)
         await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",

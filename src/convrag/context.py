@@ -10,9 +10,10 @@ schema that Studio and the SDK see, and cannot be set from a mapping.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from pydantic import PlainValidator
 from pydantic.json_schema import SkipJsonSchema
@@ -47,21 +48,65 @@ DEFAULT_FEEDBACK_WEIGHT = 0.4
 close second), and a gain on the other domain in both directions (BENCHMARKS.md)."""
 
 
-def _parse_knob(name: str, raw: str, default: object) -> object:
-    """``raw`` read as the type of the knob whose default is ``default``."""
-    try:
-        if isinstance(default, bool):
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return raw.lower() in ("true", "1")
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
-    except ValueError:
-        kind = "true or false" if isinstance(default, bool) else type(default).__name__
-        raise ValueError(f"--set {name}={raw}: expected {kind}") from None
-    return raw
+class KnobTypeError(ValueError):
+    """A knob's value is not of the knob's type, nor a string that reads as one."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+_TRUE, _FALSE = ("true", "1"), ("false", "0")
+
+
+def read_knob(hint: Any, value: object) -> object:
+    """``value`` as a knob of type ``hint`` (``bool``, ``int``, ``float``, ``str``, an
+    optional ``str`` or a ``Literal`` of strings), or :class:`KnobTypeError` naming the
+    type expected.
+
+    One rule for the CLI's ``--set`` and for contexts built from a mapping (the SDK's
+    JSON): a value of the type passes (an ``int`` for a ``float`` too), and so does a
+    string that plainly reads as one ("false", "0", "3", "0.2"); nothing else is guessed
+    (a ``bool`` is no number, a ``float`` no ``int``).
+    """
+    raw = value.strip().lower() if isinstance(value, str) else None
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if raw in _TRUE or raw in _FALSE:
+            return raw in _TRUE
+        raise KnobTypeError("true or false")
+    if hint is int or hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if hint is float:
+                return float(value)
+            if isinstance(value, int):
+                return value
+        elif raw is not None:
+            try:
+                return hint(raw)
+            except ValueError:
+                pass
+        raise KnobTypeError(hint.__name__)
+    if get_origin(hint) is Literal:
+        if value in get_args(hint):
+            return value
+        raise KnobTypeError("one of " + ", ".join(repr(v) for v in get_args(hint)))
+    optional = hint == (str | None)
+    if isinstance(value, str) or (optional and value is None):
+        return value
+    raise KnobTypeError("str or null" if optional else "str")
+
+
+def _described(value: object) -> str:
+    """``value`` as an error message shows what was sent."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, bool | int | float):
+        return repr(value)
+    return type(value).__name__
 
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
@@ -197,6 +242,7 @@ class Context:
         return resolve_model(self.rewrite_model or self.llm_model, self.deps.settings)
 
     def __post_init__(self) -> None:
+        self._read_types()
         problems = []
         for name in ("history_turns", "top_k", "answer_sentences", "context_budget_chars"):
             if getattr(self, name) < 1:
@@ -224,8 +270,24 @@ class Context:
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
-        if self.web_search not in ("auto", "on", "off"):
-            problems.append("web_search must be auto, on or off")
+        if problems:
+            raise ValueError("invalid context: " + "; ".join(problems))
+
+    def _read_types(self) -> None:
+        """Each knob read as its type (:func:`read_knob`), or one ``ValueError`` naming
+        every knob of the wrong type: a context may come from untrusted JSON (the SDK's,
+        which LangGraph hands over as keyword arguments), where ``"false"`` must not
+        count as true nor ``"3"`` fail deep inside a node."""
+        problems = []
+        for name, hint in _knob_types().items():
+            value = getattr(self, name)
+            try:
+                read = read_knob(hint, value)
+            except KnobTypeError as exc:
+                problems.append(f"{name}: expected {exc.expected}, got {_described(value)}")
+                continue
+            if read is not value:
+                setattr(self, name, read)
         if problems:
             raise ValueError("invalid context: " + "; ".join(problems))
 
@@ -238,24 +300,41 @@ class Context:
         validated as a whole by building a context from it, so a bad value fails before
         any work starts, with the same message a run would give.
         """
-        knobs = {f.name: f for f in fields(cls) if f.name not in ("services", "workspace_id")}
+        knobs = {name: hint for name, hint in _knob_types().items() if name != "workspace_id"}
         out: dict[str, Any] = {}
         for pair in pairs:
             name, sep, raw = pair.partition("=")
-            name = name.strip()
+            name, raw = name.strip(), raw.strip()
             if not sep:
                 raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. feedback_weight=0.2")
-            knob = knobs.get(name)
-            if knob is None:
+            if name not in knobs:
                 raise ValueError(
                     f"--set {name}: not a context knob; one of {', '.join(sorted(knobs))}"
                 )
-            out[name] = _parse_knob(name, raw.strip(), knob.default)
+            try:
+                out[name] = read_knob(knobs[name], raw)
+            except KnobTypeError as exc:
+                raise ValueError(f"--set {name}={raw}: expected {exc.expected}") from None
         cls(**out)
         return out
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any] | None) -> Context:
-        """Build from a dict (e.g. the SDK's ``context``), ignoring unknown keys."""
-        known = {f.name for f in fields(cls)} - {"services"}
-        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+    def from_mapping(cls, data: Mapping[str, Any] | None) -> Context:
+        """Build from a mapping (e.g. the SDK's ``context``), checked now: an unknown key
+        (or ``services``, which no mapping may set) is refused with the knobs' names, and
+        each value is read as its knob's type (:func:`read_knob`)."""
+        known = _knob_types()
+        unknown = sorted(str(k) for k in (data or {}) if k not in known)
+        if unknown:
+            raise ValueError(
+                f"invalid context: unknown key {', '.join(map(repr, unknown))}; "
+                f"the knobs are {', '.join(sorted(known))}"
+            )
+        return cls(**dict(data or {}))
+
+
+@cache
+def _knob_types() -> dict[str, Any]:
+    """Each knob of :class:`Context` (every field but ``services``) and its type."""
+    hints = get_type_hints(Context)
+    return {f.name: hints[f.name] for f in fields(Context) if f.name != "services"}

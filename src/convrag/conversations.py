@@ -36,16 +36,18 @@ async def delete_conversation(
     """Delete a conversation's memory vectors, checkpoints, turns and citations.
 
     Returns False, touching nothing, when the conversation is not this workspace's:
-    checkpoint threads are keyed by the conversation id alone, so Postgres, which knows
-    the owner, is asked first. The Postgres rows go last: if Milvus or the checkpointer
-    fails, the conversation is still listed and a retried DELETE finishes the job, instead
-    of leaving vectors no row points to.
+    checkpoint threads are keyed by the thread id alone, so Postgres, which knows the
+    owner, is asked first. Its checkpoints are those of its own id and of every other
+    thread id it was answered under (``"my-chat"``, whose UUID5 it is), which Postgres
+    recorded. The Postgres rows go last: if Milvus or the checkpointer fails, the
+    conversation is still listed and a retried DELETE finishes the job, instead of
+    leaving vectors or checkpoints no row points to.
     """
     services = assistant.services
     if not await services.db.conversation_exists(workspace_id, conversation_id):
         return False
     await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
-    await services.db.delete_thread(conversation_id)
+    await services.db.delete_checkpoints(conversation_id)
     return await services.db.delete_conversation(workspace_id, conversation_id)
 
 

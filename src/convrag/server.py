@@ -13,15 +13,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from convrag.api.app import create_app
+from convrag.api.app import GRACEFUL_S, create_app
 from convrag.config import Settings
 
 __all__ = ["GRACEFUL_S", "create_app", "log_config", "run"]
-
-
-GRACEFUL_S = 5
-"""Seconds uvicorn lets open connections (answer streams) finish after SIGTERM; with the
-lifespan's own bounded steps, a shutdown takes about 10 s at most."""
 
 
 def log_config() -> dict[str, Any]:

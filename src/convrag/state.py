@@ -25,7 +25,7 @@ from typing import (
     get_type_hints,
 )
 
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 from typing_extensions import TypedDict
 
 from convrag.records import Citation, HistoryTurn, Source
@@ -161,6 +161,35 @@ class InputState(TypedDict):
     """Earlier turns given by the caller (the OpenAI-compatible endpoint sends the whole
     conversation)
     instead of loading them from Postgres."""
+
+
+def check_run_input(value: Any) -> Any:
+    """``value``, a run's input as the caller sent it, or a ``ValueError`` saying what a
+    turn needs.
+
+    LangGraph writes only the keys an input holds and checks none: an input without
+    ``message`` (``{}``, a typo such as ``mesage``) would leave the channel holding the
+    thread's previous question, which the turn would then answer and store again. Only
+    the input tells a new message from that one, so the graph's ``START`` step runs this
+    (see :func:`convrag.graph.compile_graph`); ``None`` (resume a thread) and a
+    ``Command`` never reach it, or pass.
+    """
+    if isinstance(value, Command):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"the run's input must be an object such as {{'message': '...'}}, "
+            f"not {type(value).__name__}"
+        )
+    if "message" not in value:
+        keys = ", ".join(repr(k) for k in value) or "none"
+        raise ValueError(
+            "the run's input has no 'message': send {'message': '...'} with the question "
+            f"(keys sent: {keys})"
+        )
+    if not isinstance(value["message"], str):
+        raise ValueError(f"message: expected a string, got {type(value['message']).__name__}")
+    return value
 
 
 class State(InputState, total=False):

@@ -6,10 +6,16 @@ process and keeps what the routes share on ``app.state``: the services, the assi
 the turn runner, the rate limiter and the API key cache. At start it marks turns and
 uploads that a dead process left unfinished as failed, resumes the uploads a shutdown
 stopped and, with ``CONVERSATION_TTL_DAYS`` set, starts the hourly sweep of expired
-conversations (stopped first on shutdown). On shutdown it gives running turns up to
-:data:`SHUTDOWN_TURN_WAIT_S` to finish (they persist their answer; one cut short is
-recovered as failed and answered again on a keyed retry), and an upload's ingest stops
-at its next batch boundary, to resume at the next start, before the stores close.
+conversations (stopped first on shutdown).
+
+On SIGTERM (or Ctrl-C) the server lets open connections finish for :data:`GRACEFUL_S`
+before it cuts them. The turns still running :data:`STOP_TURNS_AFTER_S` after the signal
+are stopped (:meth:`~convrag.api.turns.TurnRunner.stop_all`): their streams end with an
+``error`` event (``shutting_down``) rather than being cut, and they are stored as
+failed. The lifespan's shutdown then waits up to :data:`SHUTDOWN_TURN_WAIT_S` for any
+turn still running (none, unless no signal was seen: another server, another thread)
+and stops those left, and an upload's ingest stops at its next batch boundary, to
+resume at the next start, before the stores close.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import logging
 import os
 import re
 import signal
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
+from types import FrameType
 from typing import Any
 
 import psycopg
@@ -94,14 +102,19 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 stack.push_async_callback(_cancel, sweeper)  # before the stores close
             app.state.services = assistant.services
             app.state.assistant = assistant
-            app.state.runner = TurnRunner(assistant)
+            runner = app.state.runner = TurnRunner(assistant)
+            stack.push_async_callback(runner.close)
+            stack.callback(_on_shutdown_signal(lambda: runner.stop_after(STOP_TURNS_AFTER_S)))
             app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
             app.state.keys = KeyCache()
             yield
-            # Let running turns finish (they persist) before the stores close.
-            pending = list(app.state.runner.active.values())
+            # Let running turns finish (they persist) before the stores close; a turn
+            # still running then is stopped, and stored as such, rather than left
+            # ``processing`` until the next start.
+            pending = list(runner.active.values())
             if pending:
                 await asyncio.wait(pending, timeout=SHUTDOWN_TURN_WAIT_S)
+            await runner.stop_all()
 
     # FastAPIOffline: /docs and /redoc from assets shipped in a wheel, not a CDN.
     app = FastAPIOffline(
@@ -170,9 +183,53 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+GRACEFUL_S = 5
+"""Seconds uvicorn lets open connections (answer streams) finish after SIGTERM; with the
+lifespan's own bounded steps, a shutdown takes about 10 s at most."""
+
+STOP_TURNS_AFTER_S = GRACEFUL_S - 1
+"""Seconds after SIGTERM at which the turns still running are stopped: their streams
+then end with an ``error`` event (sent at once, before the turn's row is written)
+before uvicorn cuts open connections at :data:`GRACEFUL_S`."""
+
 SHUTDOWN_TURN_WAIT_S = 3.0
 """How long shutdown waits for running turns, after the HTTP server's own graceful
-period (:data:`~convrag.server.GRACEFUL_S`) in which their streams could end."""
+period (:data:`GRACEFUL_S`) in which their streams could end."""
+
+#: The signals on which uvicorn shuts down gracefully.
+SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _on_shutdown_signal(callback: Callable[[], None]) -> Callable[[], None]:
+    """Run ``callback`` on the event loop when a shutdown signal arrives, then let the
+    server's own handler (uvicorn's) act on it; returns what puts its handlers back.
+
+    The server tells the app nothing until its graceful period is over and the
+    connections are cut; the signal is the only earlier word. Only a Python handler is
+    chained (the server's), and only in the main thread, where signals are handled: an
+    app served otherwise is stopped at the lifespan's end instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    chained: dict[int, Callable[[int, FrameType | None], Any]] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(callback)
+        chained[signum](signum, frame)
+
+    for sig in SHUTDOWN_SIGNALS:
+        previous = signal.getsignal(sig)
+        if callable(previous):
+            chained[sig] = previous
+            signal.signal(sig, handler)
+
+    def restore() -> None:
+        for sig, previous in chained.items():
+            if signal.getsignal(sig) is handler:
+                signal.signal(sig, previous)
+
+    return restore
 
 
 async def _resume_stopped_uploads(services: Services) -> None:

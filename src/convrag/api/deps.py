@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, TypeVar
 
-from fastapi import Depends, HTTPException, Query, Request, status
+from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from convrag.api.errors import not_found
+from convrag.api.errors import not_found, rate_limited, unauthorized
 from convrag.api.turns import TurnRunner
 from convrag.assistant import Assistant
 from convrag.config import Settings
@@ -108,29 +108,19 @@ async def get_workspace(
     may be a key sent the wrong way.
     """
     if credentials is None or not credentials.credentials:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
+        raise unauthorized(
             _auth_problem(request.headers.get("authorization", ""))
             + ": send 'Authorization: Bearer <key>' (create a key with "
-            "`convrag keys create --workspace W`)",
-            headers={"WWW-Authenticate": "Bearer"},
+            "`convrag keys create --workspace W`)"
         )
     keys: KeyCache = request.app.state.keys
     workspace = await keys.workspace(services, credentials.credentials)
     if workspace is None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "invalid or revoked API key",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise unauthorized("invalid or revoked API key")
     limiter: RateLimiter = request.app.state.limiter
     wait = await limiter.retry_after(services.db, credentials.credentials)
     if wait:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            f"rate limit of {limiter.capacity} requests/minute exceeded",
-            headers={"Retry-After": str(wait)},
-        )
+        raise rate_limited(limiter.capacity, wait)
     return workspace
 
 

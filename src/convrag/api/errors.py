@@ -1,8 +1,8 @@
-"""HTTP errors the routes share.
+"""HTTP errors the routes share, each counted in ``convrag_http_errors_total`` under its
+status when it is made.
 
 A missing id and another workspace's id answer the same 404, so a caller cannot learn
-whether an id it does not own exists. Each 404 is counted in
-``convrag_http_errors_total``.
+whether an id it does not own exists.
 """
 
 from __future__ import annotations
@@ -37,4 +37,24 @@ def unavailable(detail: str) -> HTTPException:
     HTTP_ERRORS.labels("503").inc()
     return HTTPException(
         status.HTTP_503_SERVICE_UNAVAILABLE, detail, headers={"Retry-After": str(RETRY_AFTER_S)}
+    )
+
+
+def unauthorized(detail: str) -> HTTPException:
+    """A counted 401 asking for a Bearer key; ``detail`` says what is wrong with the one
+    sent (never repeating it)."""
+    HTTP_ERRORS.labels("401").inc()
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def rate_limited(per_minute: int, retry_after_s: int) -> HTTPException:
+    """A counted 429: the key's ``per_minute`` requests are used up for ``retry_after_s``
+    seconds (``Retry-After``)."""
+    HTTP_ERRORS.labels("429").inc()
+    return HTTPException(
+        status.HTTP_429_TOO_MANY_REQUESTS,
+        f"rate limit of {per_minute} requests/minute exceeded",
+        headers={"Retry-After": str(retry_after_s)},
     )

@@ -380,3 +380,7 @@ class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     postgres: bool
     milvus: bool
+    disk: bool
+    """Whether the data directory's disk has room (``MIN_FREE_BYTES`` free or more)."""
+    detail: str | None = None
+    """What is wrong, when ``status`` is ``degraded``."""

@@ -10,13 +10,18 @@ client that went away reads it back with ``GET /v1/conversations/{id}``. A conve
 answers one message at a time: a second message meanwhile gets 409. Only an explicit
 stop (:meth:`TurnRunner.stop`, ``POST /v1/conversations/{id}/stop``) ends a turn early:
 it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`) and its stream ends
-with an ``error`` event of code ``stopped``.
+with an ``error`` event of code ``stopped``; and a shutdown (below).
 
 Durable turns: the question is stored (``processing``) when the turn starts; a turn that
 fails is marked ``failed`` here with a short reason. A message sent with an idempotency
 key has a turn id derived from the key (:func:`turn_id_for`): a retry of an answered one
 is answered from the store (:func:`stored_answer`), a retry of one still running in this
 process waits for it (:meth:`TurnRunner.running`).
+
+Shutdown: :meth:`TurnRunner.stop_all` stops the turns still running (the service calls
+it shortly before its server would cut their streams): each stream ends with an
+``error`` event whose code is ``shutting_down``, a JSON reply is a 503, and the turn is
+stored as ``failed`` with :data:`~convrag.assistant.STOPPED_TURN`.
 
 Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 ``POST /v1/chat/completions``) start turns here and build their JSON reply with
@@ -50,6 +55,9 @@ from convrag.state import InputState, repetition_detected
 from convrag.stores.conversations import TurnRecord
 
 log = logging.getLogger(__name__)
+
+#: What a client whose turn a shutdown stopped is told (its ``error`` event, or the 503).
+SHUTTING_DOWN = "the service is shutting down; ask again in a moment"
 
 #: Streamed replies must reach the client token by token: no caching, no proxy buffering.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -94,12 +102,18 @@ class TurnRunner:
         self._settling: set[asyncio.Task[None]] = set()
         self._stopping: set[asyncio.Task[TurnResult]] = set()
         """Tasks :meth:`stop` cancelled: told apart from a shutdown's cancellation."""
+        self.shutting_down = False
+        """Set by :meth:`stop_all`: the service is shutting down."""
+        self._stopper: asyncio.Task[None] | None = None
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
     ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
         """Run the turn in a task. Without a ``turn_request`` the turn gets a new id here,
-        so that a failure can be recorded on its stored row."""
+        so that a failure can be recorded on its stored row. Once :meth:`stop_all` has
+        run (shutdown), a 503 that the client may retry elsewhere or later."""
+        if self.shutting_down:
+            raise unavailable(SHUTTING_DOWN)
         # Keyed by workspace too: another workspace's message to this id is not told
         # that the conversation is busy (it gets the same 404 as for any unknown id).
         key = f"{context.workspace_id}/{conversation_id}"
@@ -121,6 +135,35 @@ class TurnRunner:
 
         task.add_done_callback(forget)
         return queue, task
+
+    async def stop_all(self) -> None:
+        """Stop every running turn at shutdown and wait until each is stored as stopped:
+        its stream ends with an ``error`` event (``shutting_down``) instead of being cut,
+        and the turn is ``failed`` now rather than at the next start. A message arriving
+        afterwards gets a 503 (:meth:`start`)."""
+        self.shutting_down = True
+        running = list(self.active.values())
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    def stop_after(self, delay_s: float) -> None:
+        """:meth:`stop_all` in ``delay_s`` seconds (once), unless the turns are done by
+        then: the server is shutting down and gives open streams that long to end."""
+        if self._stopper is None:
+            self._stopper = asyncio.get_running_loop().create_task(self._stop_after(delay_s))
+
+    async def _stop_after(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        if self.active:
+            log.warning("stopping %d turns still running at shutdown", len(self.active))
+        await self.stop_all()
+
+    async def close(self) -> None:
+        """Cancel a pending :meth:`stop_after` (the server has stopped)."""
+        if self._stopper is not None:
+            self._stopper.cancel()
+            await asyncio.gather(self._stopper, return_exceptions=True)
 
     def running(
         self, workspace_id: str, conversation_id: str, turn_id: str
@@ -218,17 +261,27 @@ class TurnRunner:
             )
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
-            if task not in self._stopping:  # a shutdown: recovered at the next start
+            stopped = task in self._stopping
+            if not stopped and not self.shutting_down:  # cancelled by whoever awaits it
                 raise
             if task is not None:
                 task.uncancel()
-            # Stored failed before the stream says so: a client that reads `stopped`
-            # finds the conversation free for its next message.
             request = payload.get("turn_request")
-            if request:
-                await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
-            result.error = {"code": "stopped", "message": STOPPED_TURN}
-            put("error", result.error)
+            if stopped:
+                # Stored failed before the stream says so: a client that reads `stopped`
+                # finds the conversation free for its next message.
+                if request:
+                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
+                result.error = {"code": "stopped", "message": STOPPED_TURN}
+                put("error", result.error)
+            else:
+                # Shutting down: the stream is told first, before the server cuts it;
+                # marking the turn failed is a database write.
+                TURNS.labels("error").inc()
+                result.error = {"code": "shutting_down", "message": SHUTTING_DOWN}
+                put("error", result.error)
+                if request:
+                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
         except Exception as exc:  # reported as an `error` event, never a broken stream
             code = _code(exc)
             request = payload.get("turn_request")
@@ -374,7 +427,7 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
             raise not_found("conversation", conversation_id)
         if result.error["code"] == "conflict":
             raise HTTPException(409, result.error["message"])
-        if result.error["code"] == "turn_failed":
+        if result.error["code"] in ("turn_failed", "shutting_down"):
             raise unavailable(result.error["message"])
         if result.error["code"] == "stopped":
             raise HTTPException(409, f"the answer was stopped ({result.error['message']})")

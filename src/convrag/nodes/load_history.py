@@ -66,14 +66,17 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     trip (time to first token waits on it). The turn id is the caller's
     (``turn_request``: a retry with the same idempotency key maps to the same turn) or a
     new one. Every per-turn field is reset by the node's policy (``starts_turn``), not
-    here.
+    here. A thread id other than the conversation's own (a name such as ``"my-chat"``,
+    whose UUID5 the conversation is) is recorded with the conversation, whose deletion
+    then deletes that thread's checkpoints too.
     """
     message = (state.get("message") or "").strip()
     if not message:
         raise ValueError("message is empty")
     ctx = runtime.context
     workspace_id = check_id(ctx.workspace_id)
-    raw_conv = state.get("conversation_id") or get_config()["configurable"].get("thread_id")
+    thread_id = get_config()["configurable"].get("thread_id")
+    raw_conv = state.get("conversation_id") or thread_id
     if not raw_conv:
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
@@ -106,6 +109,10 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         if started.busy and started.prior is None:
             raise ConversationBusy()
         raise TurnConflict(turn_id, started.prior)
+    if thread_id is not None and str(thread_id) != conversation_id:
+        # The checkpointer keys this thread by its own id, not the conversation's:
+        # deleting the conversation must know it (one more round trip, only then).
+        await services.db.record_thread(conversation_id, str(thread_id))
     turns = started.history
     override = state.get("history_override")
     if override is not None:

@@ -461,6 +461,32 @@ class ConversationStore(PooledStore):
             )
             return cur.rowcount > 0
 
+    async def record_thread(self, conversation_id: str, thread_id: str) -> None:
+        """Remember that ``conversation_id`` is answered under the checkpoint thread
+        ``thread_id``, which is not its own id: :meth:`checkpoint_threads` names it when
+        the conversation is deleted."""
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO conversation_threads (conversation_id, thread_id) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (conversation_id, thread_id),
+            )
+
+    async def checkpoint_threads(self, conversation_id: str) -> list[str]:
+        """Every checkpoint thread of the conversation: its own id, and each other one
+        its turns were answered under (:meth:`record_thread`)."""
+        if not is_uuid(conversation_id):
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT thread_id FROM conversation_threads WHERE conversation_id = %s "
+                    "ORDER BY thread_id",
+                    (conversation_id,),
+                )
+            ).fetchall()
+        return [conversation_id, *(r["thread_id"] for r in rows)]
+
     async def expired_conversations(
         self, older_than: timedelta, *, limit: int
     ) -> list[tuple[str, str]]:

@@ -185,9 +185,11 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
         await self.checkpoints.setup()
         return ran
 
-    async def delete_thread(self, thread_id: str) -> None:
-        """Delete a conversation's checkpoints."""
-        await self.checkpoints.adelete_thread(thread_id)
+    async def delete_checkpoints(self, conversation_id: str) -> None:
+        """Delete a conversation's checkpoints: those of its own thread id and of every
+        other thread id it was answered under (:meth:`checkpoint_threads`)."""
+        for thread_id in await self.checkpoint_threads(conversation_id):
+            await self.checkpoints.adelete_thread(thread_id)
 
     async def prune_checkpoints(self, thread_id: str) -> bool:
         """Keep only a conversation's latest checkpoint (its history lives in the turns

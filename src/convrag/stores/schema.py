@@ -143,4 +143,12 @@ MIGRATIONS: list[str] = [
     # The process answering a ``processing`` turn: the key of the advisory lock it holds
     # while it lives (see ``Database.owner``). NULL for turns from before the column.
     """ALTER TABLE conversation_turns ADD COLUMN owner INTEGER""",
+    # The checkpoint threads a conversation was answered under when their id is not the
+    # conversation's own (a thread named "my-chat" stores its turns under that name's
+    # UUID5), so that deleting the conversation deletes their checkpoints too.
+    """CREATE TABLE conversation_threads (
+        conversation_id UUID NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        thread_id TEXT NOT NULL,
+        PRIMARY KEY (conversation_id, thread_id)
+    )""",
 ]

@@ -6,6 +6,8 @@ They are for load balancers and Prometheus scrapers, which hold no workspace key
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 from fastapi import APIRouter, Response, status
 from fastapi.responses import PlainTextResponse
@@ -21,21 +23,56 @@ router = APIRouter(tags=["operations"])
 #: Seconds each store gets to answer before it counts as down.
 HEALTH_TIMEOUT_S = 2.0
 
+#: Free bytes on the data directory's disk under which the service counts as degraded:
+#: the embedded PostgreSQL and Milvus Lite, and uploads, write there, and fail once it
+#: is full (a turn then answers "the database is out of disk space").
+MIN_FREE_BYTES = 100 * 2**20
+
 
 @router.get("/healthz", response_model=HealthOut)
 @router.head("/healthz", include_in_schema=False)  # load balancers probe with HEAD
 async def healthz(services: ServicesDep, response: Response) -> HealthOut:
-    """Whether Postgres and Milvus answer."""
+    """Whether Postgres and Milvus answer and the data directory's disk has room."""
     pg = await services.db.ping(timeout=HEALTH_TIMEOUT_S)
     try:
         milvus = await asyncio.wait_for(asyncio.to_thread(services.index.ping), HEALTH_TIMEOUT_S)
     except TimeoutError:
         milvus = False
-    ok = pg and milvus
-    if not ok:
+    disk = await _disk_problem(services.settings.data_dir)
+    problems = [
+        *([] if pg else [f"PostgreSQL does not answer within {HEALTH_TIMEOUT_S:g} s"]),
+        *([] if milvus else [f"Milvus does not answer within {HEALTH_TIMEOUT_S:g} s"]),
+        *([disk] if disk else []),
+    ]
+    if problems:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
-    return HealthOut(status="ok" if ok else "degraded", postgres=pg, milvus=milvus)
+    return HealthOut(
+        status="degraded" if problems else "ok",
+        postgres=pg,
+        milvus=milvus,
+        disk=disk is None,
+        detail="; ".join(problems) or None,
+    )
+
+
+async def _disk_problem(data_dir: Path) -> str | None:
+    """What is wrong with the free space of ``data_dir``'s disk, or None when it has at
+    least :data:`MIN_FREE_BYTES` free."""
+    try:
+        usage = await asyncio.wait_for(
+            asyncio.to_thread(shutil.disk_usage, data_dir), HEALTH_TIMEOUT_S
+        )
+    except TimeoutError:
+        return f"the data directory {data_dir}: no free space known within {HEALTH_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"the data directory {data_dir}: no free space known ({exc.strerror or exc})"
+    if usage.free < MIN_FREE_BYTES:
+        return (
+            f"the data directory {data_dir} has {usage.free} bytes free, under the "
+            f"{MIN_FREE_BYTES} the service needs; free space on its disk"
+        )
+    return None
 
 
 @router.get("/metrics", response_class=PlainTextResponse)
