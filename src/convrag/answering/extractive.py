@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from convrag.answering.ranking import (
     Similarity,
     asked_anew,
     is_said,
     joined,
+    naming,
     ranked_by_words,
     said_before,
     terms_of,
@@ -78,7 +79,12 @@ def extractive_answer(
         return NO_SOURCES_ANSWER
     query = expand_acronyms(query, joined(sources))
     scored = ranked_by_words(query, sources, history=history, excluded_entities=excluded_entities)
-    excluded = [e.lower() for e in excluded_entities if e]
+    said = said_before(history)
+    names = naming(excluded_entities)
+
+    def names_excluded(sentence: str) -> bool:
+        return names(sentence) and is_said(sentence, said)
+
     if similarity is not None and scored:
         scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored and history:
@@ -109,15 +115,14 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if picked:
-        _continue(picked, sources, chosen_text | weak, max_sentences, excluded)
+        _continue(picked, sources, chosen_text | weak, max_sentences, names_excluded)
     else:
         units = sentences(sources[0]["text"])
         first = next(
             (
                 u
                 for pos, u in enumerate(units)
-                if quotable(u, first=pos == 0, last=pos == len(units) - 1)
-                and not any(e in u.lower() for e in excluded)
+                if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not names_excluded(u)
             ),
             None,
         )
@@ -242,7 +247,7 @@ def _continue(
     sources: Sequence[Source],
     skip: set[str],
     max_sentences: int,
-    excluded: Sequence[str],
+    names_excluded: Callable[[str], bool],
 ) -> None:
     """Quote the sentence after the best one too, in place of the weakest pick, unless it
     is in ``skip`` (already quoted, or matched the question's words too weakly: the next
@@ -275,7 +280,7 @@ def _continue(
         or "; " in nxt
         or nxt in skip
         or is_question(nxt)
-        or any(e in nxt.lower() for e in excluded)
+        or names_excluded(nxt)
         or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
     ):
         return

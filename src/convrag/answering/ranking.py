@@ -164,6 +164,19 @@ def asked_anew(query: str, history: Sequence[HistoryTurn]) -> set[str]:
     return terms_of(query) - (terms_of(prev) if prev else set())
 
 
+def naming(entities: Sequence[str]) -> Callable[[str], bool]:
+    """A test of whether a sentence names one of ``entities``: as a whole word and in its
+    own case, since entities are names ("Free", a table cell's plan, is not the "free" of
+    "changed free of charge")."""
+    names = [e for e in entities if e.strip()]
+    if not names:
+        return lambda _sentence: False
+    pattern = re.compile(
+        "|".join(rf"(?<![^\W_]){re.escape(e)}(?![^\W_])" for e in sorted(names, key=len))
+    )
+    return lambda sentence: pattern.search(sentence) is not None
+
+
 def ranked_by_words(
     query: str,
     sources: Sequence[Source],
@@ -181,7 +194,7 @@ def ranked_by_words(
     """
     q_terms = set(_terms(query))
     said = said_before(history)
-    excluded = [e.lower() for e in excluded_entities if e]
+    names_excluded = naming(excluded_entities)
     # Each candidate's terms (its length) and what it says, its phrasal nouns included.
     candidates: list[tuple[int, int, str, list[str], set[str]]] = []
     for n, src in enumerate(sources, start=1):
@@ -196,7 +209,7 @@ def ranked_by_words(
     total = max(1, len(candidates))
     scored: list[tuple[float, int, int, str]] = []
     for n, pos, sent, terms, says in candidates:
-        if any(e in sent.lower() for e in excluded):
+        if names_excluded(sent) and " ".join(terms) in said:
             continue
         hits = q_terms & says
         if not hits:

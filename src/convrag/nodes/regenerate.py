@@ -1,8 +1,9 @@
 """regenerate: answer again with the repeated entities excluded.
 
 The ``repetition`` event tells clients to discard the tokens so far. An extractive
-regeneration that finds nothing new to cite, or only something less relevant to the
-question, streams nothing: the earlier draft stands.
+regeneration leaves out only the sentences an earlier answer said that name a repeated
+entity, and takes the next relevant ones; one that finds nothing new to cite, or only
+something less relevant to the question, streams nothing: the earlier draft stands.
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
     text = await extractive_draft(regen_state, ctx, excluded)
     update = drafted(regen_state, text, extractive=True)
     new = update["drafts"][-1]
-    # Nothing new to cite, or only something less relevant: stream nothing; persist keeps
-    # the earlier draft and flags the repetition as unresolved.
+    # Nothing new to cite (the same sentences again), or only something less relevant:
+    # stream nothing; persist keeps the earlier draft and flags the repetition unresolved.
     first = (state.get("drafts") or [new])[0]
-    if not state.get("sources") or may_replace_first(new, first):
+    if not state.get("sources") or (
+        may_replace_first(new, first) and new["answer"] != state.get("draft")
+    ):
         if model_name is None:
             emit(runtime, announce)
         stream_text(runtime, text, "regenerate")
