@@ -352,3 +352,14 @@ def test_a_weaker_sentence_of_another_document_is_left_out_of_the_answer() -> No
     assert answer("Leave policy") == f"{faq} [1]"
     # The same score within the best sentence's own document clears the usual floor.
     assert answer("Lumenote FAQ") == f"{faq} [1] {policy} [2]"
+
+
+def test_the_answer_after_a_matched_faq_question_is_quoted() -> None:
+    faq = (
+        "**Q: Can I export my data?**\n"
+        "A: Lumenote exports your data as Markdown or PDF files.\n\n"
+        "**Q: Where is my data stored?**\n"
+        "A: Everything is kept in our data centres in Frankfurt, Germany."
+    )
+    answer = extractive_answer("Where is my data stored?", [source(faq, 1)], max_sentences=1)
+    assert answer == "Everything is kept in our data centres in Frankfurt, Germany. [1]"

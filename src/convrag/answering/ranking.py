@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from convrag.citations import strip_markers
 from convrag.records import HistoryTurn, Source, previous_question
@@ -177,6 +178,43 @@ def naming(entities: Sequence[str]) -> Callable[[str], bool]:
     return lambda sentence: pattern.search(sentence) is not None
 
 
+QUESTION_TO_ANSWER = 0.8
+"""The share of an FAQ question's word score that the statement right after it (its
+answer) takes, when the answer itself matches the asked words less: "**Q: Where is my data
+stored?** A: All customer data is stored in ... Frankfurt" answers "Where does Lumenote
+store my data?". Measured with ``convrag eval answers``: MTRAG Cloud ROUGE-L .2346 →
+.2356, token F1 .3202 → .3213, citation precision .2256 → .2246 (at 1.0: .2341 / .3215 /
+.2246); ClapNQ has no such questions and is unchanged (BENCHMARKS.md, session 14)."""
+
+
+def _answers_of_matched_questions(
+    scored: list[tuple[float, int, int, str]],
+    candidates: Sequence[tuple[int, int, str, list[str], set[str]]],
+    said: set[str],
+    names_excluded: Callable[[str], bool],
+) -> list[tuple[float, int, int, str]]:
+    """``scored`` with the statement right after each matched question scored at least
+    :data:`QUESTION_TO_ANSWER` of the question's score: the question is dropped while a
+    statement is left, and its words are the best evidence of what its answer is about."""
+    following = {(a[0], a[1]): b for a, b in pairwise(candidates)}
+    at = {(n, pos): k for k, (_, n, pos, _) in enumerate(scored)}
+    out = list(scored)
+    for score, n, pos, sent in scored:
+        nxt = following.get((n, pos))
+        if not is_question(sent) or nxt is None or nxt[:2] != (n, pos + 1) or is_question(nxt[2]):
+            continue
+        if names_excluded(nxt[2]) and " ".join(nxt[3]) in said:
+            continue
+        inherited = QUESTION_TO_ANSWER * score
+        k = at.get((n, pos + 1))
+        if k is None:
+            at[(n, pos + 1)] = len(out)
+            out.append((inherited, n, pos + 1, nxt[2]))
+        elif out[k][0] < inherited:
+            out[k] = (inherited, n, pos + 1, nxt[2])
+    return out
+
+
 def ranked_by_words(
     query: str,
     sources: Sequence[Source],
@@ -190,7 +228,7 @@ def ranked_by_words(
     The score is the IDF of the shared words over the sentence's length, plus a little for
     an earlier source; a sentence already said in ``history`` counts half, one naming an
     excluded entity not at all, and questions (an FAQ's headings) are dropped while a
-    statement is left.
+    statement is left, the one answering a matched question scored as most of it.
     """
     q_terms = set(_terms(query))
     said = said_before(history)
@@ -219,6 +257,7 @@ def ranked_by_words(
         if " ".join(terms) in said:
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
+    scored = _answers_of_matched_questions(scored, candidates, said, names_excluded)
     scored.sort(key=lambda x: -x[0])
     if any(not is_question(x[3]) for x in scored):
         scored = [x for x in scored if not is_question(x[3])]
