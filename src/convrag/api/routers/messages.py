@@ -25,7 +25,6 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from convrag.api.deps import (
-    ConversationId,
     MessageId,
     OwnedConversation,
     RunnerDep,
@@ -228,7 +227,7 @@ async def _joined(
     },
 )
 async def post_message(
-    conversation_id: ConversationId,
+    conversation_id: OwnedConversation,
     body: MessageIn,
     request: Request,
     workspace: WorkspaceDep,
@@ -273,10 +272,11 @@ async def post_message(
             pass
         answer = answer_out(conversation_id, await task)
         return JSONResponse(answer.model_dump(mode="json"))
-    # The turn's first event tells whether the conversation is the caller's; an unknown
-    # or foreign id is a 404 before any stream starts. That check is a quick database
-    # read; should the first event take longer than a keep-alive period, the stream
-    # starts with a keep-alive instead (and a foreign id then ends it with an `error`).
+    # The conversation was the caller's when the request came in (OwnedConversation);
+    # the turn checks again as it stores the question, and its first event says so if
+    # the conversation was deleted meanwhile: a 404 before any stream starts. That check
+    # is a quick database read; should the first event take longer than a keep-alive
+    # period, the stream starts with a keep-alive instead (and an `error` then ends it).
     keepalive = settings.sse_keepalive_s
     first: Event | None
     try:
