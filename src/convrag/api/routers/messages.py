@@ -136,9 +136,9 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
     return header if header is not None else key
 
 
-def _busy() -> HTTPException:
+def _busy(detail: str = BUSY) -> HTTPException:
     HTTP_ERRORS.labels("409").inc()
-    return HTTPException(status.HTTP_409_CONFLICT, BUSY)
+    return HTTPException(status.HTTP_409_CONFLICT, detail)
 
 
 async def _previous_attempt(
@@ -215,9 +215,10 @@ async def _joined(
         404: {"description": "No such conversation in this workspace."},
         406: {"description": "`Accept` names neither text/event-stream nor application/json."},
         409: {
-            "description": "The conversation is still answering a message, or this "
-            "message's idempotency key is being answered by another worker, or (the JSON "
-            "reply) the answer was stopped (`POST /v1/conversations/{id}/stop`)."
+            "description": "The conversation is still answering a message or is being "
+            "deleted, or this message's idempotency key is being answered by another "
+            "worker, or (the JSON reply) the answer was stopped "
+            "(`POST /v1/conversations/{id}/stop`)."
         },
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
@@ -262,11 +263,11 @@ async def post_message(
             payload,
             turn_context(workspace, body.rag, runner.assistant.services, create_conversation=False),
         )
-    except ConversationBusy:
+    except ConversationBusy as busy:
         joined = runner.running(workspace, conversation_id, turn_id) if turn_id else None
         if joined is not None:  # the same keyed message, sent twice at once
             return await _joined(request, conversation_id, joined)
-        raise _busy() from None
+        raise _busy(str(busy)) from None
     if _wants_json(request):
         async for _ in drain(queue):
             pass
