@@ -701,6 +701,8 @@ class ConversationStore(PooledStore):
                 rows = await (await conn.execute(_START_TURN, params)).fetchall()
         except errors.UniqueViolation:  # another turn took the same number: go locked
             rows = []
+        except errors.ForeignKeyViolation:  # deleted meanwhile: the locked path says so
+            rows = []
         else:
             if rows:
                 return _started(rows, start.workspace_id)
