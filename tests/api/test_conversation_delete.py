@@ -65,3 +65,28 @@ async def test_a_message_sent_while_its_conversation_is_being_deleted_is_a_409_a
         listed = await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))
     assert conv not in [c["id"] for c in listed.json()["conversations"]]
     assert await _turn_rows(services, conv) == 0
+
+
+async def test_a_conversation_deleted_right_after_an_answer_keeps_no_memory_vector(
+    base_url: str, services: Services, tenant: dict[str, str]
+) -> None:
+    """An answered turn is queued for conversation memory and written after a quiet
+    period; a delete within it must not leave that turn's vector behind."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        asked = await client.post(
+            f"{url}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), **JSON},
+        )
+        assert asked.status_code == 200, asked.text
+        assert (await client.delete(url, headers=_auth(tenant))).status_code == 204
+    await services.drain()  # what the memory writer still held is written now
+    rows = await asyncio.to_thread(
+        services.index.client.query,
+        services.index.collection,
+        filter=f'conversation_id == "{conv}"',
+        output_fields=["chunk_id", "kind"],
+    )
+    assert rows == []
