@@ -322,3 +322,29 @@ async def test_a_wrong_authorization_header_is_401_saying_what_is_wrong_not_miss
     detail = resp.json()["detail"]
     assert problem in detail.split(": send")[0] and "send 'Authorization: Bearer <key>'" in detail
     assert tenant["key"] not in detail
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "field"),
+    [
+        ({"client_message_id": "retry\u0000one"}, {}, "client_message_id"),
+        ({"client_message_id": "line\nbreak"}, {}, "client_message_id"),
+        ({}, {"Idempotency-Key": "tab\tkey"}, "Idempotency-Key"),
+    ],
+    ids=["nul-in-body", "newline-in-body", "tab-in-header"],
+)
+async def test_an_idempotency_key_with_control_characters_is_a_422_naming_it(
+    base_url: str, tenant: dict[str, str], body: dict[str, str], headers: dict[str, str], field: str
+) -> None:
+    """A NUL in client_message_id reached the database, which refused it: a 503 saying
+    'the database refused the turn's data'."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await _post(
+            client, base_url, tenant, conv, {"content": "Salary?", **body}, **headers
+        )
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resp.status_code == 422, resp.text
+    assert resp.json()["errors"][0]["field"] == field
+    assert "control characters" in resp.json()["detail"]
+    assert detail.json()["turns"] == []

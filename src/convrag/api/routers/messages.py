@@ -36,6 +36,7 @@ from convrag.api.errors import not_found
 from convrag.api.metrics import FEEDBACK, HTTP_ERRORS
 from convrag.api.schemas import (
     MAX_IDEMPOTENCY_KEY_CHARS,
+    NO_CONTROL_CHARACTERS,
     AnswerOut,
     CitationOut,
     FeedbackIn,
@@ -43,6 +44,7 @@ from convrag.api.schemas import (
     MessageIn,
     StopOut,
     error_responses,
+    has_control_characters,
     keyed_route_responses,
 )
 from convrag.api.turns import (
@@ -117,7 +119,8 @@ def _wants_json(request: Request) -> bool:
 
 def _idempotency_key(request: Request, body: MessageIn) -> str | None:
     """The message's idempotency key, from the ``Idempotency-Key`` header or the body's
-    ``client_message_id``; 422 naming it when it is blank, too long, or the two differ."""
+    ``client_message_id``; 422 naming it when it is blank, too long, holds a control
+    character (the body's is refused by :class:`MessageIn` alike), or the two differ."""
     header = request.headers.get("idempotency-key")
     if header is not None:
         if not header.strip():
@@ -126,6 +129,8 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
             raise HTTPException(
                 422, f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_CHARS} characters"
             )
+        if has_control_characters(header):
+            raise HTTPException(422, f"Idempotency-Key: {NO_CONTROL_CHARACTERS}")
     key = body.client_message_id
     if key is not None and not key.strip():
         raise HTTPException(422, "client_message_id: must not be blank")
@@ -222,8 +227,8 @@ async def _joined(
         },
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
-            "`client_message_id` blank, over 200 characters, differing, or already used "
-            "for a different message."
+            "`client_message_id` blank, over 200 characters, with control characters, "
+            "differing, or already used for a different message."
         },
     },
 )
