@@ -3,6 +3,7 @@ or an honest reply."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -347,4 +348,38 @@ async def test_an_idempotency_key_with_control_characters_is_a_422_naming_it(
     assert resp.status_code == 422, resp.text
     assert resp.json()["errors"][0]["field"] == field
     assert "control characters" in resp.json()["detail"]
+    assert detail.json()["turns"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "send", "sent"),
+    [
+        ("messages", {"content": b'{"content": "Salary?"}'}, "a body without a Content-Type is"),
+        (
+            "messages",
+            {"files": {"content": ("q.txt", b"Salary?")}},
+            "Content-Type: multipart/form-data is",
+        ),
+        ("feedback", {"content": b'{"rating": "up"}'}, "a body without a Content-Type is"),
+        ("chat", {"content": b'{"messages": []}'}, "a body without a Content-Type is"),
+    ],
+    ids=["message-no-type", "message-multipart", "feedback-no-type", "chat-no-type"],
+)
+async def test_a_json_body_without_its_content_type_is_a_415_saying_how_to_send_it(
+    base_url: str, tenant: dict[str, str], path: str, send: dict[str, Any], sent: str
+) -> None:
+    """A JSON route read such a body as no object at all: a 422 saying 'Input should be a
+    valid dictionary or object to extract fields from'."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = {
+            "messages": f"{base_url}/v1/conversations/{conv}/messages",
+            "feedback": f"{base_url}/v1/messages/{uuid.uuid4()}/feedback",
+            "chat": f"{base_url}/v1/chat/completions",
+        }[path]
+        resp = await client.post(url, headers={**_auth(tenant), **JSON}, **send)
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resp.status_code == 415, resp.text
+    assert f"{sent} not read here" in resp.json()["detail"]
+    assert "Content-Type: application/json" in resp.json()["detail"]
     assert detail.json()["turns"] == []

@@ -311,16 +311,17 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
             },
             status_code=415,
         )
-    if (
-        media
-        and "json" not in media
-        and media != "multipart/form-data"
-        and any(tuple(e["loc"]) == ("body",) for e in exc.errors())
+    # A JSON route reads a body as JSON only when its Content-Type says so: any other
+    # type (a form, plain text, multipart) or none at all leaves the route no object.
+    # No body at all (and no type) is the 422 of a missing body instead.
+    if "json" not in media and any(
+        tuple(e["loc"]) == ("body",) and (media or e["type"] != "missing") for e in exc.errors()
     ):
         HTTP_ERRORS.labels("415").inc()
+        sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
-                "detail": f"Content-Type: {media} is not read here; send the body as JSON "
+                "detail": f"{sent} not read here; send the body as JSON "
                 "with Content-Type: application/json"
             },
             status_code=415,
