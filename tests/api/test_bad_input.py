@@ -148,6 +148,8 @@ async def test_a_json_body_sent_as_another_type_is_a_415_naming_content_type(
         ("text/event-stream;q=0.5, application/json", "json"),
         ("*/*", "sse"),
         ("text/event-stream", "sse"),
+        ("application/json;q=nan", 406),
+        ("text/event-stream;q=nan, application/json;q=0.1", "json"),
     ],
 )
 async def test_the_reply_type_follows_accept_and_an_unmet_accept_is_a_406(

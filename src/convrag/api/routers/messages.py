@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -80,7 +81,8 @@ _REPLY_TYPES = ("text/event-stream", "application/json")
 
 def _accepted(accept: str, media: str) -> float:
     """The quality an ``Accept`` header gives ``media``: that of its most specific
-    matching range (``text/event-stream`` over ``text/*`` over ``*/*``), 0 when none."""
+    matching range (``text/event-stream`` over ``text/*`` over ``*/*``), 0 when none.
+    A ``q`` that is no number from 0 to 1 (``q=abc``, ``q=nan``, ``q=inf``) counts as 0."""
     best = (-1, 0.0)
     kind = media.split("/")[0]
     for part in accept.split(","):
@@ -92,9 +94,10 @@ def _accepted(accept: str, media: str) -> float:
         for param in params:
             if param.startswith("q="):
                 try:
-                    q = min(max(float(param[2:]), 0.0), 1.0)
+                    q = float(param[2:])
                 except ValueError:
                     q = 0.0
+                q = min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
         best = (rank, q) if rank > best[0] else (rank, max(q, best[1]))
     return best[1]
 
