@@ -385,3 +385,28 @@ async def test_a_json_body_without_its_content_type_is_a_415_saying_how_to_send_
     assert f"{sent} not read here" in resp.json()["detail"]
     assert "Content-Type: application/json" in resp.json()["detail"]
     assert detail.json()["turns"] == []
+
+
+async def test_an_sse_reconnect_without_an_idempotency_key_is_a_422_not_a_second_question(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """A client that reconnects with Last-Event-ID believes it resumes its stream; the
+    events carry no ids, and the message was asked again as a new turn."""
+    body = {"content": "What is John Doe's salary?"}
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        asked = await client.post(url, json=body, headers={**_auth(tenant), "Idempotency-Key": "k"})
+        assert asked.status_code == 200 and "event: done" in asked.text
+        resumed = await client.post(url, json=body, headers={**_auth(tenant), "Last-Event-ID": "7"})
+        keyed = await client.post(
+            url, json=body, headers={**_auth(tenant), "Last-Event-ID": "7", "Idempotency-Key": "k"}
+        )
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resumed.status_code == 422, resumed.text
+    assert resumed.json()["errors"][0]["field"] == "Last-Event-ID"
+    assert "Idempotency-Key" in resumed.json()["detail"]
+    # With the message's key, the reconnect gets the stored answer: one `done` event.
+    assert keyed.status_code == 200 and keyed.text.count("event: ") == 1
+    assert "event: done" in keyed.text
+    assert len(detail.json()["turns"]) == 1

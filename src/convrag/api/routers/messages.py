@@ -123,7 +123,8 @@ def _wants_json(request: Request) -> bool:
 def _idempotency_key(request: Request, body: MessageIn) -> str | None:
     """The message's idempotency key, from the ``Idempotency-Key`` header or the body's
     ``client_message_id``; 422 naming it when it is blank, too long, holds a control
-    character (the body's is refused by :class:`MessageIn` alike), or the two differ."""
+    character (the body's is refused by :class:`MessageIn` alike), or the two differ,
+    and naming ``Last-Event-ID`` when a client reconnects with it but without a key."""
     header = request.headers.get("idempotency-key")
     if header is not None:
         if not header.strip():
@@ -141,7 +142,17 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
         raise HTTPException(
             422, "Idempotency-Key and client_message_id differ; send one, or the same in both"
         )
-    return header if header is not None else key
+    key = header if header is not None else key
+    if key is None and request.headers.get("last-event-id", "").strip():
+        # An SSE client reconnecting: the events carry no ids, so there is no stream to
+        # resume, and without a key the message would be asked again as a new turn.
+        raise HTTPException(
+            422,
+            "Last-Event-ID: an answer's stream cannot be resumed (its events carry no "
+            "ids); send the message again with its Idempotency-Key to get its answer, "
+            "or without Last-Event-ID to ask it again",
+        )
+    return key
 
 
 def _busy(detail: str = BUSY) -> HTTPException:
@@ -231,7 +242,8 @@ async def _joined(
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
             "`client_message_id` blank, over 200 characters, with control characters, "
-            "differing, or already used for a different message."
+            "differing, or already used for a different message; or `Last-Event-ID` "
+            "sent without an idempotency key."
         },
     },
 )
