@@ -410,3 +410,31 @@ async def test_an_sse_reconnect_without_an_idempotency_key_is_a_422_not_a_second
     assert keyed.status_code == 200 and keyed.text.count("event: ") == 1
     assert "event: done" in keyed.text
     assert len(detail.json()["turns"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "says"),
+    [
+        ("GET", "/v1/conversations/..%2F..%2Fetc%2Fpasswd", 404, "no such route"),
+        ("GET", "/v1/conversations/a%2Fb/export", 404, "no such route"),
+        ("POST", "/v1/conversations/%00/messages/x", 404, "no such route"),
+        ("GET", "/v1", 404, "no such route"),
+        ("PUT", "/v1/conversations/{conv}", 405, "no route takes PUT at this path"),
+        ("GET", "/v1/conversations/{conv}/messages", 405, "no route takes GET at this path"),
+    ],
+    ids=["dot-dot-id", "slash-in-id", "nul-and-more", "v1", "put", "get-messages"],
+)
+async def test_a_request_no_route_takes_is_named_with_its_method_and_path(
+    base_url: str, tenant: dict[str, str], method: str, path: str, status: int, says: str
+) -> None:
+    """An id holding an encoded slash matches no route: the answer was a bare
+    'Not Found' (or 'Method Not Allowed'), which does not say that no route was met."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.request(
+            method, base_url + path.format(conv=conv), headers=_auth(tenant), json={}
+        )
+    assert resp.status_code == status, resp.text
+    detail = resp.json()["detail"]
+    assert detail.startswith(f"{method} ") and says in detail and "/docs" in detail
+    assert "\x00" not in detail

@@ -45,7 +45,7 @@ from starlette.formparsers import MultiPartException
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
-from convrag.api.errors import RETRY_AFTER_S
+from convrag.api.errors import RETRY_AFTER_S, no_route
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import BodySizeLimit, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
@@ -335,14 +335,22 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
     """FastAPI's answer for an ``HTTPException``, except for a body that could not be
     parsed at all (FastAPI and Starlette answer a bare 400 for it): that is a 422 saying
-    what is wrong with the body, the same answer as for a body that is not JSON."""
+    what is wrong with the body, the same answer as for a body that is not JSON; and the
+    router's bare 404 and 405 name the request line (:func:`~convrag.api.errors.no_route`)."""
     if exc.status_code == 422 and isinstance(exc.detail, str):
         return _route_problem(exc.detail, exc.headers)
+    if (exc.status_code, exc.detail) in _ROUTING_ERRORS:  # the router's, with no detail
+        detail = no_route(request.method, request.url.path, exc.status_code == 405)
+        exc = StarletteHTTPException(exc.status_code, detail, exc.headers)
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
     HTTP_ERRORS.labels("422").inc()
     return JSONResponse({"detail": f"body: {problem['message']}", "errors": [problem]}, 422)
+
+
+#: What Starlette answers when no route takes a request: its status's bare phrase.
+_ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
 
 
 _FIELD = re.compile(r"[A-Za-z_][\w.\-]*")
