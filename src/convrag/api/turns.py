@@ -319,6 +319,8 @@ class TurnRunner:
         except Exception as exc:  # reported as an `error` event, never a broken stream
             code = _code(exc)
             request = payload.get("turn_request")
+            if code == "not_found":
+                await self._forget_refused_run(conversation_id)
             if code == "turn_failed" and request:
                 result.stored = await self.answered_anyway(
                     context.workspace_id, conversation_id, request["turn_id"], exc
@@ -343,6 +345,22 @@ class TurnRunner:
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
         return result
+
+    async def _forget_refused_run(self, conversation_id: str) -> None:
+        """After a run refused because its conversation is gone (deleted since the route
+        found it): delete the checkpoint LangGraph wrote as the run ended on the error,
+        which holds the message and which no later delete would find. Only when the
+        conversation exists in no workspace: then its thread is nobody's."""
+        db = self.assistant.services.db
+        try:
+            if not await db.conversation_known(conversation_id):
+                await db.delete_checkpoints(conversation_id)
+        except Exception:
+            log.warning(
+                "deleting the checkpoints of the refused run of %s failed",
+                conversation_id,
+                exc_info=True,
+            )
 
     async def answered_anyway(
         self, workspace_id: str, conversation_id: str, turn_id: str, exc: Exception
