@@ -41,11 +41,13 @@ async def delete_conversation(
     thread id it was answered under (``"my-chat"``, whose UUID5 it is), which Postgres
     recorded. The Postgres rows go last: if Milvus or the checkpointer fails, the
     conversation is still listed and a retried DELETE finishes the job, instead of
-    leaving vectors or checkpoints no row points to.
+    leaving vectors or checkpoints no row points to. Its turns still queued for
+    conversation memory are dropped first, so that none is written after the delete.
     """
     services = assistant.services
     if not await services.db.conversation_exists(workspace_id, conversation_id):
         return False
+    await services.memory.discard(workspace_id, conversation_id)
     await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
     await services.db.delete_checkpoints(conversation_id)
     return await services.db.delete_conversation(workspace_id, conversation_id)

@@ -3,6 +3,7 @@ or an honest reply."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -147,6 +148,8 @@ async def test_a_json_body_sent_as_another_type_is_a_415_naming_content_type(
         ("text/event-stream;q=0.5, application/json", "json"),
         ("*/*", "sse"),
         ("text/event-stream", "sse"),
+        ("application/json;q=nan", 406),
+        ("text/event-stream;q=nan, application/json;q=0.1", "json"),
     ],
 )
 async def test_the_reply_type_follows_accept_and_an_unmet_accept_is_a_406(
@@ -322,3 +325,116 @@ async def test_a_wrong_authorization_header_is_401_saying_what_is_wrong_not_miss
     detail = resp.json()["detail"]
     assert problem in detail.split(": send")[0] and "send 'Authorization: Bearer <key>'" in detail
     assert tenant["key"] not in detail
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "field"),
+    [
+        ({"client_message_id": "retry\u0000one"}, {}, "client_message_id"),
+        ({"client_message_id": "line\nbreak"}, {}, "client_message_id"),
+        ({}, {"Idempotency-Key": "tab\tkey"}, "Idempotency-Key"),
+    ],
+    ids=["nul-in-body", "newline-in-body", "tab-in-header"],
+)
+async def test_an_idempotency_key_with_control_characters_is_a_422_naming_it(
+    base_url: str, tenant: dict[str, str], body: dict[str, str], headers: dict[str, str], field: str
+) -> None:
+    """A NUL in client_message_id reached the database, which refused it: a 503 saying
+    'the database refused the turn's data'."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await _post(
+            client, base_url, tenant, conv, {"content": "Salary?", **body}, **headers
+        )
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resp.status_code == 422, resp.text
+    assert resp.json()["errors"][0]["field"] == field
+    assert "control characters" in resp.json()["detail"]
+    assert detail.json()["turns"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "send", "sent"),
+    [
+        ("messages", {"content": b'{"content": "Salary?"}'}, "a body without a Content-Type is"),
+        (
+            "messages",
+            {"files": {"content": ("q.txt", b"Salary?")}},
+            "Content-Type: multipart/form-data is",
+        ),
+        ("feedback", {"content": b'{"rating": "up"}'}, "a body without a Content-Type is"),
+        ("chat", {"content": b'{"messages": []}'}, "a body without a Content-Type is"),
+    ],
+    ids=["message-no-type", "message-multipart", "feedback-no-type", "chat-no-type"],
+)
+async def test_a_json_body_without_its_content_type_is_a_415_saying_how_to_send_it(
+    base_url: str, tenant: dict[str, str], path: str, send: dict[str, Any], sent: str
+) -> None:
+    """A JSON route read such a body as no object at all: a 422 saying 'Input should be a
+    valid dictionary or object to extract fields from'."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = {
+            "messages": f"{base_url}/v1/conversations/{conv}/messages",
+            "feedback": f"{base_url}/v1/messages/{uuid.uuid4()}/feedback",
+            "chat": f"{base_url}/v1/chat/completions",
+        }[path]
+        resp = await client.post(url, headers={**_auth(tenant), **JSON}, **send)
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resp.status_code == 415, resp.text
+    assert f"{sent} not read here" in resp.json()["detail"]
+    assert "Content-Type: application/json" in resp.json()["detail"]
+    assert detail.json()["turns"] == []
+
+
+async def test_an_sse_reconnect_without_an_idempotency_key_is_a_422_not_a_second_question(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """A client that reconnects with Last-Event-ID believes it resumes its stream; the
+    events carry no ids, and the message was asked again as a new turn."""
+    body = {"content": "What is John Doe's salary?"}
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}/messages"
+        asked = await client.post(url, json=body, headers={**_auth(tenant), "Idempotency-Key": "k"})
+        assert asked.status_code == 200 and "event: done" in asked.text
+        resumed = await client.post(url, json=body, headers={**_auth(tenant), "Last-Event-ID": "7"})
+        keyed = await client.post(
+            url, json=body, headers={**_auth(tenant), "Last-Event-ID": "7", "Idempotency-Key": "k"}
+        )
+        detail = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resumed.status_code == 422, resumed.text
+    assert resumed.json()["errors"][0]["field"] == "Last-Event-ID"
+    assert "Idempotency-Key" in resumed.json()["detail"]
+    # With the message's key, the reconnect gets the stored answer: one `done` event.
+    assert keyed.status_code == 200 and keyed.text.count("event: ") == 1
+    assert "event: done" in keyed.text
+    assert len(detail.json()["turns"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "says"),
+    [
+        ("GET", "/v1/conversations/..%2F..%2Fetc%2Fpasswd", 404, "no such route"),
+        ("GET", "/v1/conversations/a%2Fb/export", 404, "no such route"),
+        ("POST", "/v1/conversations/%00/messages/x", 404, "no such route"),
+        ("GET", "/v1", 404, "no such route"),
+        ("PUT", "/v1/conversations/{conv}", 405, "no route takes PUT at this path"),
+        ("GET", "/v1/conversations/{conv}/messages", 405, "no route takes GET at this path"),
+    ],
+    ids=["dot-dot-id", "slash-in-id", "nul-and-more", "v1", "put", "get-messages"],
+)
+async def test_a_request_no_route_takes_is_named_with_its_method_and_path(
+    base_url: str, tenant: dict[str, str], method: str, path: str, status: int, says: str
+) -> None:
+    """An id holding an encoded slash matches no route: the answer was a bare
+    'Not Found' (or 'Method Not Allowed'), which does not say that no route was met."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.request(
+            method, base_url + path.format(conv=conv), headers=_auth(tenant), json={}
+        )
+    assert resp.status_code == status, resp.text
+    detail = resp.json()["detail"]
+    assert detail.startswith(f"{method} ") and says in detail and "/docs" in detail
+    assert "\x00" not in detail

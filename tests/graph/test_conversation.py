@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -359,7 +360,7 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
 
 
 async def test_a_conversation_of_another_workspace_is_refused_by_the_graph(
-    assistant: Assistant, services: Services, seeded: str
+    assistant: Assistant, services: Services, seeded: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     conv = await assistant.new_conversation(seeded)
     await assistant.ask(
@@ -369,6 +370,7 @@ async def test_a_conversation_of_another_workspace_is_refused_by_the_graph(
         context=Context(workspace_id=seeded, llm_model="none"),
     )
     other = seeded + "-b"
+    caplog.set_level(logging.INFO, logger="convrag.assistant")
     with pytest.raises(PermissionError, match="not in workspace"):
         await assistant.ask(
             "What about her basic salary?",
@@ -376,6 +378,9 @@ async def test_a_conversation_of_another_workspace_is_refused_by_the_graph(
             workspace_id=other,
             context=Context(workspace_id=other, llm_model="none"),
         )
+    # The request's fault, not the service's: logged once, without a traceback.
+    logged = [r for r in caplog.records if r.name == "convrag.assistant"]
+    assert logged and all(r.levelno < logging.WARNING and not r.exc_info for r in logged)
     assert len(await services.db.all_turns(seeded, conv)) == 1
     assert await services.db.all_turns(other, conv) == []
 

@@ -358,3 +358,36 @@ async def test_a_turn_still_being_answered_is_counted_once_it_shows(
     listed = await db.get_conversation(workspace, conv)
     assert listed is not None and listed.turn_count == 0
     assert await db.turn_details(workspace, conv) == []
+
+
+async def test_a_turn_starting_while_its_conversation_is_deleted_finds_no_conversation(
+    db: Database, workspace: str
+) -> None:
+    """A delete that commits between the turn's read of its conversation and its insert
+    (another worker's, or the CLI's) is no database error: the conversation is gone."""
+    import asyncio
+
+    from convrag.stores.conversations import TurnStart
+
+    conv = await db.create_conversation(workspace)
+    start = TurnStart(workspace, conv, str(uuid.uuid4()), "A question?", create=False)
+    async with (
+        db.pool.connection() as deleter,
+        db.pool.connection() as watcher,
+        deleter.transaction(),
+    ):
+        await deleter.execute("DELETE FROM conversations WHERE id = %s", (conv,))
+        starting = asyncio.create_task(db.start_turn(start, 5))
+        for _ in range(500):  # until the insert waits for the deleter's row lock
+            waiting = await (
+                await watcher.execute(
+                    "SELECT count(*) AS n FROM pg_stat_activity "
+                    "WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                    ("%INSERT INTO conversation_turns%",),
+                )
+            ).fetchone()
+            if starting.done() or (waiting and waiting["n"]):
+                break
+            await asyncio.sleep(0.01)
+    assert await starting is None
+    assert await db.all_turns(workspace, conv) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import cast
@@ -166,3 +167,42 @@ async def test_a_dead_writer_is_logged_once_and_flush_still_writes_its_queue(
     stopped = [r for r in caplog.records if "memory writer stopped" in r.getMessage()]
     assert len(stopped) == 1 and "1 queued turns" in stopped[0].getMessage()
     assert len(index.written) == 1 and writer.pending == 0
+
+
+class _HeldIndex:
+    """A vector index whose upserts wait until the test releases them."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.written: list[str] = []
+
+    def upsert(self, workspace_id: str, rows: list[VectorRow]) -> None:
+        self.entered.set()
+        self.release.wait(30)
+        self.written += [row.chunk_id for row in rows]
+
+
+async def test_discarding_a_conversation_drops_its_queued_turns_after_a_write_under_way() -> None:
+    """A deleted conversation's turns must not be written after its vectors are deleted:
+    the queued ones are dropped, and the discard returns only once a write already under
+    way (which the delete then clears) has ended."""
+    index = _HeldIndex()
+    writer = MemoryWriter(
+        cast(VectorIndex, index), cast(Embedder, _Embedder()), quiet_s=0.01, max_delay_s=0.01
+    )
+    first = _item("ws", 0)
+    writer.add(first)
+    assert await asyncio.to_thread(index.entered.wait, 30)  # its write is under way
+    queued = MemoryItem("ws", first.conversation_id, str(uuid.uuid4()), "Q: More? A: Yes.")
+    other = _item("ws", 1)
+    writer.add(queued)
+    writer.add(other)
+    discarding = asyncio.create_task(writer.discard("ws", first.conversation_id))
+    await asyncio.sleep(0.05)
+    assert not discarding.done()  # the write under way still holds its turn
+    index.release.set()
+    await discarding
+    await writer.flush()
+    assert index.written == [first.turn_id, other.turn_id]
+    assert writer.pending == 0 and writer.dropped == 0

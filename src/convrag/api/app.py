@@ -45,7 +45,7 @@ from starlette.formparsers import MultiPartException
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
-from convrag.api.errors import RETRY_AFTER_S
+from convrag.api.errors import RETRY_AFTER_S, no_route
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import BodySizeLimit, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
@@ -311,16 +311,17 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
             },
             status_code=415,
         )
-    if (
-        media
-        and "json" not in media
-        and media != "multipart/form-data"
-        and any(tuple(e["loc"]) == ("body",) for e in exc.errors())
+    # A JSON route reads a body as JSON only when its Content-Type says so: any other
+    # type (a form, plain text, multipart) or none at all leaves the route no object.
+    # No body at all (and no type) is the 422 of a missing body instead.
+    if "json" not in media and any(
+        tuple(e["loc"]) == ("body",) and (media or e["type"] != "missing") for e in exc.errors()
     ):
         HTTP_ERRORS.labels("415").inc()
+        sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
-                "detail": f"Content-Type: {media} is not read here; send the body as JSON "
+                "detail": f"{sent} not read here; send the body as JSON "
                 "with Content-Type: application/json"
             },
             status_code=415,
@@ -334,14 +335,22 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
 async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
     """FastAPI's answer for an ``HTTPException``, except for a body that could not be
     parsed at all (FastAPI and Starlette answer a bare 400 for it): that is a 422 saying
-    what is wrong with the body, the same answer as for a body that is not JSON."""
+    what is wrong with the body, the same answer as for a body that is not JSON; and the
+    router's bare 404 and 405 name the request line (:func:`~convrag.api.errors.no_route`)."""
     if exc.status_code == 422 and isinstance(exc.detail, str):
         return _route_problem(exc.detail, exc.headers)
+    if (exc.status_code, exc.detail) in _ROUTING_ERRORS:  # the router's, with no detail
+        detail = no_route(request.method, request.url.path, exc.status_code == 405)
+        exc = StarletteHTTPException(exc.status_code, detail, exc.headers)
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
     HTTP_ERRORS.labels("422").inc()
     return JSONResponse({"detail": f"body: {problem['message']}", "errors": [problem]}, 422)
+
+
+#: What Starlette answers when no route takes a request: its status's bare phrase.
+_ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
 
 
 _FIELD = re.compile(r"[A-Za-z_][\w.\-]*")

@@ -155,12 +155,6 @@ async def owned_conversation(
     return canonical
 
 
-def conversation_path_id(conversation_id: str) -> str:
-    """The path's conversation id (canonical), unchecked: the turn checks ownership in the
-    same round trip that loads the history."""
-    return canonical_path_id(conversation_id, "conversation")
-
-
 def document_path_id(document_id: str) -> str:
     return canonical_path_id(document_id, "document")
 
@@ -170,7 +164,6 @@ def message_path_id(message_id: str) -> str:
 
 
 OwnedConversation = Annotated[str, Depends(owned_conversation)]
-ConversationId = Annotated[str, Depends(conversation_path_id)]
 DocumentId = Annotated[str, Depends(document_path_id)]
 MessageId = Annotated[str, Depends(message_path_id)]
 

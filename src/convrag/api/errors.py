@@ -15,16 +15,35 @@ from convrag.api.metrics import HTTP_ERRORS
 SHOWN_ID_CHARS = 64
 
 
+def shown(ident: str, limit: int = SHOWN_ID_CHARS) -> str:
+    """``ident`` as an error repeats it: as sent when it is short and printable, else
+    quoted (control characters escaped) and cut to ``limit`` characters, so a reply never
+    echoes a NUL or ten thousand characters."""
+    if len(ident) > limit or not ident.isprintable() or not ident.strip():
+        cut = "…" if len(ident) > limit else ""
+        return f"{ident[:limit]!r}{cut} ({len(ident)} characters)"
+    return ident
+
+
 def not_found(what: str, ident: str) -> HTTPException:
-    """A counted 404 naming the kind of resource and the id asked for: as sent when it is
-    short and printable, else quoted (control characters escaped) and cut to
-    :data:`SHOWN_ID_CHARS`, so a reply never echoes a NUL or ten thousand characters."""
+    """A counted 404 naming the kind of resource and the id asked for (:func:`shown`)."""
     HTTP_ERRORS.labels("404").inc()
-    shown = ident
-    if len(ident) > SHOWN_ID_CHARS or not ident.isprintable() or not ident.strip():
-        cut = "…" if len(ident) > SHOWN_ID_CHARS else ""
-        shown = f"{ident[:SHOWN_ID_CHARS]!r}{cut} ({len(ident)} characters)"
-    return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {shown} not found")
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {shown(ident)} not found")
+
+
+#: The longest request path a 404 or 405 for a route it does not match repeats.
+SHOWN_PATH_CHARS = 200
+
+
+def no_route(method: str, path: str, other_methods: bool) -> str:
+    """The ``detail`` of the framework's own 404 (no route matches the path) or 405
+    (``other_methods``: routes match the path, but none takes ``method``): the request
+    line as :func:`shown` repeats it, and where the routes are listed. An id holding a
+    slash (``..%2F..``, decoded before routing) lands here, not at its route's 404."""
+    line = f"{method} {shown(path, SHOWN_PATH_CHARS)}"
+    if other_methods:
+        return f"{line}: no route takes {method} at this path; the API's routes are listed at /docs"
+    return f"{line}: no such route; the API's routes are listed at /docs"
 
 
 #: Seconds a client is told to wait before retrying while a store is unavailable.

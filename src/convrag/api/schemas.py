@@ -23,11 +23,19 @@ MAX_TITLE_CHARS = 200
 MAX_COMMENT_CHARS = 2000
 
 
+NO_CONTROL_CHARACTERS = "must not contain control characters (such as NUL or a newline)"
+
+
+def has_control_characters(value: str) -> bool:
+    """Whether ``value`` holds a control character (C0 or C1: NUL, a newline, a tab)."""
+    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value)
+
+
 def _no_control_characters(value: str) -> str:
     """``value`` if it has no control characters; Postgres cannot store NUL, and a
-    title is one line."""
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        raise ValueError("must not contain control characters (such as NUL or a newline)")
+    title or a key is one line."""
+    if has_control_characters(value):
+        raise ValueError(NO_CONTROL_CHARACTERS)
     return value
 
 
@@ -37,6 +45,11 @@ def _plain_text(value: str) -> str:
     if any((ord(c) < 0x20 and c not in "\t\n\r") or 0x7F <= ord(c) < 0xA0 for c in value):
         raise ValueError("must not contain control characters other than tabs and newlines")
     return value
+
+
+def _key(value: str | None) -> str | None:
+    """An idempotency key, refused as :func:`_no_control_characters` refuses."""
+    return None if value is None else _no_control_characters(value)
 
 
 def _comment(value: str | None) -> str | None:
@@ -123,9 +136,11 @@ class MessageIn(BaseModel):
         str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS), AfterValidator(_plain_text)
     ]
     rag: RagOptions = Field(default_factory=RagOptions)
-    client_message_id: str | None = Field(
-        default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS
-    )
+    client_message_id: Annotated[
+        str | None,
+        Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
+        AfterValidator(_key),
+    ] = None
     """The client's id of this message, as the ``Idempotency-Key`` header: a retry with
     the same one answers the same turn instead of asking again."""
 

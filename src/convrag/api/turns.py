@@ -35,6 +35,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -47,8 +48,8 @@ from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
 from convrag.citations import markers
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
+from convrag.nodes.load_history import BUSY, TurnConflict
 from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
-from convrag.nodes.load_history import TurnConflict
 from convrag.records import Citation, SourceOut
 from convrag.services import Services
 from convrag.state import InputState, repetition_detected
@@ -77,8 +78,19 @@ class TurnResult:
     stored its answer (:meth:`TurnRunner.answered_anyway`)."""
 
 
+#: What a message to a conversation that is being deleted is told (a 409).
+BEING_DELETED = "the conversation is being deleted"
+
+#: What a delete of a conversation that is answering a message is told (a 409).
+ANSWERING = "the conversation is answering a message; retry when it is done"
+
+
 class ConversationBusy(Exception):
-    """A message arrived while the conversation is still answering another."""
+    """A message arrived while the conversation is still answering another, or is being
+    deleted; or a delete while it answers. The message says which."""
+
+    def __init__(self, message: str = BUSY) -> None:
+        super().__init__(message)
 
 
 #: Turn ids of idempotency keys: uuid5 in this namespace of "workspace/conversation/key".
@@ -105,6 +117,8 @@ class TurnRunner:
         self.shutting_down = False
         """Set by :meth:`stop_all`: the service is shutting down."""
         self._stopper: asyncio.Task[None] | None = None
+        self._deleting: set[str] = set()
+        """Conversations being deleted (:meth:`deleting`), by the same key as ``active``."""
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
@@ -117,8 +131,10 @@ class TurnRunner:
         # Keyed by workspace too: another workspace's message to this id is not told
         # that the conversation is busy (it gets the same 404 as for any unknown id).
         key = f"{context.workspace_id}/{conversation_id}"
+        if key in self._deleting:
+            raise ConversationBusy(BEING_DELETED)
         if key in self.active:
-            raise ConversationBusy(conversation_id)
+            raise ConversationBusy()
         request = payload.get("turn_request") or {"turn_id": str(uuid.uuid4())}
         payload = InputState(**{**payload, "turn_request": request})
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -135,6 +151,24 @@ class TurnRunner:
 
         task.add_done_callback(forget)
         return queue, task
+
+    @asynccontextmanager
+    async def deleting(self, workspace_id: str, conversation_id: str) -> AsyncIterator[None]:
+        """Hold the conversation for its delete: :class:`ConversationBusy` now if it is
+        answering a message (or another delete holds it), and for the block, a message to
+        it is refused. The delete clears the vectors and checkpoints before the rows, so a
+        turn started meanwhile would write them again and, once answered, bring the
+        deleted conversation back."""
+        key = f"{workspace_id}/{conversation_id}"
+        if key in self._deleting:
+            raise ConversationBusy(BEING_DELETED)
+        if key in self.active:
+            raise ConversationBusy(ANSWERING)
+        self._deleting.add(key)
+        try:
+            yield
+        finally:
+            self._deleting.discard(key)
 
     async def stop_all(self) -> None:
         """Stop every running turn at shutdown and wait until each is stored as stopped:
@@ -285,6 +319,8 @@ class TurnRunner:
         except Exception as exc:  # reported as an `error` event, never a broken stream
             code = _code(exc)
             request = payload.get("turn_request")
+            if code == "not_found":
+                await self._forget_refused_run(conversation_id)
             if code == "turn_failed" and request:
                 result.stored = await self.answered_anyway(
                     context.workspace_id, conversation_id, request["turn_id"], exc
@@ -309,6 +345,22 @@ class TurnRunner:
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
         return result
+
+    async def _forget_refused_run(self, conversation_id: str) -> None:
+        """After a run refused because its conversation is gone (deleted since the route
+        found it): delete the checkpoint LangGraph wrote as the run ended on the error,
+        which holds the message and which no later delete would find. Only when the
+        conversation exists in no workspace: then its thread is nobody's."""
+        db = self.assistant.services.db
+        try:
+            if not await db.conversation_known(conversation_id):
+                await db.delete_checkpoints(conversation_id)
+        except Exception:
+            log.warning(
+                "deleting the checkpoints of the refused run of %s failed",
+                conversation_id,
+                exc_info=True,
+            )
 
     async def answered_anyway(
         self, workspace_id: str, conversation_id: str, turn_id: str, exc: Exception

@@ -451,6 +451,16 @@ class ConversationStore(PooledStore):
         async with self.pool.connection() as conn:
             return await _owns(conn, "conversations", workspace_id, conversation_id)
 
+    async def conversation_known(self, conversation_id: str) -> bool:
+        """Whether the conversation exists, in any workspace."""
+        if not is_uuid(conversation_id):
+            return False
+        async with self.pool.connection() as conn:
+            row = await (
+                await conn.execute("SELECT 1 FROM conversations WHERE id = %s", (conversation_id,))
+            ).fetchone()
+        return row is not None
+
     async def delete_conversation(self, workspace_id: str, conversation_id: str) -> bool:
         if not is_uuid(conversation_id):
             return False
@@ -700,6 +710,8 @@ class ConversationStore(PooledStore):
             async with self.pool.connection() as conn:
                 rows = await (await conn.execute(_START_TURN, params)).fetchall()
         except errors.UniqueViolation:  # another turn took the same number: go locked
+            rows = []
+        except errors.ForeignKeyViolation:  # deleted meanwhile: the locked path says so
             rows = []
         else:
             if rows:

@@ -64,6 +64,8 @@ class MemoryWriter:
         self._queue: list[tuple[MemoryItem, float]] = []
         self._worker: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._writing = asyncio.Lock()
+        """Held while a batch is embedded and written (:meth:`discard` waits for it)."""
 
     @classmethod
     @asynccontextmanager
@@ -90,6 +92,18 @@ class MemoryWriter:
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._run())
             self._worker.add_done_callback(self._stopped)
+
+    async def discard(self, workspace_id: str, conversation_id: str) -> None:
+        """Forget the queued turns of a conversation that is being deleted, and wait for
+        a write under way (which may hold one of them): called before the delete clears
+        the conversation's vectors, so that none of its turns is written after it."""
+        self._queue = [
+            entry
+            for entry in self._queue
+            if (entry[0].workspace_id, entry[0].conversation_id) != (workspace_id, conversation_id)
+        ]
+        async with self._writing:
+            pass
 
     def _stopped(self, worker: asyncio.Task[None]) -> None:
         """Log a worker that died of an error, once (reading its exception also keeps
@@ -147,24 +161,25 @@ class MemoryWriter:
 
     async def _write_batch(self, taken: list[tuple[MemoryItem, float]]) -> None:
         """Embed and upsert ``taken``, then unqueue it (a cancelled write is redone)."""
-        items = [item for item, _ in taken]
-        vectors = await asyncio.to_thread(self.embedder.embed, [i.text for i in items])
-        by_workspace: dict[str, list[VectorRow]] = {}
-        for item, vector in zip(items, vectors, strict=True):
-            by_workspace.setdefault(item.workspace_id, []).append(
-                VectorRow(
-                    chunk_id=item.turn_id,
-                    document_id=item.conversation_id,
-                    text=item.text,
-                    vector=vector.tolist(),
-                    kind=KIND_MEMORY,
-                    conversation_id=item.conversation_id,
+        async with self._writing:
+            items = [item for item, _ in taken]
+            vectors = await asyncio.to_thread(self.embedder.embed, [i.text for i in items])
+            by_workspace: dict[str, list[VectorRow]] = {}
+            for item, vector in zip(items, vectors, strict=True):
+                by_workspace.setdefault(item.workspace_id, []).append(
+                    VectorRow(
+                        chunk_id=item.turn_id,
+                        document_id=item.conversation_id,
+                        text=item.text,
+                        vector=vector.tolist(),
+                        kind=KIND_MEMORY,
+                        conversation_id=item.conversation_id,
+                    )
                 )
-            )
-        for workspace_id, rows in by_workspace.items():
-            await asyncio.to_thread(self.index.upsert, workspace_id, rows)
-        if self._queue[: len(taken)] == taken:
-            del self._queue[: len(taken)]
+            for workspace_id, rows in by_workspace.items():
+                await asyncio.to_thread(self.index.upsert, workspace_id, rows)
+            if self._queue[: len(taken)] == taken:
+                del self._queue[: len(taken)]
 
     async def flush(self, deadline_s: float = 5.0) -> None:
         """Write what is queued now, for at most ``deadline_s`` (shutdown must end); what

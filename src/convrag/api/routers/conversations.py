@@ -33,6 +33,7 @@ from convrag.api.schemas import (
     error_responses,
     keyed_route_responses,
 )
+from convrag.api.turns import ConversationBusy
 from convrag.conversations import delete_conversation as delete_everywhere
 from convrag.stores.conversations import CitedSource
 
@@ -241,7 +242,11 @@ def _inert(text: str) -> str:
     "/v1/conversations/{conversation_id}",
     status_code=204,
     responses=error_responses(
-        {404: _NOT_FOUND, 409: "The conversation is still answering a message."}
+        {
+            404: _NOT_FOUND,
+            409: "The conversation is still answering a message, or another delete of "
+            "it is under way.",
+        }
     ),
 )
 async def delete_conversation(
@@ -250,11 +255,12 @@ async def delete_conversation(
     assistant: AssistantDep,
     runner: RunnerDep,
 ) -> Response:
-    """Delete the conversation, its turns, citations, checkpoints and memory vectors."""
-    if f"{workspace}/{conversation_id}" in runner.active:  # TurnRunner's key
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            "the conversation is answering a message; retry when it is done",
-        )
-    await delete_everywhere(assistant, workspace, conversation_id)
+    """Delete the conversation, its turns, citations, checkpoints and memory vectors.
+
+    A message sent while it is deleted gets 409 (``the conversation is being deleted``)."""
+    try:
+        async with runner.deleting(workspace, conversation_id):
+            await delete_everywhere(assistant, workspace, conversation_id)
+    except ConversationBusy as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return Response(status_code=204)

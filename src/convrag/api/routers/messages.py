@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +26,6 @@ from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from convrag.api.deps import (
-    ConversationId,
     MessageId,
     OwnedConversation,
     RunnerDep,
@@ -37,6 +37,7 @@ from convrag.api.errors import not_found
 from convrag.api.metrics import FEEDBACK, HTTP_ERRORS
 from convrag.api.schemas import (
     MAX_IDEMPOTENCY_KEY_CHARS,
+    NO_CONTROL_CHARACTERS,
     AnswerOut,
     CitationOut,
     FeedbackIn,
@@ -44,6 +45,7 @@ from convrag.api.schemas import (
     MessageIn,
     StopOut,
     error_responses,
+    has_control_characters,
     keyed_route_responses,
 )
 from convrag.api.turns import (
@@ -79,7 +81,8 @@ _REPLY_TYPES = ("text/event-stream", "application/json")
 
 def _accepted(accept: str, media: str) -> float:
     """The quality an ``Accept`` header gives ``media``: that of its most specific
-    matching range (``text/event-stream`` over ``text/*`` over ``*/*``), 0 when none."""
+    matching range (``text/event-stream`` over ``text/*`` over ``*/*``), 0 when none.
+    A ``q`` that is no number from 0 to 1 (``q=abc``, ``q=nan``, ``q=inf``) counts as 0."""
     best = (-1, 0.0)
     kind = media.split("/")[0]
     for part in accept.split(","):
@@ -91,9 +94,10 @@ def _accepted(accept: str, media: str) -> float:
         for param in params:
             if param.startswith("q="):
                 try:
-                    q = min(max(float(param[2:]), 0.0), 1.0)
+                    q = float(param[2:])
                 except ValueError:
                     q = 0.0
+                q = min(max(q, 0.0), 1.0) if math.isfinite(q) else 0.0
         best = (rank, q) if rank > best[0] else (rank, max(q, best[1]))
     return best[1]
 
@@ -118,7 +122,9 @@ def _wants_json(request: Request) -> bool:
 
 def _idempotency_key(request: Request, body: MessageIn) -> str | None:
     """The message's idempotency key, from the ``Idempotency-Key`` header or the body's
-    ``client_message_id``; 422 naming it when it is blank, too long, or the two differ."""
+    ``client_message_id``; 422 naming it when it is blank, too long, holds a control
+    character (the body's is refused by :class:`MessageIn` alike), or the two differ,
+    and naming ``Last-Event-ID`` when a client reconnects with it but without a key."""
     header = request.headers.get("idempotency-key")
     if header is not None:
         if not header.strip():
@@ -127,6 +133,8 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
             raise HTTPException(
                 422, f"Idempotency-Key: at most {MAX_IDEMPOTENCY_KEY_CHARS} characters"
             )
+        if has_control_characters(header):
+            raise HTTPException(422, f"Idempotency-Key: {NO_CONTROL_CHARACTERS}")
     key = body.client_message_id
     if key is not None and not key.strip():
         raise HTTPException(422, "client_message_id: must not be blank")
@@ -134,12 +142,22 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
         raise HTTPException(
             422, "Idempotency-Key and client_message_id differ; send one, or the same in both"
         )
-    return header if header is not None else key
+    key = header if header is not None else key
+    if key is None and request.headers.get("last-event-id", "").strip():
+        # An SSE client reconnecting: the events carry no ids, so there is no stream to
+        # resume, and without a key the message would be asked again as a new turn.
+        raise HTTPException(
+            422,
+            "Last-Event-ID: an answer's stream cannot be resumed (its events carry no "
+            "ids); send the message again with its Idempotency-Key to get its answer, "
+            "or without Last-Event-ID to ask it again",
+        )
+    return key
 
 
-def _busy() -> HTTPException:
+def _busy(detail: str = BUSY) -> HTTPException:
     HTTP_ERRORS.labels("409").inc()
-    return HTTPException(status.HTTP_409_CONFLICT, BUSY)
+    return HTTPException(status.HTTP_409_CONFLICT, detail)
 
 
 async def _previous_attempt(
@@ -216,19 +234,21 @@ async def _joined(
         404: {"description": "No such conversation in this workspace."},
         406: {"description": "`Accept` names neither text/event-stream nor application/json."},
         409: {
-            "description": "The conversation is still answering a message, or this "
-            "message's idempotency key is being answered by another worker, or (the JSON "
-            "reply) the answer was stopped (`POST /v1/conversations/{id}/stop`)."
+            "description": "The conversation is still answering a message or is being "
+            "deleted, or this message's idempotency key is being answered by another "
+            "worker, or (the JSON reply) the answer was stopped "
+            "(`POST /v1/conversations/{id}/stop`)."
         },
         422: {
             "description": "`content` blank or too long, or `Idempotency-Key` / "
-            "`client_message_id` blank, over 200 characters, differing, or already used "
-            "for a different message."
+            "`client_message_id` blank, over 200 characters, with control characters, "
+            "differing, or already used for a different message; or `Last-Event-ID` "
+            "sent without an idempotency key."
         },
     },
 )
 async def post_message(
-    conversation_id: ConversationId,
+    conversation_id: OwnedConversation,
     body: MessageIn,
     request: Request,
     workspace: WorkspaceDep,
@@ -263,20 +283,21 @@ async def post_message(
             payload,
             turn_context(workspace, body.rag, runner.assistant.services, create_conversation=False),
         )
-    except ConversationBusy:
+    except ConversationBusy as busy:
         joined = runner.running(workspace, conversation_id, turn_id) if turn_id else None
         if joined is not None:  # the same keyed message, sent twice at once
             return await _joined(request, conversation_id, joined)
-        raise _busy() from None
+        raise _busy(str(busy)) from None
     if _wants_json(request):
         async for _ in drain(queue):
             pass
         answer = answer_out(conversation_id, await task)
         return JSONResponse(answer.model_dump(mode="json"))
-    # The turn's first event tells whether the conversation is the caller's; an unknown
-    # or foreign id is a 404 before any stream starts. That check is a quick database
-    # read; should the first event take longer than a keep-alive period, the stream
-    # starts with a keep-alive instead (and a foreign id then ends it with an `error`).
+    # The conversation was the caller's when the request came in (OwnedConversation);
+    # the turn checks again as it stores the question, and its first event says so if
+    # the conversation was deleted meanwhile: a 404 before any stream starts. That check
+    # is a quick database read; should the first event take longer than a keep-alive
+    # period, the stream starts with a keep-alive instead (and an `error` then ends it).
     keepalive = settings.sse_keepalive_s
     first: Event | None
     try:

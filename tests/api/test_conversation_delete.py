@@ -1,0 +1,127 @@
+"""Deleting a conversation while it is in use, over HTTP: what is deleted stays deleted."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+import pytest
+
+from convrag.services import Services
+from tests import test_server as server_tests
+
+_auth = server_tests._auth
+_conversation = server_tests._conversation
+app_server = server_tests.app_server
+base_url = server_tests.base_url
+tenant = server_tests.tenant
+
+JSON = {"Accept": "application/json"}
+
+
+async def _turn_rows(services: Services, conversation_id: str) -> int:
+    async with services.db.pool.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM conversation_turns WHERE conversation_id = %s",
+                (conversation_id,),
+            )
+        ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def test_a_message_sent_while_its_conversation_is_being_deleted_is_a_409_and_stays_deleted(
+    base_url: str, services: Services, tenant: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delete clears the vectors and checkpoints before the rows; a message that
+    started meanwhile was answered, and its answer brought the deleted conversation back."""
+    entered, release = threading.Event(), threading.Event()
+    delete_vectors = services.index.delete_conversation
+
+    def held(workspace_id: str, conversation_id: str) -> None:
+        entered.set()
+        release.wait(30)
+        delete_vectors(workspace_id, conversation_id)
+
+    monkeypatch.setattr(services.index, "delete_conversation", held)
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        deleting = asyncio.create_task(client.delete(url, headers=_auth(tenant)))
+        try:
+            assert await asyncio.to_thread(entered.wait, 30)
+            sent = await client.post(
+                f"{url}/messages",
+                json={"content": "What is Prasad Chaudhari's salary?"},
+                headers={**_auth(tenant), **JSON},
+            )
+        finally:
+            release.set()
+        assert (await deleting).status_code == 204
+        assert sent.status_code == 409, sent.text
+        assert "being deleted" in sent.json()["detail"]
+        assert (await client.get(url, headers=_auth(tenant))).status_code == 404
+        listed = await client.get(f"{base_url}/v1/conversations", headers=_auth(tenant))
+    assert conv not in [c["id"] for c in listed.json()["conversations"]]
+    assert await _turn_rows(services, conv) == 0
+
+
+async def test_a_conversation_deleted_right_after_an_answer_keeps_no_memory_vector(
+    base_url: str, services: Services, tenant: dict[str, str]
+) -> None:
+    """An answered turn is queued for conversation memory and written after a quiet
+    period; a delete within it must not leave that turn's vector behind."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        asked = await client.post(
+            f"{url}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), **JSON},
+        )
+        assert asked.status_code == 200, asked.text
+        assert (await client.delete(url, headers=_auth(tenant))).status_code == 204
+    await services.drain()  # what the memory writer still held is written now
+    rows = await asyncio.to_thread(
+        services.index.client.query,
+        services.index.collection,
+        filter=f'conversation_id == "{conv}"',
+        output_fields=["chunk_id", "kind"],
+    )
+    assert rows == []
+
+
+async def test_a_message_whose_conversation_is_deleted_before_its_turn_starts_leaves_no_checkpoint(
+    base_url: str, services: Services, tenant: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route found the conversation, then another worker deleted it before the turn
+    stored the question: the turn is refused (404), and the checkpoint LangGraph writes
+    when a run ends on an error must not stay behind for a conversation nobody has."""
+    exists = services.db.conversation_exists
+    deleted: list[str] = []
+
+    async def then_deleted(workspace_id: str, conversation_id: str) -> bool:
+        found = await exists(workspace_id, conversation_id)
+        if found and conversation_id == conv and not deleted:  # deleted elsewhere, now
+            deleted.append(conversation_id)
+            assert await services.db.delete_conversation(workspace_id, conversation_id)
+        return found
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        monkeypatch.setattr(services.db, "conversation_exists", then_deleted)
+        sent = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers={**_auth(tenant), **JSON},
+        )
+    assert deleted == [conv]
+    assert sent.status_code == 404, sent.text
+    async with services.db.pool.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (conv,)
+            )
+        ).fetchone()
+    assert row is not None and row["n"] == 0
