@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -123,6 +124,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             workers.stop()
             stop_orphans(data_dir)
             shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_each_worker_names_the_stores_serve_started_for_it_embedded(cluster: Cluster) -> None:
+    """The workers get their stores' URLs from ``serve``, not from the operator: their
+    startup lines say embedded; the separate server, given URLs, says external."""
+    started = ", started by `convrag serve --workers`"
+    deadline = time.monotonic() + 30  # /healthz answered once the first worker was up
+    while True:
+        lines = [ln for ln in cluster.workers.log.read_text().splitlines() if "PostgreSQL " in ln]
+        if len(lines) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert len(lines) == 2, cluster.workers.tail()
+    for line in lines:
+        assert f"PostgreSQL embedded{started}; Milvus Lite, embedded{started};" in line, line
+    other = cluster.other.log.read_text()
+    assert "PostgreSQL external (DATABASE_URL); Milvus external (MILVUS_URI);" in other, other
 
 
 async def _key(cluster: Cluster) -> tuple[str, dict[str, str]]:

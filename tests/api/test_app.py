@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from convrag.api.app import _summary
+import pytest
+
+from convrag.api.app import (
+    SUPERVISED_STORES_ENV,
+    SUPERVISOR_ENV,
+    _summary,
+    supervised_stores,
+)
 from convrag.server import log_config
 from convrag.services import Services
 
@@ -13,6 +20,28 @@ def test_the_startup_summary_names_the_stores_models_and_retention(services: Ser
     assert "PostgreSQL embedded" in line or "PostgreSQL external (DATABASE_URL)" in line
     assert f"embedder {services.embedder.name};" in line
     assert "LLM none (answers quote the documents)" in line and "retention keep forever" in line
+
+
+def test_a_serve_worker_names_the_stores_its_serve_started_embedded_not_external(
+    services: Services,
+) -> None:
+    """``serve --workers N`` hands its workers the URLs of the embedded stores it started:
+    a worker's line must not read as if the operator had set DATABASE_URL / MILVUS_URI."""
+    line = _summary(services, supervised={"postgres", "milvus"})
+    assert "PostgreSQL embedded, started by `convrag serve --workers`;" in line
+    assert "Milvus Lite, embedded, started by `convrag serve --workers`;" in line
+    assert "external" not in line
+
+
+def test_only_a_serve_worker_reads_which_stores_its_serve_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(SUPERVISOR_ENV, raising=False)
+    monkeypatch.setenv(SUPERVISED_STORES_ENV, "postgres,milvus")
+    assert supervised_stores() == frozenset()
+    monkeypatch.setenv(SUPERVISOR_ENV, "1")
+    monkeypatch.setenv(SUPERVISED_STORES_ENV, "postgres")
+    assert supervised_stores() == {"postgres"}
 
 
 def test_the_service_logs_convrag_lines_at_info_with_time_level_and_name() -> None:

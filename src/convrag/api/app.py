@@ -26,7 +26,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import FrameType
 from typing import Any
@@ -64,17 +64,28 @@ log = logging.getLogger(__name__)
 _MULTIPART_OVERHEAD = 64 * 1024
 
 
-def _summary(services: Services) -> str:
+def _summary(services: Services, supervised: Collection[str] = ()) -> str:
     """One line saying what this process serves with: the version, the data directory,
-    each store embedded or external, the embedder, the LLM, web search and retention."""
+    each store embedded or external, the embedder, the LLM, web search and retention.
+
+    ``supervised`` names the stores (``postgres``, ``milvus``) that ``convrag serve
+    --workers N`` started for this worker: their URLs came from it, not from the operator,
+    so they are named embedded, not external."""
     s = services.settings
     llm = s.effective_llm_model or "none (answers quote the documents)"
     ttl = f"{s.conversation_ttl_days:g} days" if s.conversation_ttl_days else "keep forever"
+    by_serve = ", started by `convrag serve --workers`"
+    if "postgres" in supervised:
+        postgres = f"embedded{by_serve}"
+    else:
+        postgres = "external (DATABASE_URL)" if s.database_url else "embedded"
+    if "milvus" in supervised:
+        milvus = f"Lite, embedded{by_serve}"
+    else:
+        milvus = "external (MILVUS_URI)" if s.milvus_uri else "Lite, embedded"
     return (
-        f"convrag {__version__}: data {s.data_dir}; PostgreSQL "
-        f"{'external (DATABASE_URL)' if s.database_url else 'embedded'}; Milvus "
-        f"{'external (MILVUS_URI)' if s.milvus_uri else 'Lite, embedded'}; embedder "
-        f"{services.embedder.name}; LLM {llm}; web search "
+        f"convrag {__version__}: data {s.data_dir}; PostgreSQL {postgres}; Milvus {milvus}; "
+        f"embedder {services.embedder.name}; LLM {llm}; web search "
         f"{'on' if services.web is not None else 'off'}; reranker {s.reranker}; "
         f"retention {ttl}"
     )
@@ -90,7 +101,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
                 open_assistant(settings, services=services)
             )
             assistant.services.warm_after_ingest = True
-            log.info("%s", _summary(assistant.services))
+            log.info("%s", _summary(assistant.services, supervised_stores()))
             await _recover_interrupted(assistant.services)
             await _resume_stopped_uploads(assistant.services)
             supervisor = os.environ.get(SUPERVISOR_ENV)
@@ -259,6 +270,20 @@ async def _recover_interrupted(services: Services) -> None:
 SUPERVISOR_ENV = "CONVRAG_SUPERVISOR_PID"
 """Set by ``convrag serve --workers N`` for its workers: the pid of the process that
 supervises them and owns the embedded stores."""
+
+SUPERVISED_STORES_ENV = "CONVRAG_SUPERVISED_STORES"
+"""Set by ``convrag serve --workers N`` for its workers: the embedded stores it started for
+them (``postgres``, ``milvus``, comma-separated), whose URLs it passes as ``DATABASE_URL``
+and ``MILVUS_URI``."""
+
+
+def supervised_stores() -> frozenset[str]:
+    """The stores that ``convrag serve --workers N`` started for this worker (none
+    outside such a worker)."""
+    if not os.environ.get(SUPERVISOR_ENV):
+        return frozenset()
+    names = os.environ.get(SUPERVISED_STORES_ENV, "").split(",")
+    return frozenset(n.strip() for n in names if n.strip())
 
 
 async def _exit_with_supervisor(pid: int, every_s: float = 1.0) -> None:

@@ -138,7 +138,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
 
     import uvicorn
 
-    from convrag.api.app import SUPERVISOR_ENV
+    from convrag.api.app import SUPERVISED_STORES_ENV, SUPERVISOR_ENV
     from convrag.server import GRACEFUL_S, log_config
     from convrag.services import install_sigterm_handler, shared_stores
 
@@ -147,6 +147,9 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
     with shared_stores(settings) as env:
         os.environ.update(env)
         os.environ[SUPERVISOR_ENV] = str(os.getpid())
+        # The workers' startup line then names these stores embedded, not external.
+        started = {"postgres": "DATABASE_URL", "milvus": "MILVUS_URI"}
+        os.environ[SUPERVISED_STORES_ENV] = ",".join(n for n, var in started.items() if var in env)
         uvicorn.run(
             "convrag.api.app:create_app",
             factory=True,

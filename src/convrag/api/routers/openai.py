@@ -3,7 +3,8 @@
 An OpenAI client sends the whole history with each request, so each request is a new
 conversation whose history comes from its ``messages``, not from stored turns. Replies
 carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
-chunks follow OpenAI's format, ending with ``data: [DONE]``.
+chunks follow OpenAI's format, ending with ``data: [DONE]``, and the final one carries
+``citations``, ``no_answer``, ``answer`` and ``conversation_id`` (no ``sources``).
 
 ``usage`` counts the tokens that the turn's LLM calls reported (LangChain's
 ``usage_metadata`` of each reply: the rewrite, the answer and any regeneration, summed),
