@@ -603,6 +603,22 @@ async def test_a_one_record_jsonl_upload_is_keyed_by_its_id_and_a_reupload_repla
         assert text.text == "Badges are green now."
 
 
+async def test_every_reply_tells_browsers_not_to_sniff_its_type(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """A document's text is ``text/plain`` and may hold HTML: a browser must not run it."""
+    async with httpx.AsyncClient() as client:
+        listed = (await client.get(f"{base_url}/v1/documents", headers=_auth(tenant))).json()
+        text_url = f"{base_url}/v1/documents/{listed[0]['id']}/text"
+        replies = [
+            await client.get(text_url, headers=_auth(tenant)),
+            await client.get(f"{base_url}/healthz"),
+            await client.get(f"{base_url}/v1/no-such-route", headers=_auth(tenant)),
+        ]
+    for reply in replies:
+        assert reply.headers.get("x-content-type-options") == "nosniff", reply.url
+
+
 @pytest.mark.parametrize(
     ("record", "problem"),
     [

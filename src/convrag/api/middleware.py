@@ -103,3 +103,26 @@ async def _too_large(detail: str, send: Send) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class NoSniff:
+    """Send ``X-Content-Type-Options: nosniff`` with every response: a document's text is
+    served as ``text/plain`` and may hold HTML, which a browser must not run as a page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"x-content-type-options" for k, _ in headers):
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_header)
