@@ -164,6 +164,9 @@
         case 404:
           return `Not found (404)${detail}. Start a new conversation.`;
         case 409:
+          if (/being deleted/.test(error.detail || "")) {
+            return "This conversation is being deleted (409). Start a new conversation.";
+          }
           // The server's detail says the same thing again: left out.
           return "This conversation is still answering the previous question (409). Wait for that answer, then try again.";
         case 422:
