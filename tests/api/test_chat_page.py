@@ -32,7 +32,6 @@ from typing import Any
 import httpx
 import pytest
 
-import tests.test_server as server_tests
 from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
 from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
@@ -41,9 +40,6 @@ from tests.conftest import use_stub_llm
 
 # The real server on an ephemeral port, and a workspace holding the employee records
 # (``EMPLOYEES``) with an API key: the fixtures the HTTP tests use.
-app_server = server_tests.app_server
-base_url = server_tests.base_url
-tenant = server_tests.tenant
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

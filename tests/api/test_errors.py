@@ -11,11 +11,6 @@ from psycopg.errors import DiskFull
 from psycopg_pool import PoolTimeout
 
 from convrag.services import Services
-from tests import test_server as server_tests
-
-app_server = server_tests.app_server
-base_url = server_tests.base_url
-tenant = server_tests.tenant
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,6 @@ from tests import test_server as server_tests
 
 _auth = server_tests._auth
 _conversation = server_tests._conversation
-app_server = server_tests.app_server
-base_url = server_tests.base_url
-tenant = server_tests.tenant
 
 
 async def _thread_rows(services: Services, thread_id: str) -> list[tuple[str, str]]:

@@ -8,10 +8,6 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from convrag.api.deps import RateLimiter
-from tests import test_server as server_tests
-
-app_server = server_tests.app_server
-tenant = server_tests.tenant
 
 
 async def _http_errors(client: httpx.AsyncClient, base: str) -> dict[str, float]:

@@ -36,11 +36,7 @@ from schemathesis.specs.openapi.checks import (
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
-from tests import test_server as server_tests
 from tests.graph.conftest import EMPLOYEES
-
-app_server = server_tests.app_server
-base_url = server_tests.base_url
 
 #: Examples per operation and pass: enough to reach odd input on every parameter, few
 #: enough for the whole run to take well under a minute on two cores.

@@ -11,10 +11,6 @@ import pytest
 
 from convrag.api.routers.operations import MIN_FREE_BYTES
 from convrag.services import Services
-from tests import test_server as server_tests
-
-app_server = server_tests.app_server
-base_url = server_tests.base_url
 
 
 async def test_health_is_degraded_when_the_data_directorys_disk_is_nearly_full(

@@ -17,11 +17,7 @@ from convrag.api.turns import SHUTTING_DOWN, TurnRunner
 from convrag.assistant import STOPPED_TURN
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests import test_server as server_tests
 from tests.conftest import use_stub_llm
-
-app_server = server_tests.app_server
-tenant = server_tests.tenant
 
 
 @pytest.fixture

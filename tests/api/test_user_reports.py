@@ -11,9 +11,6 @@ from convrag.services import Services
 from tests import test_server as server_tests
 
 _auth = server_tests._auth
-app_server = server_tests.app_server
-base_url = server_tests.base_url
-tenant = server_tests.tenant
 
 FAQ = b"""<!doctype html><html><head><title>IT FAQ</title></head><body>
 <nav><a href="/">Home</a> | <a href="/it">IT</a> | <a href="/hr">HR</a></nav>
