@@ -47,3 +47,23 @@ async def test_401_and_429_answers_are_counted_under_their_status(
     assert statuses == [401, 401, 401, 200, 429]
     assert after.get("401", 0) - before.get("401", 0) == 3
     assert after.get("429", 0) - before.get("429", 0) == 1
+
+
+async def test_every_error_answer_is_counted_once_the_routers_own_included(
+    app_server: tuple[str, FastAPI], tenant: dict[str, str]
+) -> None:
+    base, _ = app_server
+    auth = {"Authorization": f"Bearer {tenant['key']}"}
+    missing = "00000000-0000-4000-8000-000000000000"
+    async with httpx.AsyncClient(timeout=30) as client:
+        before = await _http_errors(client, base)
+        statuses = [
+            (await client.get(f"{base}/v1/no-such-route", headers=auth)).status_code,
+            (await client.put(f"{base}/v1/documents", headers=auth)).status_code,
+            (await client.get(f"{base}/v1/conversations/{missing}", headers=auth)).status_code,
+            (await client.get(f"{base}/v1/conversations?limit=-1", headers=auth)).status_code,
+        ]
+        after = await _http_errors(client, base)
+    assert statuses == [404, 405, 404, 422]
+    grown = {s: after.get(s, 0) - before.get(s, 0) for s in ("404", "405", "422")}
+    assert grown == {"404": 2, "405": 1, "422": 1}

@@ -46,8 +46,7 @@ from starlette.formparsers import MultiPartException
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.errors import RETRY_AFTER_S, no_route
-from convrag.api.metrics import HTTP_ERRORS
-from convrag.api.middleware import BodySizeLimit, NoSniff, body_limit, file_limit
+from convrag.api.middleware import BodySizeLimit, CountErrors, NoSniff, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import TurnRunner
@@ -142,6 +141,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         BodySizeLimit, limit_for=lambda path: upload if path == "/v1/documents" else body
     )
     app.add_middleware(NoSniff)
+    app.add_middleware(CountErrors)  # outermost: it sees the body limit's 413 too
     app.exception_handler(RequestValidationError)(_validation_error)
     app.exception_handler(StarletteHTTPException)(_http_error)
     for unavailable in STORE_UNAVAILABLE:
@@ -328,7 +328,6 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     if media != "multipart/form-data" and any(
         tuple(e["loc"]) == ("body", "file") and e["type"] == "missing" for e in exc.errors()
     ):
-        HTTP_ERRORS.labels("415").inc()
         sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
@@ -343,7 +342,6 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     if "json" not in media and any(
         tuple(e["loc"]) == ("body",) and (media or e["type"] != "missing") for e in exc.errors()
     ):
-        HTTP_ERRORS.labels("415").inc()
         sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
@@ -352,7 +350,6 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
             },
             status_code=415,
         )
-    HTTP_ERRORS.labels("422").inc()
     problems = [_problem(e) for e in exc.errors()]
     summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
     return JSONResponse({"detail": summary, "errors": problems}, status_code=422)
@@ -371,7 +368,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
-    HTTP_ERRORS.labels("422").inc()
     return JSONResponse({"detail": f"body: {problem['message']}", "errors": [problem]}, 422)
 
 
@@ -385,7 +381,6 @@ _FIELD = re.compile(r"[A-Za-z_][\w.\-]*")
 def _route_problem(detail: str, headers: Mapping[str, str] | None) -> JSONResponse:
     """A route's own 422 (``"field: what is wrong"``) in the shape of the framework's: the
     ``detail`` line and the same problem in ``errors``, so that clients read every 422 alike."""
-    HTTP_ERRORS.labels("422").inc()
     field, _, message = detail.partition(": ")
     if not message or not _FIELD.fullmatch(field):
         field, message = "", detail
@@ -432,7 +427,6 @@ async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
     """503 with ``Retry-After`` and a JSON body: a store is down or restarting (the pool
     reconnects by itself), so the same request can simply be retried. The store's own
     message, which names internal addresses, is not echoed."""
-    HTTP_ERRORS.labels("503").inc()
     store = "vector index" if isinstance(exc, MilvusException) else "database"
     detail = f"the {store} is unavailable or restarting; retry in a few seconds"
     if out_of_disk(exc):  # an OperationalError too, but no restart will cure it

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from fastapi import HTTPException, status
 
-from convrag.api.metrics import HTTP_ERRORS
-
 #: The longest id a 404 repeats as it was sent; a longer one is cut and quoted.
 SHOWN_ID_CHARS = 64
 
@@ -26,8 +24,7 @@ def shown(ident: str, limit: int = SHOWN_ID_CHARS) -> str:
 
 
 def not_found(what: str, ident: str) -> HTTPException:
-    """A counted 404 naming the kind of resource and the id asked for (:func:`shown`)."""
-    HTTP_ERRORS.labels("404").inc()
+    """A 404 naming the kind of resource and the id asked for (:func:`shown`)."""
     return HTTPException(status.HTTP_404_NOT_FOUND, f"{what} {shown(ident)} not found")
 
 
@@ -51,27 +48,24 @@ RETRY_AFTER_S = 3
 
 
 def unavailable(detail: str) -> HTTPException:
-    """A counted 503 with ``Retry-After``: a store or provider is down or restarting, and
+    """A 503 with ``Retry-After``: a store or provider is down or restarting, and
     the same request can be retried."""
-    HTTP_ERRORS.labels("503").inc()
     return HTTPException(
         status.HTTP_503_SERVICE_UNAVAILABLE, detail, headers={"Retry-After": str(RETRY_AFTER_S)}
     )
 
 
 def unauthorized(detail: str) -> HTTPException:
-    """A counted 401 asking for a Bearer key; ``detail`` says what is wrong with the one
+    """A 401 asking for a Bearer key; ``detail`` says what is wrong with the one
     sent (never repeating it)."""
-    HTTP_ERRORS.labels("401").inc()
     return HTTPException(
         status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"}
     )
 
 
 def rate_limited(per_minute: int, retry_after_s: int) -> HTTPException:
-    """A counted 429: the key's ``per_minute`` requests are used up for ``retry_after_s``
+    """A 429: the key's ``per_minute`` requests are used up for ``retry_after_s``
     seconds (``Retry-After``)."""
-    HTTP_ERRORS.labels("429").inc()
     return HTTPException(
         status.HTTP_429_TOO_MANY_REQUESTS,
         f"rate limit of {per_minute} requests/minute exceeded",

@@ -91,7 +91,6 @@ class BodyTooLarge(HTTPException):
 
 async def _too_large(detail: str, send: Send) -> None:
     body = json.dumps({"detail": detail}).encode()
-    HTTP_ERRORS.labels("413").inc()
     await send(
         {
             "type": "http.response.start",
@@ -126,3 +125,24 @@ class NoSniff:
             await send(message)
 
         await self.app(scope, receive, with_header)
+
+
+class CountErrors:
+    """Count every 4xx and 5xx answer in ``convrag_http_errors_total`` by its status, in
+    one place: those the routes raise, the router's own 404 and 405, the validation 422s
+    and the body limit's 413 alike."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def counted(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                HTTP_ERRORS.labels(str(message["status"])).inc()
+            await send(message)
+
+        await self.app(scope, receive, counted)

@@ -15,7 +15,6 @@ from fastapi.responses import PlainTextResponse
 
 from convrag.api.deps import DocumentId, DocumentPageDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import not_found
-from convrag.api.metrics import HTTP_ERRORS
 from convrag.api.middleware import file_over_limit
 from convrag.api.schemas import (
     UPLOAD_LISTED,
@@ -236,7 +235,6 @@ async def document_text(
     """
     row = await _document_row(services, workspace, document_id)
     if row["status"] != "ready":
-        HTTP_ERRORS.labels("409").inc()
         why = f": {row['error']}" if row["status"] == "failed" and row["error"] else ""
         raise HTTPException(
             status.HTTP_409_CONFLICT,
@@ -283,7 +281,6 @@ async def remove_document(
     try:
         deleted = await delete_document(services, workspace, document_id)
     except DocumentBusy as exc:
-        HTTP_ERRORS.labels("409").inc()
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from exc
     if not deleted:
         raise not_found("document", document_id)

@@ -34,7 +34,7 @@ from convrag.api.deps import (
     WorkspaceDep,
 )
 from convrag.api.errors import not_found
-from convrag.api.metrics import FEEDBACK, HTTP_ERRORS
+from convrag.api.metrics import FEEDBACK
 from convrag.api.schemas import (
     MAX_IDEMPOTENCY_KEY_CHARS,
     NO_CONTROL_CHARACTERS,
@@ -111,7 +111,6 @@ def _wants_json(request: Request) -> bool:
         return False
     sse, json_q = (_accepted(accept, media) for media in _REPLY_TYPES)
     if sse <= 0.0 and json_q <= 0.0:
-        HTTP_ERRORS.labels("406").inc()
         raise HTTPException(
             status.HTTP_406_NOT_ACCEPTABLE,
             f"Accept: {accept[:100]!r} accepts neither reply; ask for text/event-stream "
@@ -156,7 +155,6 @@ def _idempotency_key(request: Request, body: MessageIn) -> str | None:
 
 
 def _busy(detail: str = BUSY) -> HTTPException:
-    HTTP_ERRORS.labels("409").inc()
     return HTTPException(status.HTTP_409_CONFLICT, detail)
 
 
@@ -191,7 +189,6 @@ async def _previous_attempt(
     if await services.db.turn_orphaned(turn_id, INTERRUPTED_AFTER):
         await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
         return None
-    HTTP_ERRORS.labels("409").inc()
     raise HTTPException(
         status.HTTP_409_CONFLICT,
         "this message (its idempotency key) is still being answered by another worker; "
@@ -309,7 +306,6 @@ async def post_message(
         raise not_found("conversation", conversation_id)
     if first is not None and first[0] == "error" and first[1].get("code") == "conflict":
         await task  # another worker took the keyed turn up between the check and the start
-        HTTP_ERRORS.labels("409").inc()
         raise HTTPException(status.HTTP_409_CONFLICT, first[1]["message"])
 
     async def events() -> AsyncIterator[str]:
