@@ -12,8 +12,8 @@ from convrag.answering.ranking import (
     asked_anew,
     is_said,
     joined,
-    naming,
     ranked_by_words,
+    repeating,
     said_before,
     terms_of,
 )
@@ -71,20 +71,16 @@ def extractive_answer(
 
     Sentences are ranked by the query words they share (:func:`ranked_by_words`) and,
     given ``similarity``, by their meaning's closeness to the query, so the sentence that
-    answers beats one that only repeats the question's words. Sentences naming an excluded
-    entity are skipped, so a regeneration really says something new. An acronym the
+    answers beats one that only repeats the question's words. Sentences an earlier answer
+    said that name an excluded entity are skipped (:func:`repeating`), so a regeneration
+    really says something new. An acronym the
     sources spell out is matched by its spelling (:func:`expand_acronyms`).
     """
     if not sources:
         return NO_SOURCES_ANSWER
     query = expand_acronyms(query, joined(sources))
     scored = ranked_by_words(query, sources, history=history, excluded_entities=excluded_entities)
-    said = said_before(history)
-    names = naming(excluded_entities)
-
-    def names_excluded(sentence: str) -> bool:
-        return names(sentence) and is_said(sentence, said)
-
+    repeats = repeating(excluded_entities, said_before(history))
     if similarity is not None and scored:
         scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored and history:
@@ -115,14 +111,14 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if picked:
-        _continue(picked, sources, chosen_text | weak, max_sentences, names_excluded)
+        _continue(picked, sources, chosen_text | weak, max_sentences, repeats)
     else:
         units = sentences(sources[0]["text"])
         first = next(
             (
                 u
                 for pos, u in enumerate(units)
-                if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not names_excluded(u)
+                if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not repeats(u)
             ),
             None,
         )
@@ -247,7 +243,7 @@ def _continue(
     sources: Sequence[Source],
     skip: set[str],
     max_sentences: int,
-    names_excluded: Callable[[str], bool],
+    repeats: Callable[[str], bool],
 ) -> None:
     """Quote the sentence after the best one too, in place of the weakest pick, unless it
     is in ``skip`` (already quoted, or matched the question's words too weakly: the next
@@ -280,7 +276,7 @@ def _continue(
         or "; " in nxt
         or nxt in skip
         or is_question(nxt)
-        or names_excluded(nxt)
+        or repeats(nxt)
         or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
     ):
         return

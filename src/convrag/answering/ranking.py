@@ -165,17 +165,19 @@ def asked_anew(query: str, history: Sequence[HistoryTurn]) -> set[str]:
     return terms_of(query) - (terms_of(prev) if prev else set())
 
 
-def naming(entities: Sequence[str]) -> Callable[[str], bool]:
-    """A test of whether a sentence names one of ``entities``: as a whole word and in its
-    own case, since entities are names ("Free", a table cell's plan, is not the "free" of
-    "changed free of charge")."""
+def repeating(entities: Sequence[str], said: set[str]) -> Callable[[str], bool]:
+    """A test of whether a sentence repeats an earlier answer about a repeated entity: it
+    is one of the ``said`` sentences (:func:`said_before`) and names one of ``entities`` as
+    a whole word in its own case, since entities are names ("Free", a table cell's plan, is
+    not the "free" of "changed free of charge"). A regeneration leaves such sentences out
+    and takes the next relevant ones."""
     names = [e for e in entities if e.strip()]
     if not names:
         return lambda _sentence: False
     pattern = re.compile(
         "|".join(rf"(?<![^\W_]){re.escape(e)}(?![^\W_])" for e in sorted(names, key=len))
     )
-    return lambda sentence: pattern.search(sentence) is not None
+    return lambda sentence: pattern.search(sentence) is not None and is_said(sentence, said)
 
 
 QUESTION_TO_ANSWER = 0.8
@@ -190,8 +192,7 @@ store my data?". Measured with ``convrag eval answers``: MTRAG Cloud ROUGE-L .23
 def _answers_of_matched_questions(
     scored: list[tuple[float, int, int, str]],
     candidates: Sequence[tuple[int, int, str, list[str], set[str]]],
-    said: set[str],
-    names_excluded: Callable[[str], bool],
+    repeats: Callable[[str], bool],
 ) -> list[tuple[float, int, int, str]]:
     """``scored`` with the statement right after each matched question scored at least
     :data:`QUESTION_TO_ANSWER` of the question's score: the question is dropped while a
@@ -203,7 +204,7 @@ def _answers_of_matched_questions(
         nxt = following.get((n, pos))
         if not is_question(sent) or nxt is None or nxt[:2] != (n, pos + 1) or is_question(nxt[2]):
             continue
-        if names_excluded(nxt[2]) and " ".join(nxt[3]) in said:
+        if repeats(nxt[2]):
             continue
         inherited = QUESTION_TO_ANSWER * score
         k = at.get((n, pos + 1))
@@ -226,13 +227,14 @@ def ranked_by_words(
     as ``(score, source number, position, sentence)``.
 
     The score is the IDF of the shared words over the sentence's length, plus a little for
-    an earlier source; a sentence already said in ``history`` counts half, one naming an
-    excluded entity not at all, and questions (an FAQ's headings) are dropped while a
-    statement is left, the one answering a matched question scored as most of it.
+    an earlier source; a sentence already said in ``history`` counts half, and not at all
+    when it names an excluded entity (:func:`repeating`); questions (an FAQ's headings) are
+    dropped while a statement is left, the one answering a matched question scored as most
+    of it.
     """
     q_terms = set(_terms(query))
     said = said_before(history)
-    names_excluded = naming(excluded_entities)
+    repeats = repeating(excluded_entities, said)
     # Each candidate's terms (its length) and what it says, its phrasal nouns included.
     candidates: list[tuple[int, int, str, list[str], set[str]]] = []
     for n, src in enumerate(sources, start=1):
@@ -247,7 +249,7 @@ def ranked_by_words(
     total = max(1, len(candidates))
     scored: list[tuple[float, int, int, str]] = []
     for n, pos, sent, terms, says in candidates:
-        if names_excluded(sent) and " ".join(terms) in said:
+        if repeats(sent):
             continue
         hits = q_terms & says
         if not hits:
@@ -257,7 +259,7 @@ def ranked_by_words(
         if " ".join(terms) in said:
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
-    scored = _answers_of_matched_questions(scored, candidates, said, names_excluded)
+    scored = _answers_of_matched_questions(scored, candidates, repeats)
     scored.sort(key=lambda x: -x[0])
     if any(not is_question(x[3]) for x in scored):
         scored = [x for x in scored if not is_question(x[3])]

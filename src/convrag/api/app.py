@@ -46,7 +46,7 @@ from starlette.formparsers import MultiPartException
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.errors import RETRY_AFTER_S, no_route
-from convrag.api.middleware import BodySizeLimit, CountErrors, NoSniff, body_limit, file_limit
+from convrag.api.middleware import BodySizeLimit, EveryReply, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import TurnRunner
@@ -140,8 +140,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.add_middleware(
         BodySizeLimit, limit_for=lambda path: upload if path == "/v1/documents" else body
     )
-    app.add_middleware(NoSniff)
-    app.add_middleware(CountErrors)  # outermost: it sees the body limit's 413 too
+    app.add_middleware(EveryReply)  # outermost: the body limit's 413 is a reply too
     app.exception_handler(RequestValidationError)(_validation_error)
     app.exception_handler(StarletteHTTPException)(_http_error)
     for unavailable in STORE_UNAVAILABLE:

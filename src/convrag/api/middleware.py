@@ -104,9 +104,12 @@ async def _too_large(detail: str, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class NoSniff:
-    """Send ``X-Content-Type-Options: nosniff`` with every response: a document's text is
-    served as ``text/plain`` and may hold HTML, which a browser must not run as a page."""
+class EveryReply:
+    """What every answer gets, in one place, at its start: ``X-Content-Type-Options:
+    nosniff`` (a document's text is served as ``text/plain`` and may hold HTML, which a
+    browser must not run as a page), and a 4xx or 5xx is counted in
+    ``convrag_http_errors_total`` by its status, whoever sent it: a route, the router's
+    own 404 and 405, the validation 422s or the body limit's 413."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -116,33 +119,14 @@ class NoSniff:
             await self.app(scope, receive, send)
             return
 
-        async def with_header(message: Message) -> None:
+        async def started(message: Message) -> None:
             if message["type"] == "http.response.start":
+                if message["status"] >= 400:
+                    HTTP_ERRORS.labels(str(message["status"])).inc()
                 headers = list(message.get("headers", []))
                 if not any(k.lower() == b"x-content-type-options" for k, _ in headers):
                     headers.append((b"x-content-type-options", b"nosniff"))
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, with_header)
-
-
-class CountErrors:
-    """Count every 4xx and 5xx answer in ``convrag_http_errors_total`` by its status, in
-    one place: those the routes raise, the router's own 404 and 405, the validation 422s
-    and the body limit's 413 alike."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def counted(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] >= 400:
-                HTTP_ERRORS.labels(str(message["status"])).inc()
-            await send(message)
-
-        await self.app(scope, receive, counted)
+        await self.app(scope, receive, started)

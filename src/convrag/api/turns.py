@@ -103,6 +103,13 @@ def turn_id_for(workspace_id: str, conversation_id: str, key: str) -> str:
     return str(uuid.uuid5(_TURN_KEY_NS, f"{workspace_id}\x00{conversation_id}\x00{key}"))
 
 
+def _key(workspace_id: str, conversation_id: str) -> str:
+    """A conversation's key in :class:`TurnRunner`'s books: keyed by workspace too, so
+    another workspace's message to the same id is never told it is busy (it gets the same
+    404 as for any unknown id)."""
+    return f"{workspace_id}/{conversation_id}"
+
+
 class TurnRunner:
     """Starts turns, one at a time per conversation."""
 
@@ -128,9 +135,7 @@ class TurnRunner:
         run (shutdown), a 503 that the client may retry elsewhere or later."""
         if self.shutting_down:
             raise unavailable(SHUTTING_DOWN)
-        # Keyed by workspace too: another workspace's message to this id is not told
-        # that the conversation is busy (it gets the same 404 as for any unknown id).
-        key = f"{context.workspace_id}/{conversation_id}"
+        key = _key(context.workspace_id, conversation_id)
         if key in self._deleting:
             raise ConversationBusy(BEING_DELETED)
         if key in self.active:
@@ -159,7 +164,7 @@ class TurnRunner:
         it is refused. The delete clears the vectors and checkpoints before the rows, so a
         turn started meanwhile would write them again and, once answered, bring the
         deleted conversation back."""
-        key = f"{workspace_id}/{conversation_id}"
+        key = _key(workspace_id, conversation_id)
         if key in self._deleting:
             raise ConversationBusy(BEING_DELETED)
         if key in self.active:
@@ -203,7 +208,7 @@ class TurnRunner:
         self, workspace_id: str, conversation_id: str, turn_id: str
     ) -> asyncio.Task[TurnResult] | None:
         """The task answering ``turn_id`` in this process, if it is still running."""
-        key = f"{workspace_id}/{conversation_id}"
+        key = _key(workspace_id, conversation_id)
         if self.turn_ids.get(key) != turn_id:
             return None
         return self.active.get(key)
@@ -213,7 +218,7 @@ class TurnRunner:
         once it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`), so the
         conversation takes the next message at once; None when this process answers
         none there (none is running, it ended meanwhile, or another worker runs it)."""
-        key = f"{workspace_id}/{conversation_id}"
+        key = _key(workspace_id, conversation_id)
         task = self.active.get(key)
         if task is None or task.done():
             return None
