@@ -416,8 +416,8 @@ async def test_an_sse_reconnect_without_an_idempotency_key_is_a_422_not_a_second
         ("GET", "/v1/conversations/a%2Fb/export", 404, "no such route"),
         ("POST", "/v1/conversations/%00/messages/x", 404, "no such route"),
         ("GET", "/v1", 404, "no such route"),
-        ("PUT", "/v1/conversations/{conv}", 405, "no route takes PUT at this path"),
-        ("GET", "/v1/conversations/{conv}/messages", 405, "no route takes GET at this path"),
+        ("PUT", "/v1/conversations/{conv}", 405, "no route takes PUT at this path (it takes"),
+        ("GET", "/v1/conversations/{conv}/messages", 405, "(it takes POST)"),
     ],
     ids=["dot-dot-id", "slash-in-id", "nul-and-more", "v1", "put", "get-messages"],
 )
@@ -435,3 +435,16 @@ async def test_a_request_no_route_takes_is_named_with_its_method_and_path(
     detail = resp.json()["detail"]
     assert detail.startswith(f"{method} ") and says in detail and "/docs" in detail
     assert "\x00" not in detail
+
+
+async def test_a_405_allows_every_method_the_path_takes(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """Each route takes one method; the router's 405 named only the first route's
+    (``Allow: GET``), though the same path is also patched and deleted."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        resp = await client.put(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert resp.status_code == 405
+    assert resp.headers["allow"] == "DELETE, GET, PATCH"
+    assert "(it takes DELETE, GET, PATCH)" in resp.json()["detail"]

@@ -42,6 +42,7 @@ from psycopg_pool import PoolTimeout
 from pymilvus import MilvusException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.formparsers import MultiPartException
+from starlette.routing import Match
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
@@ -145,7 +146,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.exception_handler(StarletteHTTPException)(_http_error)
     for unavailable in STORE_UNAVAILABLE:
         app.exception_handler(unavailable)(_store_unavailable)
-    for module in (operations, conversations, messages, openai, documents, ui):
+    for module in _RESOURCES:
         app.include_router(module.router)
     # The chat page's script and style (the page itself is ``GET /``, in ``ui``).
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
@@ -362,8 +363,10 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if exc.status_code == 422 and isinstance(exc.detail, str):
         return _route_problem(exc.detail, exc.headers)
     if (exc.status_code, exc.detail) in _ROUTING_ERRORS:  # the router's, with no detail
-        detail = no_route(request.method, request.url.path, exc.status_code == 405)
-        exc = StarletteHTTPException(exc.status_code, detail, exc.headers)
+        allowed = _allowed_methods(request) if exc.status_code == 405 else []
+        detail = no_route(request.method, request.url.path, allowed)
+        headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)} if allowed else exc.headers
+        exc = StarletteHTTPException(exc.status_code, detail, headers)
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
@@ -372,6 +375,21 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
 
 #: What Starlette answers when no route takes a request: its status's bare phrase.
 _ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
+
+
+#: The routers, one per resource, in the order the app includes them.
+_RESOURCES = (operations, conversations, messages, openai, documents, ui)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at the request's path. The router's own 405 names
+    only the first such route's methods, and each of these routes takes one."""
+    methods: set[str] = set()
+    for module in _RESOURCES:
+        for route in module.router.routes:
+            if route.matches(request.scope)[0] is Match.PARTIAL:
+                methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 _FIELD = re.compile(r"[A-Za-z_][\w.\-]*")

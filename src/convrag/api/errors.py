@@ -7,6 +7,8 @@ whether an id it does not own exists.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import HTTPException, status
 
 #: The longest id a 404 repeats as it was sent; a longer one is cut and quoted.
@@ -32,14 +34,17 @@ def not_found(what: str, ident: str) -> HTTPException:
 SHOWN_PATH_CHARS = 200
 
 
-def no_route(method: str, path: str, other_methods: bool) -> str:
+def no_route(method: str, path: str, allowed: Sequence[str] = ()) -> str:
     """The ``detail`` of the framework's own 404 (no route matches the path) or 405
-    (``other_methods``: routes match the path, but none takes ``method``): the request
+    (routes match the path and take the ``allowed`` methods, not ``method``): the request
     line as :func:`shown` repeats it, and where the routes are listed. An id holding a
     slash (``..%2F..``, decoded before routing) lands here, not at its route's 404."""
     line = f"{method} {shown(path, SHOWN_PATH_CHARS)}"
-    if other_methods:
-        return f"{line}: no route takes {method} at this path; the API's routes are listed at /docs"
+    if allowed:
+        return (
+            f"{line}: no route takes {method} at this path (it takes {', '.join(allowed)}); "
+            "the API's routes are listed at /docs"
+        )
     return f"{line}: no such route; the API's routes are listed at /docs"
 
 
