@@ -267,6 +267,33 @@ async def test_the_rate_limit_is_one_per_key_across_processes(cluster: Cluster) 
     assert refused.json()["detail"] == f"rate limit of {RATE_LIMIT} requests/minute exceeded"
 
 
+def _count(metrics: str, series: str) -> float:
+    """The value of ``series`` in a Prometheus text exposition (0 when absent)."""
+    for line in metrics.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+async def test_metrics_count_every_worker_whichever_answers_the_scrape(cluster: Cluster) -> None:
+    """Each worker counted its own: a scrape saw whichever worker took the connection,
+    so counters seemed to jump back and forth."""
+    series = 'convrag_http_errors_total{status="404"}'
+    url = cluster.workers.url
+
+    async def fresh(path: str) -> httpx.Response:
+        # A connection of its own each time, so that both workers take some.
+        async with httpx.AsyncClient(timeout=60) as client:
+            return await client.get(url + path, headers={"Connection": "close"})
+
+    before = _count((await fresh("/metrics")).text, series)
+    sent = 40
+    for _ in range(sent):
+        assert (await fresh("/no-such-route")).status_code == 404
+    scrapes = [_count((await fresh("/metrics")).text, series) for _ in range(8)]
+    assert scrapes == [before + sent] * 8
+
+
 def test_stopping_serve_stops_its_workers_and_the_embedded_servers(cluster: Cluster) -> None:
     workers = _workers_of(cluster.workers.proc.pid)
     assert len(workers) == 2, "serve --workers 2 runs its workers as child processes"

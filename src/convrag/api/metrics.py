@@ -1,11 +1,28 @@
-"""Prometheus metrics of the service (served at ``/metrics``)."""
+"""Prometheus metrics of the service (served at ``/metrics``).
+
+Under ``serve --workers N`` every worker writes its values to files in the directory
+:data:`MULTIPROCESS_ENV` names (prometheus_client's multiprocess mode, chosen when the
+library is imported), and ``/metrics`` sums them: a scrape answered by any worker sees
+the whole service, not that worker's own counts.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    multiprocess,
+)
+
+#: prometheus_client's variable: the directory shared by the processes of one service.
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # The `*_created` series (each metric's creation time) read as gauges of their own on
 # /metrics ("convrag_turns_created: Answered turns"); no dashboard needs them.
@@ -66,3 +83,14 @@ def observe_turn(state: Mapping[str, Any], seconds: float) -> None:
         REGENERATIONS.inc(state["regenerations"])
     if flags.get("web_search_triggered"):
         WEB_SEARCHES.inc()
+
+
+def exposition() -> bytes:
+    """The metrics in Prometheus's text format: this process's, or every worker's summed
+    when the workers share a :data:`MULTIPROCESS_ENV` directory."""
+    path = os.environ.get(MULTIPROCESS_ENV)
+    if not path:
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path)  # type: ignore[no-untyped-call]
+    return generate_latest(registry)

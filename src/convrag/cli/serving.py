@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -134,8 +139,6 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
     """Run ``workers`` uvicorn worker processes, stateless: this process starts the
     embedded servers and hands their URLs to the workers through the environment (which
     a spawned worker reads its settings from), and stops them after the last worker."""
-    import os
-
     import uvicorn
 
     from convrag.api.app import SUPERVISED_STORES_ENV, SUPERVISOR_ENV
@@ -144,7 +147,7 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
 
     # Until uvicorn takes SIGTERM over, it must still unwind the servers started here.
     install_sigterm_handler()
-    with shared_stores(settings) as env:
+    with shared_stores(settings) as env, _shared_metrics():
         os.environ.update(env)
         os.environ[SUPERVISOR_ENV] = str(os.getpid())
         # The workers' startup line then names these stores embedded, not external.
@@ -159,3 +162,22 @@ def _serve_workers(host: str, port: int, workers: int, settings: Settings) -> No
             log_config=log_config(),
             timeout_graceful_shutdown=GRACEFUL_S,
         )
+
+
+@contextmanager
+def _shared_metrics() -> Iterator[None]:
+    """A fresh directory for the workers' metrics (each worker's spawned interpreter
+    reads the variable as it imports prometheus_client), removed after the last worker.
+    A directory the environment already names (a deployment's own) is left to it."""
+    from convrag.api.metrics import MULTIPROCESS_ENV
+
+    if os.environ.get(MULTIPROCESS_ENV):
+        yield
+        return
+    path = tempfile.mkdtemp(prefix="convrag-metrics-")
+    os.environ[MULTIPROCESS_ENV] = path
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROCESS_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)

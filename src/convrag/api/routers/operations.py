@@ -11,11 +11,11 @@ from pathlib import Path
 
 from fastapi import APIRouter, Response, status
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from convrag.api.deps import ServicesDep
 from convrag.api.errors import RETRY_AFTER_S
-from convrag.api.metrics import REGISTRY
+from convrag.api.metrics import exposition
 from convrag.api.schemas import HealthOut
 
 router = APIRouter(tags=["operations"])
@@ -78,4 +78,4 @@ async def _disk_problem(data_dir: Path) -> str | None:
 @router.get("/metrics", response_class=PlainTextResponse)
 async def metrics() -> Response:
     """Prometheus metrics."""
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    return Response(exposition(), media_type=CONTENT_TYPE_LATEST)
