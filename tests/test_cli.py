@@ -88,6 +88,7 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
         "added": 0,
         "updated": 0,
         "unchanged": 1,
+        "moved": 0,
         "chunks_written": 0,
     }
     found = _run(["search", "annual leave days", "-w", "cli", "--json"], cli_data)

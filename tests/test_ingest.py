@@ -109,9 +109,37 @@ async def test_reingesting_an_unchanged_file_changes_nothing(
     before = await services.db.chunk_texts(workspace)
     version = await services.db.index_version(workspace)
     report = await _ingest(services, workspace, *corpus)
-    assert report == {"added": 0, "updated": 0, "unchanged": 3, "chunks_written": 0}
+    assert report == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "chunks_written": 0}
     assert await services.db.chunk_texts(workspace) == before
     assert await services.db.index_version(workspace) == version
+
+
+async def test_a_moved_folder_replaces_its_documents_instead_of_adding_copies(
+    services: Services, workspace: str, corpus: list[Path], tmp_path: Path
+) -> None:
+    """A document is known by its path: a checkout moved with its data directory
+    ingested its files again beside the old ones, and every answer cited both."""
+    moved_dir = tmp_path / "moved"
+    corpus[0].parent.rename(moved_dir)
+    report = await _ingest(services, workspace, *(moved_dir / p.name for p in corpus))
+    assert (report["moved"], report["added"]) == (3, 0)
+    documents = await services.db.list_documents(workspace)
+    assert sorted(str(d["source"]) for d in documents) == sorted(
+        str(moved_dir / p.name) for p in corpus
+    )
+    for engines in ENGINES:
+        hits = await _searcher(services, engines).search(workspace, "annual leave", top_k=10)
+        assert hits and {h.document_id for h in hits} <= {str(d["id"]) for d in documents}
+
+
+async def test_a_copied_file_is_added_beside_the_original(
+    services: Services, workspace: str, corpus: list[Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy.md"
+    copy.write_bytes(corpus[1].read_bytes())
+    report = await _ingest(services, workspace, copy)
+    assert (report["moved"], report["added"]) == (0, 1)
+    assert len(await services.db.list_documents(workspace)) == 4
 
 
 async def test_a_changed_file_replaces_its_chunks_in_both_stores(

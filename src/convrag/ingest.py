@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +54,9 @@ class IngestReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    moved: int = 0
+    """Files found at a new path with the content of a document whose file is gone (a
+    moved folder or checkout): the new path replaced the old one, not added a copy."""
     chunks_written: int = 0
     document_ids: list[str] = field(default_factory=list)
 
@@ -62,6 +65,7 @@ class IngestReport:
             "added": self.added,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "moved": self.moved,
             "chunks_written": self.chunks_written,
         }
 
@@ -118,9 +122,12 @@ async def ingest_documents(
         # document is seconds of CPU that must not hold this process's event loop.
         if changed:
             writes = await services.bulk.run(document_writes, chunker, changed)
+        moved = await _moved_files(services, workspace_id, changed, existing)
         for doc, _, _ in changed:
             if doc.source in existing:
                 report.updated += 1
+            elif doc.source in moved:
+                report.moved += 1
             else:
                 report.added += 1
         if writes:
@@ -144,6 +151,9 @@ async def ingest_documents(
                     )
             await services.db.replace_documents(workspace_id, writes)
             report.chunks_written += len(rows)
+        for old_ids in moved.values():
+            for old_id in old_ids:
+                await delete_document(services, workspace_id, old_id)
         if progress is not None:
             progress(len(batch))
     if report.chunks_written:
@@ -155,6 +165,38 @@ async def ingest_documents(
             # engines to reload; a one-shot CLI ingest should not wait for them at all.
             services.spawn(services.searcher.warm(workspace_id))
     return report
+
+
+async def _moved_files(
+    services: Services,
+    workspace_id: str,
+    changed: Sequence[tuple[SourceDocument, str, str]],
+    existing: Mapping[str, object],
+) -> dict[str, list[str]]:
+    """``{new source: old document ids}`` for the new files among ``changed`` that hold
+    the same content as a document read from a file that no longer exists: a moved
+    folder (a checkout moved with its data directory). The old document is deleted once
+    the new one is stored, so that the workspace does not answer from both. A file whose
+    twin still exists is a copy, and is added beside it."""
+    new = {
+        content_hash: doc.source
+        for doc, _, content_hash in changed
+        if doc.source not in existing and _read_from_file(doc.source, doc.metadata)
+    }
+    moved: dict[str, list[str]] = {}
+    for row in await services.db.documents_with_content(workspace_id, list(new)):
+        source = str(row["source"])
+        if _read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
+            Path(source).exists
+        ):
+            moved.setdefault(new[row["content_hash"]], []).append(str(row["id"]))
+    return moved
+
+
+def _read_from_file(source: str, metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a document's ``source`` is the path of the file it was read from (not a
+    .jsonl record's ``_id`` nor an upload)."""
+    return (metadata or {}).get("path") == source
 
 
 def document_writes(
@@ -442,9 +484,8 @@ async def prune_missing_files(
     for row in await services.db.list_documents(workspace_id):
         source = str(row["source"])
         path = Path(source)
-        read_from_file = (row.get("metadata") or {}).get("path") == source
         if (
-            read_from_file
+            _read_from_file(source, row.get("metadata"))
             and any(root in path.parents for root in roots)
             and not await asyncio.to_thread(path.exists)
             and await delete_document(services, workspace_id, str(row["id"]))

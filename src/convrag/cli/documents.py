@@ -47,8 +47,9 @@ def ingest(
 ) -> None:
     """Ingest documents idempotently: unchanged files change nothing, changed ones replace.
 
-    A document is known by its path (a .jsonl record by its _id): a file deleted or moved
-    since stays in the workspace until `convrag documents delete ID`, or until the
+    A document is known by its path (a .jsonl record by its _id). A file found at a new
+    path with the content of a document whose file is gone replaces it ("moved"). A file
+    deleted since stays in the workspace until `convrag documents delete ID`, or until the
     directory is ingested again with --prune.
     """
     from convrag.documents import (

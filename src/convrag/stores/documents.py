@@ -308,6 +308,22 @@ class DocumentStore(PooledStore):
             for r in rows
         }
 
+    async def documents_with_content(
+        self, workspace_id: str, content_hashes: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The workspace's ready documents whose content hash is one of
+        ``content_hashes``."""
+        if not content_hashes:
+            return []
+        async with self.pool.connection() as conn:
+            return await (
+                await conn.execute(
+                    "SELECT * FROM documents WHERE workspace_id = %s AND status = 'ready' "
+                    "AND content_hash = ANY(%s)",
+                    (workspace_id, list(content_hashes)),
+                )
+            ).fetchall()
+
     async def replace_documents(self, workspace_id: str, docs: Sequence[DocumentWrite]) -> None:
         """Write documents and their chunks, replacing old chunks, in one transaction."""
         if not docs:
