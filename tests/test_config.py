@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import AliasChoices, ValidationError
 
-from convrag.config import Settings, settings_problems
+from convrag.config import Settings, setting_sources, settings_problems
 
 
 def test_defaults_need_no_url_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,3 +101,20 @@ def test_a_libpq_connection_string_is_a_database_url(monkeypatch: pytest.MonkeyP
     settings = Settings()
     assert settings.database_url is not None
     assert settings.database_url.get_secret_value() == "host=db dbname=convrag user=app"
+
+
+def test_config_says_which_values_came_from_the_environment_and_which_from_dotenv(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A value set in both places is the environment's, as the settings read it."""
+    env_file = tmp_path / ".env"
+    env_file.write_text("CHUNK_SIZE=700\nrerank_top_n=20\nconvrag_data_dir=/x\n")
+    monkeypatch.setenv("chunk_size", "600")
+    for name in ("RERANK_TOP_N", "CONVRAG_DATA_DIR", "DATA_DIR", "LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    sources = setting_sources(Settings, env_file)
+    assert sources["chunk_size"] == "environment"
+    assert sources["rerank_top_n"] == ".env"
+    assert sources["data_dir"] == ".env"
+    assert sources["llm_model"] == "default"
+    assert set(sources) == set(Settings.model_fields)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
+from dotenv import dotenv_values
 from pydantic import (
     AliasChoices,
     Field,
@@ -396,6 +397,33 @@ class Settings(BaseSettings):
         out["effective_llm_model"] = self.effective_llm_model
         out["effective_ingest_threads"] = self.effective_ingest_threads
         return out
+
+
+def setting_sources(settings: type[BaseSettings], env_file: Path = Path(".env")) -> dict[str, str]:
+    """Where each setting's value comes from: ``environment``, ``.env`` (the file
+    pydantic-settings reads from the working directory) or ``default``. The environment
+    wins over the file, and names are matched without regard to case, as the settings
+    read them."""
+    environ = {k.lower() for k in os.environ}
+    dotenv = (
+        {k.lower() for k, v in dotenv_values(env_file).items() if v is not None}
+        if env_file.is_file()
+        else set()
+    )
+    sources: dict[str, str] = {}
+    for name, info in settings.model_fields.items():
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            names = {c.lower() for c in alias.choices if isinstance(c, str)}
+        else:
+            names = {(alias if isinstance(alias, str) else name).lower()}
+        if names & environ:
+            sources[name] = "environment"
+        elif names & dotenv:
+            sources[name] = ".env"
+        else:
+            sources[name] = "default"
+    return sources
 
 
 def _without_password(url: str) -> str:

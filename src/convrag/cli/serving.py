@@ -19,14 +19,16 @@ from convrag.cli.base import (
     out,
     warn_if_new_store,
 )
-from convrag.config import Settings, get_settings
+from convrag.config import Settings, get_settings, setting_sources
 
 
 @app.command()
 def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the effective settings (secrets masked); exit 2 on one this service cannot use."""
+    """Print the effective settings (secrets masked) and where each comes from (the
+    environment, .env in this directory, or the default); exit 2 on one this service
+    cannot use."""
     from convrag.embeddings import check_model_name
     from convrag.llm import check_llm_model
 
@@ -40,9 +42,10 @@ def config(
     if as_json:
         print(json.dumps(data, indent=2, default=str))
         return
-    table = Table("setting", "value")
+    sources = setting_sources(Settings)
+    table = Table("setting", "value", "from")
     for k, v in data.items():
-        table.add_row(k, "" if v is None else str(v))
+        table.add_row(k, "" if v is None else str(v), sources.get(k, "derived"))
     out.print(table)
 
 
