@@ -75,3 +75,19 @@ def use_stub_llm(services: Services, monkeypatch: pytest.MonkeyPatch, base_url: 
             }
         ),
     )
+
+
+async def thread_rows(services: Services, thread_id: str) -> list[tuple[str, str]]:
+    """Every row the checkpointer keeps for ``thread_id``, whole (as JSON text, blobs in
+    hex), in a stable order: two equal lists mean the thread is byte-for-byte as it was."""
+    rows: list[tuple[str, str]] = []
+    async with services.db.pool.connection() as conn:
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+            found = await (
+                await conn.execute(
+                    f"SELECT to_jsonb(t)::text AS r FROM {table} t WHERE thread_id = %s ORDER BY 1",
+                    (thread_id,),
+                )
+            ).fetchall()
+            rows += [(table, r["r"]) for r in found]
+    return rows

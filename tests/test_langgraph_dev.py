@@ -22,6 +22,7 @@ import pytest
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
+from tests.conftest import thread_rows
 from tests.graph.conftest import EMPLOYEES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,6 +150,27 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
         if part.event == "error"
     ]
     assert errors and "top_k: expected int" in str(errors[0]), errors
+    # Another workspace's run on this thread is refused before it writes there: nothing of
+    # it shows in this thread's state, nor would a resume answer it here.
+    before = await thread_rows(services, thread["thread_id"])
+    other = f"{workspace}-b"
+    errors = [
+        part.data
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            "convrag",
+            input={"message": "INTRUDER: what is the CEO's salary?"},
+            context={"workspace_id": other, "llm_model": "none"},
+        )
+        if part.event == "error"
+    ]
+    assert errors, "the run was not refused"
+    assert await thread_rows(services, thread["thread_id"]) == before
+    # langgraph-api tells a client the message of only a few exception types; the name
+    # says what was refused.
+    assert errors[0]["error"] == "ThreadOfAnotherWorkspace", errors
+    state = await client.threads.get_state(thread["thread_id"])
+    assert state["values"]["message"] != "INTRUDER: what is the CEO's salary?"
     # The dev server checkpointed into our Postgres and persisted the turns there.
     turns = await services.db.all_turns(workspace, thread["thread_id"])
     assert [t.question for t in turns] == [

@@ -23,9 +23,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from convrag.config import Settings
-from convrag.context import DEFAULT_WORKSPACE, Context
+from convrag.context import Context
 from convrag.graph import compile_graph
-from convrag.ids import check_id
+from convrag.ids import DEFAULT_WORKSPACE, check_id
 from convrag.services import Services, open_services
 from convrag.state import InputState, State
 

@@ -24,11 +24,9 @@ from convrag.config import (
     DEFAULT_REWRITE_TIMEOUT_S,
     DEFAULT_WEB_SEARCH_TIMEOUT_S,
 )
+from convrag.ids import DEFAULT_WORKSPACE
 from convrag.llm import resolve_model
 from convrag.services import Services
-
-DEFAULT_WORKSPACE = "default"
-"""The workspace of a run that names none."""
 
 DEFAULT_RELEVANCE_FLOOR = 0.415
 """Chosen by measurement with ``benchmarks/abstention_floor.py``: the best abstention F1

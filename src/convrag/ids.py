@@ -11,6 +11,9 @@ import hashlib
 import re
 import uuid
 
+DEFAULT_WORKSPACE = "default"
+"""The workspace of a run that names none."""
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
 _CONVERSATION_NS = uuid.UUID("6e3f1c52-2b7d-4c09-8d0b-4b1f7f0d2a11")
 _DOCUMENT_NS = uuid.UUID("5b2f4d1e-0c8a-4f43-9a51-7c1f2e9b6a10")

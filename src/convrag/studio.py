@@ -28,7 +28,8 @@ from convrag.state import InputState, State
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
-    """The dev server's checkpointer, on the services kept open for its lifetime."""
+    """The dev server's checkpointer, on the services kept open for its lifetime: the
+    database's own, which refuses a run on another workspace's thread."""
     install_sigterm_handler()
     async with open_services() as services:
         yield services.db.checkpoints

@@ -9,27 +9,10 @@ import pytest
 
 from convrag.services import Services
 from tests import test_server as server_tests
+from tests.conftest import thread_rows
 
 _auth = server_tests._auth
 _conversation = server_tests._conversation
-
-
-async def _thread_rows(services: Services, thread_id: str) -> list[tuple[str, str]]:
-    """Every row the checkpointer keeps for ``thread_id``: (table, what identifies it)."""
-    rows: list[tuple[str, str]] = []
-    async with services.db.pool.connection() as conn:
-        for table, key in (
-            ("checkpoints", "checkpoint_id"),
-            ("checkpoint_blobs", "channel || ':' || version"),
-            ("checkpoint_writes", "checkpoint_id || ':' || channel"),
-        ):
-            found = await (
-                await conn.execute(
-                    f"SELECT {key} AS k FROM {table} WHERE thread_id = %s ORDER BY 1", (thread_id,)
-                )
-            ).fetchall()
-            rows += [(table, str(r["k"])) for r in found]
-    return rows
 
 
 @pytest.mark.parametrize("accept", ["text/event-stream", "application/json"])
@@ -50,7 +33,7 @@ async def test_a_message_to_another_workspaces_conversation_leaves_its_thread_un
         )
         assert asked.status_code == 200, asked.text
         await services.db.prune_checkpoints(conv)  # at rest: as the turn's own settling leaves it
-        before = await _thread_rows(services, conv)
+        before = await thread_rows(services, conv)
         assert before
         intruding = await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",
@@ -59,7 +42,7 @@ async def test_a_message_to_another_workspaces_conversation_leaves_its_thread_un
         )
         assert intruding.status_code == 404, intruding.text
         assert f"conversation {conv} not found" in intruding.json()["detail"]
-        assert await _thread_rows(services, conv) == before
+        assert await thread_rows(services, conv) == before
         unknown = str(uuid.uuid4())
         missing = await client.post(
             f"{base_url}/v1/conversations/{unknown}/messages",
@@ -67,6 +50,6 @@ async def test_a_message_to_another_workspaces_conversation_leaves_its_thread_un
             headers={**_auth(other), "Accept": accept},
         )
         assert missing.status_code == 404, missing.text
-        assert await _thread_rows(services, unknown) == []
+        assert await thread_rows(services, unknown) == []
         mine = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
     assert [t["question"] for t in mine.json()["turns"]] == ["What is Prasad Chaudhari's salary?"]

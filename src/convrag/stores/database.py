@@ -4,6 +4,8 @@ the graph's checkpointer, composed with the parts that hold each concept's rows.
 * :mod:`~convrag.stores.workspaces`: a workspace's index state and its API keys;
 * :mod:`~convrag.stores.documents`: documents and their chunks;
 * :mod:`~convrag.stores.conversations`: conversations, turns, citations and feedback;
+* :mod:`~convrag.stores.checkpoints`: the graph's checkpoints, each thread kept to the
+  workspace of its conversation;
 * :mod:`~convrag.stores.base`: what they share (the pool, the workspace row, liveness);
 * :mod:`~convrag.stores.schema`: the append-only migrations :meth:`Database.setup` runs
   (the checkpoint-postgres pattern): never edit a migration that has shipped, append one.
@@ -25,13 +27,13 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import psycopg
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from convrag.stores.base import OWNER_LOCKS, fetch_bool, owner_alive
+from convrag.stores.checkpoints import WorkspaceCheckpoints
 from convrag.stores.conversations import INTERRUPTED_TURN, ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, DocumentStore
 from convrag.stores.schema import MIGRATIONS
@@ -109,8 +111,9 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]]) -> None:
         self.pool = pool
-        self.checkpoints = AsyncPostgresSaver(pool)
-        """The graph's checkpointer: LangGraph's Postgres saver, on this pool."""
+        self.checkpoints = WorkspaceCheckpoints(pool)
+        """The graph's checkpointer: LangGraph's Postgres saver, on this pool, refusing a
+        run on another workspace's thread before it writes there."""
         self.owner: int | None = None
         """This process's liveness key, recorded on the turns it starts: while it holds
         the advisory lock (:data:`OWNER_LOCKS`, ``owner``), its ``processing`` turns are

@@ -151,4 +151,7 @@ MIGRATIONS: list[str] = [
         thread_id TEXT NOT NULL,
         PRIMARY KEY (conversation_id, thread_id)
     )""",
+    # A run's checkpointer looks up whose conversations a thread holds before it loads
+    # the thread (``stores.checkpoints``): by thread, not by conversation.
+    """CREATE INDEX conversation_threads_thread ON conversation_threads (thread_id)""",
 ]
