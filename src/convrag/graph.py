@@ -27,7 +27,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.llm import resolve_model
 from convrag.nodes import (
     check_repetition,
     load_history,
@@ -65,17 +64,20 @@ def route_after_synthesize(state: State) -> Literal["web_search", "check_repetit
 def route_after_check(state: State, runtime: Runtime[Context]) -> Literal["regenerate", "persist"]:
     """Regenerate a repetitive draft, up to ``max_regenerations`` times.
 
-    Without an LLM, a draft is a pure function of the sources and the excluded entities:
-    once a regeneration's draft repeats only entities already excluded, another would
-    quote the same sentences, so the loop ends there (the verdict stays repetitive, and
-    persist flags it unresolved).
+    An extractive draft is a pure function of the sources and the excluded entities:
+    once a regenerated one repeats only entities already excluded, another would quote
+    the same sentences, so the loop ends there (the verdict stays repetitive, and persist
+    flags it unresolved).
     """
     repetition = state.get("repetition")
-    ctx = runtime.context
     regenerations = state.get("regenerations", 0)
-    if not (repetition and repetition["is_repetitive"]) or regenerations >= ctx.max_regenerations:
+    if (
+        not (repetition and repetition["is_repetitive"])
+        or regenerations >= runtime.context.max_regenerations
+    ):
         return "persist"
-    if regenerations and resolve_model(ctx.llm_model, ctx.deps.settings) is None:
+    drafts = state.get("drafts") or []
+    if regenerations and drafts and drafts[-1]["extractive"]:
         excluded = set(state.get("excluded_entities", []))
         if excluded.issuperset(repetition["repeated_entities"]):
             return "persist"
