@@ -166,9 +166,9 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     ]
     assert errors, "the run was not refused"
     assert await thread_rows(services, thread["thread_id"]) == before
-    # langgraph-api tells a client the message of only a few exception types; the name
-    # says what was refused.
+    # langgraph-api tells a client the message of only a few exception types.
     assert errors[0]["error"] == "ThreadOfAnotherWorkspace", errors
+    assert errors[0]["message"].endswith(f"is not in workspace {other}"), errors
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["message"] != "INTRUDER: what is the CEO's salary?"
     # The dev server checkpointed into our Postgres and persisted the turns there.

@@ -43,8 +43,12 @@ _FOREIGN_CONVERSATION = """
 """A conversation of another workspace than the run's that the thread holds, if any."""
 
 
-class ThreadOfAnotherWorkspace(PermissionError):
-    """A run named a checkpoint thread that holds another workspace's conversation."""
+class ThreadOfAnotherWorkspace(PermissionError, ValueError):
+    """A run named a checkpoint thread that holds another workspace's conversation.
+
+    A ``ValueError`` too: langgraph-api tells an SDK or Studio client the message of only
+    a few exception types (the others read "An internal error occurred"), and this one
+    says what to fix. It names no other workspace."""
 
     def __init__(self, conversation_id: str, workspace_id: str, thread_id: str) -> None:
         where = "" if thread_id == conversation_id else f" (thread {thread_id!r} holds it)"
