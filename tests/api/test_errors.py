@@ -10,6 +10,7 @@ import pytest
 from psycopg.errors import DiskFull
 from psycopg_pool import PoolTimeout
 
+from convrag.documents.load import size_text
 from convrag.services import Services
 
 
@@ -197,7 +198,7 @@ async def test_a_chunked_body_over_the_limit_is_413_naming_the_setting(
         )
         assert upload.status_code == 413, upload.text
         # The setting's own value, not the larger body its multipart framing is allowed.
+        limit = services.settings.max_file_bytes
         assert upload.json()["detail"] == (
-            f"file: over the {services.settings.max_file_bytes} byte limit "
-            "(the server's MAX_FILE_BYTES)"
+            f"file: over the {size_text(limit)} limit ({limit} bytes, the server's MAX_FILE_BYTES)"
         )

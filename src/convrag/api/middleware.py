@@ -15,6 +15,7 @@ from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from convrag.api.metrics import HTTP_ERRORS
+from convrag.documents.load import size_text
 
 
 class BodyLimit(NamedTuple):
@@ -38,7 +39,8 @@ def body_limit(limit: int, setting: str) -> BodyLimit:
 
 def file_over_limit(limit: int) -> str:
     """The 413's ``detail`` for an uploaded file over ``MAX_FILE_BYTES`` (``limit``)."""
-    return f"file: over the {limit} byte limit (the server's MAX_FILE_BYTES)"
+    exact = f"{limit} bytes, " if limit >= 2**20 else ""
+    return f"file: over the {size_text(limit)} limit ({exact}the server's MAX_FILE_BYTES)"
 
 
 def file_limit(limit: int, framing: int) -> BodyLimit:

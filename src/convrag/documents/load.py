@@ -61,7 +61,8 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f}"
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """``n`` bytes as a person reads a limit: MiB from one up, else bytes."""
     return f"{_mib(n)} MiB" if n >= 2**20 else f"{n} byte"
 
 
@@ -107,7 +108,7 @@ _READ_CHUNK = 1 << 20
 def over_decompressed_limit(path: Path, limit: int) -> IngestError:
     """The error of a compressed file that expands past ``MAX_DECOMPRESSED_BYTES``."""
     return IngestError(
-        f"{path}: decompresses to over the {_size(limit)} limit; split the file or raise "
+        f"{path}: decompresses to over the {size_text(limit)} limit; split the file or raise "
         "MAX_DECOMPRESSED_BYTES"
     )
 
@@ -149,7 +150,7 @@ def _lines(
         held += len(piece)
         if held > max_line:
             raise IngestError(
-                f"{path}:{lineno + 1}: a record over the {_size(max_line)} limit of one file; "
+                f"{path}:{lineno + 1}: a record over the {size_text(max_line)} limit of one file; "
                 "split it or raise MAX_FILE_BYTES"
             )
         if not piece.endswith(b"\n"):
@@ -365,7 +366,7 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
         tags = raw.count(b"<")
         if tags * PARSED_TAG_BYTES > limits.decompressed:
             raise IngestError(
-                f"{path}: {tags} tags would take over the {_size(limits.decompressed)} limit "
+                f"{path}: {tags} tags would take over the {size_text(limits.decompressed)} limit "
                 "to parse; split the page or raise MAX_DECOMPRESSED_BYTES"
             )
         html_title, text = html_text(_decode(path, raw))
