@@ -151,4 +151,11 @@ MIGRATIONS: list[str] = [
         thread_id TEXT NOT NULL,
         PRIMARY KEY (conversation_id, thread_id)
     )""",
+    # A conversation's delete under way, for every process sharing the database: set
+    # (with the deleting process's liveness key, see ``owner``) before its vectors and
+    # checkpoints are cleared, so that no turn starts in it meanwhile. A mark whose
+    # process is gone, or older than ``DELETE_MARK_S``, no longer counts.
+    """ALTER TABLE conversations
+        ADD COLUMN deleting_since TIMESTAMPTZ,
+        ADD COLUMN deleting_owner INTEGER""",
 ]
