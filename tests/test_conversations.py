@@ -6,6 +6,7 @@ while the checkpointer keys its checkpoints by the name itself.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -19,6 +20,7 @@ from convrag.documents.load import SourceDocument
 from convrag.ids import conversation_uuid
 from convrag.ingest import ingest_documents
 from convrag.services import Services
+from convrag.stores.memory import MemoryItem, MemoryWriter
 
 QUESTION = "How many days of annual leave do employees get?"
 POLICY = "Leave policy.\n\nEmployees get 25 days of annual leave per year."
@@ -93,3 +95,48 @@ async def test_a_sweep_deletes_the_checkpoints_of_the_thread_an_expired_one_was_
 
     assert not await services.db.conversation_exists(workspace, conversation_id)
     assert await _checkpoints(services, thread_id) == 0
+
+
+async def test_a_run_that_ends_after_its_conversation_was_deleted_keeps_no_checkpoint(
+    assistant: Assistant, workspace: str
+) -> None:
+    """Another worker deleted the conversation, its checkpoints first, as this run was
+    writing its last one: the run's settling deletes it, as nothing else ever would."""
+    thread_id = f"my-chat-{uuid.uuid4().hex[:8]}"
+    conversation_id = await _asked_under(assistant, workspace, thread_id)
+    assert await assistant.services.db.delete_conversation(workspace, conversation_id)
+
+    await assistant.settle(thread_id)
+
+    assert await _checkpoints(assistant.services, thread_id) == 0
+
+
+async def test_a_turn_another_worker_queued_for_memory_leaves_no_vector_of_its_deleted_conversation(
+    assistant: Assistant, workspace: str
+) -> None:
+    """The delete drops the turns its own process queued for memory; another worker's
+    writer still holds one, and writes it after the delete cleared the vectors."""
+    services = assistant.services
+    deleted, kept = [await services.db.create_conversation(workspace) for _ in range(2)]
+    theirs = MemoryWriter(
+        services.index,
+        services.embedder,
+        quiet_s=60,
+        max_delay_s=60,
+        departing=services.db.departing_conversations,
+    )
+    for conversation_id in (deleted, kept):
+        theirs.add(MemoryItem(workspace, conversation_id, str(uuid.uuid4()), f"Q: {QUESTION}"))
+
+    assert await delete_conversation(assistant, workspace, deleted)
+    await theirs.flush()
+
+    assert theirs.dropped == 0
+    for conversation_id, vectors in ((deleted, 0), (kept, 1)):
+        rows = await asyncio.to_thread(
+            services.index.client.query,
+            services.index.collection,
+            filter=f'conversation_id == "{conversation_id}"',
+            output_fields=["chunk_id"],
+        )
+        assert len(rows) == vectors

@@ -21,6 +21,7 @@ from convrag.documents.load import SourceDocument
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.stores.conversations import TurnStart
+from convrag.stores.database import Database
 from convrag.stores.vectors import KIND_MEMORY
 
 QUESTION = "How many days of annual leave do employees get?"
@@ -264,3 +265,16 @@ def test_the_sweep_command_does_nothing_without_a_ttl_and_refuses_a_bad_one(
     result = CliRunner().invoke(app, ["sweep"])
     assert result.exit_code == 2 and "must be a number of days" in result.output
     get_settings.cache_clear()
+
+
+async def test_a_conversation_another_process_is_deleting_is_not_listed_as_expired(
+    services: Services, workspace: str
+) -> None:
+    """Every worker sweeps; one whose sweep is deleting a conversation leaves it to it."""
+    conv = await services.db.create_conversation(workspace)
+    await _age(services, conv, days=10)
+    async with Database.from_url(services.database_url, max_size=1) as other:
+        assert await other.mark_deleting(workspace, conv)
+        expired = await services.db.expired_conversations(timedelta(days=5), limit=1000)
+        assert (workspace, conv) not in expired
+    assert await services.db.delete_conversation(workspace, conv)

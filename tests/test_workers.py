@@ -11,6 +11,7 @@ whatever a failed test left running.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import time
@@ -23,6 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
+from convrag.assistant import STOPPED_TURN
+from convrag.stores.conversations import ANSWERING
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
 from convrag.testing.openai_stub import OpenAIStub, Reply
@@ -216,6 +219,86 @@ async def test_two_messages_at_once_to_one_conversation_answer_one_and_409_the_o
             )
         ).fetchall()
     assert [r["status"] for r in rows] == ["done"]
+
+
+async def _answer_events(
+    client: httpx.AsyncClient,
+    server: Server,
+    conversation: str,
+    headers: dict[str, str],
+    first_token: asyncio.Event,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events of a slow message, name and data; ``first_token`` is set at its
+    first token."""
+    url = f"{server.url}/v1/conversations/{conversation}/messages"
+    body = {"content": f"When is the {SLOW} crossing on Main Street repainted?"}
+    events: list[tuple[str, dict[str, Any]]] = []
+    async with client.stream("POST", url, json=body, headers=headers) as resp:
+        assert resp.status_code == 200, await resp.aread()
+        name = ""
+        async for line in resp.aiter_lines():
+            if line.startswith("event:"):
+                name = line.removeprefix("event:").strip()
+            elif line.startswith("data:"):
+                events.append((name, json.loads(line.removeprefix("data:"))))
+                if name == "token":
+                    first_token.set()
+    return events
+
+
+async def _answering(
+    client: httpx.AsyncClient, cluster: Cluster
+) -> tuple[str, dict[str, str], asyncio.Task[list[tuple[str, dict[str, Any]]]]]:
+    """A conversation that ``serve --workers`` is answering a slow message in, once its
+    first token has come: its id, the key's headers and the task reading its events."""
+    workspace, headers = await _key(cluster)
+    # With nothing relevant in the workspace, the answer would not ask the LLM.
+    await _upload(client, cluster, workspace, headers, CROSSING)
+    created = await client.post(f"{cluster.workers.url}/v1/conversations", headers=headers)
+    conversation = str(created.json()["conversation_id"])
+    first_token = asyncio.Event()
+    events = asyncio.create_task(
+        _answer_events(client, cluster.workers, conversation, headers, first_token)
+    )
+    await asyncio.wait_for(first_token.wait(), 60)
+    return conversation, headers, events
+
+
+async def test_a_stop_sent_to_another_process_stops_the_answer_it_writes(
+    cluster: Cluster,
+) -> None:
+    async with httpx.AsyncClient(timeout=120) as client:
+        conversation, headers, answering = await _answering(client, cluster)
+        stopped = await client.post(
+            f"{cluster.other.url}/v1/conversations/{conversation}/stop", headers=headers
+        )
+        events = await answering
+        detail = await client.get(
+            f"{cluster.other.url}/v1/conversations/{conversation}", headers=headers
+        )
+    assert stopped.status_code == 200, stopped.text
+    assert stopped.json()["stopped"] is True
+    assert events[-1] == ("error", {"code": "stopped", "message": STOPPED_TURN})
+    assert [(t["id"], t["status"], t["error"]) for t in detail.json()["turns"]] == [
+        (stopped.json()["turn_id"], "failed", STOPPED_TURN)
+    ]
+
+
+async def test_a_delete_sent_to_another_process_while_it_answers_is_a_409(
+    cluster: Cluster,
+) -> None:
+    async with httpx.AsyncClient(timeout=120) as client:
+        conversation, headers, answering = await _answering(client, cluster)
+        url = f"{cluster.other.url}/v1/conversations/{conversation}"
+        refused = await client.delete(url, headers=headers)
+        events = await answering
+        deleted = await client.delete(url, headers=headers)
+        gone = await client.get(
+            f"{cluster.workers.url}/v1/conversations/{conversation}", headers=headers
+        )
+    assert refused.status_code == 409 and refused.json()["detail"] == ANSWERING
+    assert events[-1][0] == "done"
+    assert deleted.status_code == 204 and gone.status_code == 404
 
 
 async def _sources_of_answer(

@@ -25,7 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 from convrag.config import Settings
 from convrag.context import Context
 from convrag.graph import compile_graph
-from convrag.ids import DEFAULT_WORKSPACE, check_id
+from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
 from convrag.services import Services, open_services
 from convrag.state import InputState, State
 
@@ -111,11 +111,13 @@ class Assistant:
     async def fail_turn(self, workspace_id: str, turn_id: str, exc: BaseException) -> None:
         """Log the failure (once, with its traceback) and mark the turn ``failed`` with
         :func:`failure_reason` of ``exc``, if this run had stored it (a conflict with
-        another run's turn leaves that one alone and is no failure). Best effort: when the
+        another run's turn, or a conversation being deleted, leaves that one alone and is
+        no failure). Best effort: when the
         database itself is down, the turn stays ``processing`` until restart recovery."""
         from convrag.nodes.load_history import ConversationBusy, TurnConflict
+        from convrag.stores.conversations import ConversationInUse
 
-        if isinstance(exc, (TurnConflict, ConversationBusy)):
+        if isinstance(exc, (TurnConflict, ConversationBusy, ConversationInUse)):
             return
         reason = failure_reason(exc)
         if _refused(exc):  # stopped by the caller, or the request's fault: no traceback
@@ -129,8 +131,25 @@ class Assistant:
 
     async def settle(self, conversation_id: str) -> None:
         """After a finished turn: keep only the thread's latest checkpoint, so checkpoints
-        do not grow with the conversation (one per thread at rest)."""
-        await self.services.db.prune_checkpoints(conversation_id)
+        do not grow with the conversation (one per thread at rest); or none
+        (:meth:`forget_if_departing`) when the conversation was deleted meanwhile."""
+        if not await self.forget_if_departing(conversation_id):
+            await self.services.db.prune_checkpoints(conversation_id)
+
+    async def forget_if_departing(self, thread_id: str) -> bool:
+        """Delete the checkpoints of thread ``thread_id`` and of its conversation when
+        that conversation is gone or its delete is under way (in any process); whether
+        it did. A run ending then (answered just before the delete began, or refused
+        because of it) writes its last checkpoint after that delete may have cleared
+        the thread, and nothing would ever delete it."""
+        db = self.services.db
+        conversation_id = conversation_uuid(thread_id)
+        if not await db.departing_conversations([conversation_id]):
+            return False
+        await db.delete_checkpoints(conversation_id)
+        if thread_id != conversation_id:
+            await db.checkpoints.adelete_thread(thread_id)
+        return True
 
     async def stream(
         self,

@@ -18,6 +18,8 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from convrag.stores.conversations import ConversationInUse
+
 if TYPE_CHECKING:
     from convrag.assistant import Assistant
 
@@ -43,14 +45,35 @@ async def delete_conversation(
     conversation is still listed and a retried DELETE finishes the job, instead of
     leaving vectors or checkpoints no row points to. Its turns still queued for
     conversation memory are dropped first, so that none is written after the delete.
+
+    Several processes may share the database, so the delete first marks the
+    conversation in it (:meth:`~convrag.stores.conversations.ConversationStore.mark_deleting`):
+    :class:`~convrag.stores.conversations.ConversationInUse` when any of them is
+    answering a message in it, or deleting it already; and from then on, no turn starts
+    in it anywhere, which would write vectors and checkpoints again after they were
+    cleared and, once answered, bring the conversation back. A delete that fails midway
+    takes its mark back.
     """
     services = assistant.services
-    if not await services.db.conversation_exists(workspace_id, conversation_id):
+    if not await services.db.mark_deleting(workspace_id, conversation_id):
         return False
-    await services.memory.discard(workspace_id, conversation_id)
-    await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
-    await services.db.delete_checkpoints(conversation_id)
-    return await services.db.delete_conversation(workspace_id, conversation_id)
+    try:
+        await services.memory.discard(workspace_id, conversation_id)
+        await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
+        await services.db.delete_checkpoints(conversation_id)
+        return await services.db.delete_conversation(workspace_id, conversation_id)
+    except BaseException:
+        await asyncio.shield(_unmark(assistant, workspace_id, conversation_id))
+        raise
+
+
+async def _unmark(assistant: Assistant, workspace_id: str, conversation_id: str) -> None:
+    """Take back a failed delete's mark; when that fails too (the database is down), the
+    mark stops counting by itself (with this process, or after its time)."""
+    try:
+        await assistant.services.db.unmark_deleting(workspace_id, conversation_id)
+    except Exception:
+        log.warning("clearing the delete mark of %s failed", conversation_id, exc_info=True)
 
 
 async def sweep_expired(
@@ -62,7 +85,8 @@ async def sweep_expired(
     None or 0 keeps every conversation and touches nothing. Each conversation goes
     through :func:`delete_conversation`, so a store failing midway leaves it listed and
     the next sweep finishes it; that failure also ends this sweep (and is raised), since
-    the same conversations would be listed again.
+    the same conversations would be listed again. One that is answering a message after
+    all, or that another process is deleting, is skipped.
     """
     if ttl_days is None:
         ttl_days = assistant.services.settings.conversation_ttl_days
@@ -73,9 +97,14 @@ async def sweep_expired(
     try:
         while True:
             expired = await assistant.services.db.expired_conversations(older_than, limit=batch)
+            skipped = 0
             for workspace_id, conversation_id in expired:
-                deleted += await delete_conversation(assistant, workspace_id, conversation_id)
-            if len(expired) < batch:
+                try:
+                    deleted += await delete_conversation(assistant, workspace_id, conversation_id)
+                except ConversationInUse as busy:
+                    skipped += 1
+                    log.info("not deleting expired conversation %s: %s", conversation_id, busy)
+            if len(expired) < batch or skipped == len(expired):
                 break
     finally:
         log.log(

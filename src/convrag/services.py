@@ -152,7 +152,9 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                     settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
                 )
             )
-        memory = await stack.enter_async_context(MemoryWriter.open(index, embedder))
+        memory = await stack.enter_async_context(
+            MemoryWriter.open(index, embedder, departing=db.departing_conversations)
+        )
         bulk: BulkEmbedder = ThreadEmbedder(embedder)
         if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
             bulk = await stack.enter_async_context(

@@ -6,7 +6,8 @@ process and keeps what the routes share on ``app.state``: the services, the assi
 the turn runner, the rate limiter and the API key cache. At start it marks turns and
 uploads that a dead process left unfinished as failed, resumes the uploads a shutdown
 stopped and, with ``CONVERSATION_TTL_DAYS`` set, starts the hourly sweep of expired
-conversations (stopped first on shutdown).
+conversations (stopped first on shutdown). While it runs, it listens for the stops that
+other processes sharing the database ask of this one's turns (``--workers N``).
 
 On SIGTERM (or Ctrl-C) the server lets open connections finish for :data:`GRACEFUL_S`
 before it cuts them. The turns still running :data:`STOP_TURNS_AFTER_S` after the signal
@@ -50,13 +51,14 @@ from convrag.api.errors import RETRY_AFTER_S, no_route
 from convrag.api.middleware import BodySizeLimit, EveryReply, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
-from convrag.api.turns import TurnRunner
+from convrag.api.turns import STOP_CHANNEL, TurnRunner
 from convrag.assistant import OUT_OF_DISK, Assistant, open_assistant, out_of_disk
 from convrag.config import Settings
 from convrag.conversations import sweep_periodically
 from convrag.ingest import resume_stopped_uploads
 from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
+from convrag.stores.notices import Listener
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,15 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             app.state.assistant = assistant
             runner = app.state.runner = TurnRunner(assistant)
             stack.push_async_callback(runner.close)
+            # Stops that other processes on the database ask for, of the turns this one
+            # answers; handed to the runner the routes use (app.state), as a stop here is.
+            await stack.enter_async_context(
+                Listener.open(
+                    assistant.services.database_url,
+                    STOP_CHANNEL,
+                    lambda payload: app.state.runner.stop_requested(payload),
+                )
+            )
             stack.callback(_on_shutdown_signal(lambda: runner.stop_after(STOP_TURNS_AFTER_S)))
             app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
             app.state.keys = KeyCache()

@@ -218,7 +218,7 @@ class StopOut(BaseModel):
 
     conversation_id: str
     stopped: bool
-    """False when this server process was answering nothing in the conversation."""
+    """False when no worker was answering anything in the conversation."""
     turn_id: str | None = None
     """The stopped turn, now stored ``failed``."""
 

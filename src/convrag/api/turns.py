@@ -10,7 +10,9 @@ client that went away reads it back with ``GET /v1/conversations/{id}``. A conve
 answers one message at a time: a second message meanwhile gets 409. Only an explicit
 stop (:meth:`TurnRunner.stop`, ``POST /v1/conversations/{id}/stop``) ends a turn early:
 it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`) and its stream ends
-with an ``error`` event of code ``stopped``; and a shutdown (below).
+with an ``error`` event of code ``stopped``; and a shutdown (below). A stop that reaches
+another process than the one answering is passed on to it through the database
+(:data:`STOP_CHANNEL`), so it answers alike in every worker.
 
 Durable turns: the question is stored (``processing``) when the turn starts; a turn that
 fails is marked ``failed`` here with a short reason. A message sent with an idempotency
@@ -31,6 +33,7 @@ Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -53,12 +56,32 @@ from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
 from convrag.records import Citation, SourceOut
 from convrag.services import Services
 from convrag.state import InputState, repetition_detected
-from convrag.stores.conversations import TurnRecord
+from convrag.stores.conversations import (
+    ANSWERING,
+    BEING_DELETED,
+    ConversationInUse,
+    TurnRecord,
+)
 
 log = logging.getLogger(__name__)
 
 #: What a client whose turn a shutdown stopped is told (its ``error`` event, or the 503).
 SHUTTING_DOWN = "the service is shutting down; ask again in a moment"
+
+#: The PostgreSQL ``NOTIFY`` channel on which a process asks the others sharing the
+#: database to stop a turn (:meth:`TurnRunner.stop_requested`).
+STOP_CHANNEL = "convrag_stop"
+
+#: How long a stop waits for another process to store the turn it was asked to stop.
+STOP_WAIT_S = 10.0
+
+#: How often a stop reads that turn back meanwhile.
+STOP_POLL_S = 0.05
+
+#: What a stop is told when that process did not store the turn as ended in time (a 503).
+NOT_STOPPED = (
+    "the answer is being written by another worker, which did not stop it in time; retry the stop"
+)
 
 #: Streamed replies must reach the client token by token: no caching, no proxy buffering.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -76,13 +99,6 @@ class TurnResult:
     stored: AnswerOut | None = None
     """The reply read back from the store, when the run failed after ``persist`` had
     stored its answer (:meth:`TurnRunner.answered_anyway`)."""
-
-
-#: What a message to a conversation that is being deleted is told (a 409).
-BEING_DELETED = "the conversation is being deleted"
-
-#: What a delete of a conversation that is answering a message is told (a 409).
-ANSWERING = "the conversation is answering a message; retry when it is done"
 
 
 class ConversationBusy(Exception):
@@ -126,6 +142,8 @@ class TurnRunner:
         self._stopper: asyncio.Task[None] | None = None
         self._deleting: set[str] = set()
         """Conversations being deleted (:meth:`deleting`), by the same key as ``active``."""
+        self._asked: set[asyncio.Task[str | None]] = set()
+        """Stops that other processes asked for (:meth:`stop_requested`), under way."""
 
     def start(
         self, conversation_id: str, payload: InputState, context: Context
@@ -159,11 +177,14 @@ class TurnRunner:
 
     @asynccontextmanager
     async def deleting(self, workspace_id: str, conversation_id: str) -> AsyncIterator[None]:
-        """Hold the conversation for its delete: :class:`ConversationBusy` now if it is
-        answering a message (or another delete holds it), and for the block, a message to
-        it is refused. The delete clears the vectors and checkpoints before the rows, so a
-        turn started meanwhile would write them again and, once answered, bring the
-        deleted conversation back."""
+        """Hold the conversation for its delete in this process: :class:`ConversationBusy`
+        now if this process is answering a message in it, until that run has ended
+        (checkpoint included), or deletes it already; and for the block, a message to it
+        is refused here without starting a run. The delete clears the vectors and
+        checkpoints before the rows, so a turn started meanwhile would write them again
+        and, once answered, bring the deleted conversation back. The other processes
+        sharing the database are held by the delete's own mark there
+        (:func:`convrag.conversations.delete_conversation`)."""
         key = _key(workspace_id, conversation_id)
         if key in self._deleting:
             raise ConversationBusy(BEING_DELETED)
@@ -214,15 +235,61 @@ class TurnRunner:
         return self.active.get(key)
 
     async def stop(self, workspace_id: str, conversation_id: str) -> str | None:
-        """Stop the turn this process is answering in the conversation, and return its id
+        """Stop the turn being answered in the conversation, by this process or by
+        another one sharing the database (:meth:`_stop_elsewhere`), and return its id
         once it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`), so the
-        conversation takes the next message at once; None when this process answers
-        none there (none is running, it ended meanwhile, or another worker runs it)."""
+        conversation takes the next message at once; None when none is being answered
+        (or it ended meanwhile)."""
         key = _key(workspace_id, conversation_id)
         task = self.active.get(key)
         if task is None or task.done():
+            return await self._stop_elsewhere(workspace_id, conversation_id)
+        return await self._stop_here(task, self.turn_ids[key])
+
+    async def _stop_elsewhere(self, workspace_id: str, conversation_id: str) -> str | None:
+        """Stop the conversation's turn that another live process is answering: ask it on
+        :data:`STOP_CHANNEL` (each process's listener hands the request to its runner's
+        :meth:`stop_requested`), then wait until the turn is stored as it ended. None
+        when no other process answers one there. A 503 when the turn is still being
+        answered after :data:`STOP_WAIT_S` (that process did not hear: its listening
+        connection was being opened again, say): a retry asks again."""
+        db = self.assistant.services.db
+        turn_id = await db.turn_answered_elsewhere(workspace_id, conversation_id)
+        if turn_id is None:
             return None
-        turn_id = self.turn_ids[key]
+        asked = {"workspace_id": workspace_id, "conversation_id": conversation_id}
+        await db.notify(STOP_CHANNEL, json.dumps({**asked, "turn_id": turn_id}))
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + STOP_WAIT_S
+        while (turn := await db.get_turn(workspace_id, conversation_id, turn_id)) is not None:
+            if turn.status != "processing":
+                return turn_id if turn.error == STOPPED_TURN else None
+            if loop.time() >= give_up:
+                raise unavailable(NOT_STOPPED)
+            await asyncio.sleep(STOP_POLL_S)
+        return None  # the conversation was deleted meanwhile
+
+    def stop_requested(self, payload: str) -> None:
+        """Another process asked on :data:`STOP_CHANNEL` to stop a turn (``payload``:
+        its workspace, conversation and turn id, as JSON): stop it if this process
+        answers it (in a task of its own; the asking process waits for the stored
+        result, not for a reply)."""
+        try:
+            asked = json.loads(payload)
+            key, turn_id = _key(asked["workspace_id"], asked["conversation_id"]), asked["turn_id"]
+        except (ValueError, TypeError, KeyError):
+            log.warning("ignoring a stop request that is not one: %.200r", payload)
+            return
+        task = self.active.get(key)
+        if task is None or task.done() or self.turn_ids.get(key) != turn_id:
+            return
+        stopping = asyncio.get_running_loop().create_task(self._stop_here(task, turn_id))
+        self._asked.add(stopping)
+        stopping.add_done_callback(self._asked.discard)
+
+    async def _stop_here(self, task: asyncio.Task[TurnResult], turn_id: str) -> str | None:
+        """Stop this process's ``task``, which answers ``turn_id``; its id once it is
+        stored as stopped, None when it ended otherwise meanwhile."""
         self._stopping.add(task)
         try:
             task.cancel()
@@ -324,7 +391,7 @@ class TurnRunner:
         except Exception as exc:  # reported as an `error` event, never a broken stream
             code = _code(exc)
             request = payload.get("turn_request")
-            if code == "not_found":
+            if code == "not_found" or isinstance(exc, ConversationInUse):
                 await self._forget_refused_run(conversation_id)
             if code == "turn_failed" and request:
                 result.stored = await self.answered_anyway(
@@ -353,13 +420,13 @@ class TurnRunner:
 
     async def _forget_refused_run(self, conversation_id: str) -> None:
         """After a run refused because its conversation is gone (deleted since the route
-        found it): delete the checkpoint LangGraph wrote as the run ended on the error,
-        which holds the message and which no later delete would find. Only when the
-        conversation exists in no workspace: then its thread is nobody's."""
-        db = self.assistant.services.db
+        found it) or being deleted (by any process): delete the checkpoint LangGraph
+        wrote as the run ended on the error, which holds the message and which no later
+        delete would find. Only when the conversation exists in no workspace, or its
+        delete is under way: then its thread is nobody's
+        (:meth:`~convrag.assistant.Assistant.forget_if_departing`)."""
         try:
-            if not await db.conversation_known(conversation_id):
-                await db.delete_checkpoints(conversation_id)
+            await self.assistant.forget_if_departing(conversation_id)
         except Exception:
             log.warning(
                 "deleting the checkpoints of the refused run of %s failed",
@@ -401,7 +468,7 @@ class TurnRunner:
 
 
 def _code(exc: Exception) -> str:
-    if isinstance(exc, (TurnConflict, BusyElsewhere)):
+    if isinstance(exc, (TurnConflict, BusyElsewhere, ConversationInUse)):
         return "conflict"
     if isinstance(exc, PermissionError):
         return "not_found"

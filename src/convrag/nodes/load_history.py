@@ -11,7 +11,13 @@ from convrag.context import Context
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.conversations import TurnRecord, TurnStart, TurnStatus
+from convrag.stores.conversations import (
+    BEING_DELETED,
+    ConversationInUse,
+    TurnRecord,
+    TurnStart,
+    TurnStatus,
+)
 
 BUSY = (
     "the conversation is still answering the previous message; retry when it is done "
@@ -68,7 +74,8 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     new one. Every per-turn field is reset by the node's policy (``starts_turn``), not
     here. A thread id other than the conversation's own (a name such as ``"my-chat"``,
     whose UUID5 the conversation is) is recorded with the conversation, whose deletion
-    then deletes that thread's checkpoints too.
+    then deletes that thread's checkpoints too. A conversation whose delete is under way,
+    in any process, takes no turn (:class:`~convrag.stores.conversations.ConversationInUse`).
     """
     message = (state.get("message") or "").strip()
     if not message:
@@ -106,6 +113,8 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     if started is None:
         raise PermissionError(f"conversation {conversation_id} is not in workspace {workspace_id}")
     if not started.started:
+        if started.deleting:  # by any process: its delete marked it in the database
+            raise ConversationInUse(BEING_DELETED)
         if started.busy and started.prior is None:
             raise ConversationBusy()
         raise TurnConflict(turn_id, started.prior)

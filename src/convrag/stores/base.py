@@ -51,6 +51,12 @@ class PooledStore:
     pool: AsyncConnectionPool[AsyncConnection[DictRow]]
     owner: int | None
 
+    async def notify(self, channel: str, payload: str) -> None:
+        """Send ``payload`` to every process listening on ``channel``
+        (:class:`~convrag.stores.notices.Listener`), this one included."""
+        async with self.pool.connection() as conn:
+            await conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+
     async def ensure_workspace(self, workspace_id: str) -> None:
         """Create the workspace's row if it is new: documents, keys and conversations
         refer to it."""

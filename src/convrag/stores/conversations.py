@@ -34,6 +34,45 @@ INTERRUPTED_TURN = "interrupted: the service restarted"
 """The reason restart recovery gives a turn left ``processing`` by a dead process."""
 
 
+BEING_DELETED = "the conversation is being deleted"
+"""What a message to a conversation whose delete is under way is told (a 409), and a
+second delete of it meanwhile."""
+
+ANSWERING = "the conversation is answering a message; retry when it is done"
+"""What a delete of a conversation that is answering a message is told (a 409)."""
+
+
+class ConversationInUse(Exception):
+    """A conversation's delete is under way (:data:`BEING_DELETED`), so a turn may not
+    start in it nor a second delete begin; or it is answering a message
+    (:data:`ANSWERING`), so it may not be deleted. In any process sharing the database;
+    the message says which."""
+
+
+class ConversationDeleted(PermissionError):
+    """A turn's answer has no conversation to be stored in: it was deleted, or its
+    delete is under way, while the turn ran. Never recreated for it: a deleted
+    conversation stays deleted."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id} was deleted while its turn ran")
+
+
+DELETE_MARK_S = 300
+"""How long a conversation's delete mark keeps turns out, at most: a delete clears the
+vectors and checkpoints in seconds, so a mark this old is one whose process failed to
+clear it (and a mark whose process is gone stops counting at once)."""
+
+
+def _deleting(alias: str) -> str:
+    """SQL true when the ``conversations`` row ``alias`` has a delete under way: marked
+    less than :data:`DELETE_MARK_S` ago by a process that is still alive."""
+    return (
+        f"COALESCE({alias}.deleting_since > now() - interval '{DELETE_MARK_S} seconds'"
+        f" AND {owner_alive(f'{alias}.deleting_owner')}, false)"
+    )
+
+
 TITLE_CHARS = 80
 """The longest title a conversation gets from its first question."""
 
@@ -196,6 +235,9 @@ class StartedTurn:
     busy: bool = False
     """Whether another turn of the conversation is being answered (by any process), so
     this one was not started: a conversation answers one message at a time."""
+    deleting: bool = False
+    """Whether the conversation's delete is under way (in any process), so this turn was
+    not started."""
 
 
 async def _owns(
@@ -282,14 +324,20 @@ BUSY_FOR_S = 180
 #: it as ``processing`` with the next number (or take a failed one up again), and read the
 #: last answered turns. Every CTE sees the statement's snapshot, so ``prior`` is the status
 #: before this insert and the history does not include it. No row at all means there is
-#: no such conversation; a foreign one inserts nothing (``ws`` does not match).
+#: no such conversation; a foreign one inserts nothing (``ws`` does not match), nor does
+#: one whose delete is under way (``deleting``).
+# ``conv`` takes the conversation's row lock that the insert's foreign key check takes
+# anyway, but first: it waits for a delete that is marking the row (FOR UPDATE, see
+# ``mark_deleting``) and then reads the row as that delete left it, mark included, where
+# the statement's snapshot would show the row as it was before.
 # The 'processing' row is a marker that persist's own (synchronous) commit completes:
 # its commit need not wait for the WAL flush (about 4 ms on the time to first token). It
 # survives the service being killed; only a crash of PostgreSQL itself within a fraction
 # of a second could lose it. set_config(..., true) lasts for this statement's transaction.
 _START_TURN = f"""
 WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mode),
-     conv AS (SELECT id, workspace_id FROM conversations WHERE id = %(c)s),
+     conv AS (SELECT id, workspace_id, {_deleting("conversations")} AS deleting
+              FROM conversations WHERE id = %(c)s FOR KEY SHARE),
      busy AS (SELECT 1 FROM conversation_turns
               WHERE conversation_id = %(c)s AND status = 'processing' AND id <> %(t)s
                 AND updated_at > now() - interval '{BUSY_FOR_S} seconds'
@@ -304,7 +352,8 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
               COALESCE((SELECT max(turn_number) FROM conversation_turns
                         WHERE conversation_id = conv.id), 0) + 1,
               %(q)s, '', 'processing', %(k)s, %(o)s
-       FROM conv WHERE conv.workspace_id = %(ws)s AND NOT EXISTS (SELECT 1 FROM busy)
+       FROM conv WHERE conv.workspace_id = %(ws)s AND NOT conv.deleting
+                       AND NOT EXISTS (SELECT 1 FROM busy)
        ON CONFLICT (id) DO UPDATE
          SET status = 'processing', error = NULL, updated_at = now(),
              question = EXCLUDED.question, owner = EXCLUDED.owner
@@ -314,6 +363,7 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
        RETURNING 1)
 SELECT c.workspace_id AS owner, (SELECT status FROM prior) AS prior,
        EXISTS (SELECT 1 FROM ins) AS started, EXISTS (SELECT 1 FROM busy) AS busy,
+       c.deleting AS deleting,
        (SELECT commit_mode FROM fast) AS commit_mode,
        t.*
 FROM conv c
@@ -328,7 +378,7 @@ def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
     workspace's (or there is none)."""
     if not rows or rows[0]["owner"] != workspace_id:
         return None
-    meta = ("owner", "prior", "started", "busy", "commit_mode")
+    meta = ("owner", "prior", "started", "busy", "deleting", "commit_mode")
     return StartedTurn(
         history=[
             TurnRecord(**{k: v for k, v in r.items() if k not in meta})
@@ -338,6 +388,7 @@ def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
         prior=rows[0]["prior"],
         started=bool(rows[0]["started"]),
         busy=bool(rows[0]["busy"]),
+        deleting=bool(rows[0]["deleting"]),
     )
 
 
@@ -451,15 +502,99 @@ class ConversationStore(PooledStore):
         async with self.pool.connection() as conn:
             return await _owns(conn, "conversations", workspace_id, conversation_id)
 
-    async def conversation_known(self, conversation_id: str) -> bool:
-        """Whether the conversation exists, in any workspace."""
+    async def mark_deleting(self, workspace_id: str, conversation_id: str) -> bool:
+        """Mark the conversation as being deleted, for every process sharing the database:
+        until its rows are deleted (or :meth:`unmark_deleting`), no turn starts in it
+        (:meth:`start_turn`) and no turn is written into it (:meth:`save_turn`). False
+        when it is not this workspace's.
+
+        :class:`ConversationInUse` instead when another delete of it is under way
+        (:data:`BEING_DELETED`), or when a process that still lives is answering a
+        message in it (:data:`ANSWERING`, the same turns that make it busy for a new
+        message). Both are read under the conversation's row lock, which a turn's start
+        takes too: a start that came first has its ``processing`` turn seen here, one
+        that comes after sees the mark.
+        """
         if not is_uuid(conversation_id):
             return False
+        async with self.pool.connection() as conn, conn.transaction():
+            row = await (
+                await conn.execute(
+                    f"""SELECT {_deleting("conversations")} AS deleting FROM conversations
+                        WHERE workspace_id = %s AND id = %s FOR UPDATE""",
+                    (workspace_id, conversation_id),
+                )
+            ).fetchone()
+            if row is None:
+                return False
+            if row["deleting"]:
+                raise ConversationInUse(BEING_DELETED)
+            # A statement of its own: its snapshot is taken once the lock is held, so it
+            # sees a turn whose start committed while this transaction waited for it.
+            if await fetch_bool(
+                conn,
+                f"""SELECT EXISTS (SELECT 1 FROM conversation_turns
+                        WHERE conversation_id = %s AND status = 'processing'
+                          AND updated_at > now() - interval '{BUSY_FOR_S} seconds'
+                          AND {owner_alive("owner")})""",
+                conversation_id,
+            ):
+                raise ConversationInUse(ANSWERING)
+            await conn.execute(
+                """UPDATE conversations SET deleting_since = now(), deleting_owner = %s
+                   WHERE id = %s""",
+                (self.owner, conversation_id),
+            )
+        return True
+
+    async def unmark_deleting(self, workspace_id: str, conversation_id: str) -> None:
+        """Take back this process's :meth:`mark_deleting` of a delete that failed midway:
+        the conversation takes messages again, and a retried delete may begin at once."""
+        if not is_uuid(conversation_id):
+            return
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                """UPDATE conversations SET deleting_since = NULL, deleting_owner = NULL
+                   WHERE workspace_id = %s AND id = %s
+                     AND deleting_owner IS NOT DISTINCT FROM %s""",
+                (workspace_id, conversation_id, self.owner),
+            )
+
+    async def departing_conversations(self, conversation_ids: Sequence[str]) -> set[str]:
+        """Those of ``conversation_ids`` (UUIDs) that are gone or whose delete is under
+        way, in any workspace: what is written for them now (a checkpoint, a memory
+        vector) may have missed their delete's clearing and must be removed again."""
+        ids = sorted({c.lower() for c in conversation_ids if is_uuid(c)})
+        if not ids:
+            return set()
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    f"""SELECT x::text AS id FROM unnest(%s::uuid[]) AS x
+                        WHERE NOT EXISTS (SELECT 1 FROM conversations c
+                                          WHERE c.id = x AND NOT {_deleting("c")})""",
+                    (ids,),
+                )
+            ).fetchall()
+        return {r["id"] for r in rows}
+
+    async def turn_answered_elsewhere(self, workspace_id: str, conversation_id: str) -> str | None:
+        """The id of the conversation's ``processing`` turn that another process, still
+        alive, is answering; None when there is none (or only this process's)."""
+        if not is_uuid(conversation_id):
+            return None
         async with self.pool.connection() as conn:
             row = await (
-                await conn.execute("SELECT 1 FROM conversations WHERE id = %s", (conversation_id,))
+                await conn.execute(
+                    f"""SELECT id::text AS id FROM conversation_turns
+                        WHERE workspace_id = %s AND conversation_id = %s
+                          AND status = 'processing' AND owner IS NOT NULL
+                          AND owner IS DISTINCT FROM %s AND {owner_alive("owner")}
+                        ORDER BY turn_number DESC LIMIT 1""",
+                    (workspace_id, conversation_id, self.owner),
+                )
             ).fetchone()
-        return row is not None
+        return None if row is None else str(row["id"])
 
     async def delete_conversation(self, workspace_id: str, conversation_id: str) -> bool:
         if not is_uuid(conversation_id):
@@ -506,13 +641,15 @@ class ConversationStore(PooledStore):
 
         A turn that started (or changed status) since the cut-off counts as activity too:
         ``last_activity_at`` moves only when a turn is answered, and a conversation whose
-        new message is being answered right now must not be deleted under it.
+        new message is being answered right now must not be deleted under it. One whose
+        delete is under way (another worker's sweep) is left to that delete.
         """
         async with self.pool.connection() as conn:
             rows = await (
                 await conn.execute(
-                    """SELECT c.workspace_id, c.id::text AS id FROM conversations c
+                    f"""SELECT c.workspace_id, c.id::text AS id FROM conversations c
                        WHERE c.last_activity_at < now() - %(age)s
+                         AND NOT {_deleting("c")}
                          AND NOT EXISTS (SELECT 1 FROM conversation_turns t
                                          WHERE t.conversation_id = c.id
                                            AND t.updated_at >= now() - %(age)s)
@@ -638,27 +775,36 @@ class ConversationStore(PooledStore):
                         turn.cited_sources.append(CitedSource(**r))
         return turns
 
-    async def save_turn(self, turn: NewTurn) -> bool:
-        """Write the turn and its citations in one transaction.
+    async def save_turn(self, turn: NewTurn, *, create: bool = True) -> bool:
+        """Write the turn and its citations in one transaction, creating the conversation
+        when it is unknown and ``create`` is true.
 
         Idempotent on ``turn.id``: re-running after a crash writes nothing twice.
-        Returns False when the turn already existed.
+        Returns False when the turn already existed. ``PermissionError`` when the
+        conversation is another workspace's; :class:`ConversationDeleted` when it is
+        unknown and ``create`` is false, or its delete is under way.
         """
         async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO conversations (id, workspace_id) VALUES (%s, %s) "
-                "ON CONFLICT (id) DO NOTHING",
-                (turn.conversation_id, turn.workspace_id),
-            )
+            if create:
+                await conn.execute(
+                    "INSERT INTO conversations (id, workspace_id) VALUES (%s, %s) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    (turn.conversation_id, turn.workspace_id),
+                )
             # Lock the conversation row so concurrent turns get distinct numbers.
             owner = await (
                 await conn.execute(
-                    "SELECT workspace_id FROM conversations WHERE id = %s FOR UPDATE",
+                    f"""SELECT workspace_id, {_deleting("conversations")} AS deleting
+                        FROM conversations WHERE id = %s FOR UPDATE""",
                     (turn.conversation_id,),
                 )
             ).fetchone()
-            if owner is None or owner["workspace_id"] != turn.workspace_id:
+            if owner is None:
+                raise ConversationDeleted(turn.conversation_id)
+            if owner["workspace_id"] != turn.workspace_id:
                 raise PermissionError("conversation belongs to another workspace")
+            if owner["deleting"]:
+                raise ConversationDeleted(turn.conversation_id)
             cur = await conn.execute(
                 """INSERT INTO conversation_turns
                      (id, workspace_id, conversation_id, turn_number, question, answer,
@@ -744,7 +890,9 @@ class ConversationStore(PooledStore):
 
         Idempotent on ``turn.id``: False when the turn was already ``done``. A turn with
         no row (a run resumed from a checkpoint older than durable turns) is written
-        whole by :meth:`save_turn`.
+        whole by :meth:`save_turn`, into its conversation only: one that was deleted
+        while the turn ran (its rows went with it) is not recreated, and
+        :class:`ConversationDeleted` says so.
         """
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
@@ -771,7 +919,7 @@ class ConversationStore(PooledStore):
                     (turn.conversation_id,),
                 )
                 return True
-        return await self.save_turn(turn)
+        return await self.save_turn(turn, create=False)
 
     async def fail_turn(self, workspace_id: str, turn_id: str, reason: str) -> bool:
         """Mark a ``processing`` turn ``failed`` with a short ``reason``; False when the

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,6 +18,10 @@ from convrag.embeddings import Embedder
 from convrag.stores.vectors import KIND_MEMORY, VectorIndex, VectorRow
 
 log = logging.getLogger(__name__)
+
+
+Departing = Callable[[Sequence[str]], Awaitable[set[str]]]
+"""Which of the given conversation ids are gone or being deleted (in any process)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,14 @@ class MemoryWriter:
     A failed write (the vector index restarting, say) is logged and retried after
     ``max_delay_s``; a batch that fails ``attempts`` times in a row is dropped and logged,
     and the writer goes on with the rest. Nothing here raises into a turn or a shutdown.
+
+    A conversation's delete drops its queued turns (:meth:`discard`), but only in the
+    process that deletes it; with several processes on one database, another one may
+    still hold a turn of it. With ``departing`` (which of the given conversation ids are
+    gone or being deleted, in any process), each batch's vectors of such conversations
+    are deleted again right after they are written: the delete marks the conversation
+    before it clears its vectors, so a write either came before that clearing or sees
+    the mark.
     """
 
     def __init__(
@@ -52,9 +64,11 @@ class MemoryWriter:
         batch: int = 32,
         max_queue: int = 2000,
         attempts: int = 3,
+        departing: Departing | None = None,
     ) -> None:
         self.index = index
         self.embedder = embedder
+        self.departing = departing
         self.quiet_s = quiet_s
         self.max_delay_s = max_delay_s
         self.batch = batch
@@ -69,9 +83,11 @@ class MemoryWriter:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, index: VectorIndex, embedder: Embedder) -> AsyncIterator[MemoryWriter]:
+    async def open(
+        cls, index: VectorIndex, embedder: Embedder, *, departing: Departing | None = None
+    ) -> AsyncIterator[MemoryWriter]:
         """A writer whose queue is flushed (within a bounded time) when the block ends."""
-        writer = cls(index, embedder)
+        writer = cls(index, embedder, departing=departing)
         try:
             yield writer
         finally:
@@ -160,7 +176,8 @@ class MemoryWriter:
             log.warning("%d turns not written to conversation memory (%s)", lost, why)
 
     async def _write_batch(self, taken: list[tuple[MemoryItem, float]]) -> None:
-        """Embed and upsert ``taken``, then unqueue it (a cancelled write is redone)."""
+        """Embed and upsert ``taken`` (deleting again what it wrote for a departing
+        conversation), then unqueue it (a cancelled write is redone)."""
         async with self._writing:
             items = [item for item, _ in taken]
             vectors = await asyncio.to_thread(self.embedder.embed, [i.text for i in items])
@@ -178,6 +195,18 @@ class MemoryWriter:
                 )
             for workspace_id, rows in by_workspace.items():
                 await asyncio.to_thread(self.index.upsert, workspace_id, rows)
+            if self.departing is not None:
+                gone = await self.departing([i.conversation_id for i in items])
+                for workspace_id, conversation_id in sorted(
+                    {
+                        (i.workspace_id, i.conversation_id)
+                        for i in items
+                        if i.conversation_id in gone
+                    }
+                ):
+                    await asyncio.to_thread(
+                        self.index.delete_conversation, workspace_id, conversation_id
+                    )
             if self._queue[: len(taken)] == taken:
                 del self._queue[: len(taken)]
 

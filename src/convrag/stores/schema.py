@@ -154,4 +154,11 @@ MIGRATIONS: list[str] = [
     # A run's checkpointer looks up whose conversations a thread holds before it loads
     # the thread (``stores.checkpoints``): by thread, not by conversation.
     """CREATE INDEX conversation_threads_thread ON conversation_threads (thread_id)""",
+    # A conversation's delete under way, for every process sharing the database: set
+    # (with the deleting process's liveness key, see ``owner``) before its vectors and
+    # checkpoints are cleared, so that no turn starts in it meanwhile. A mark whose
+    # process is gone, or older than ``DELETE_MARK_S``, no longer counts.
+    """ALTER TABLE conversations
+        ADD COLUMN deleting_since TIMESTAMPTZ,
+        ADD COLUMN deleting_owner INTEGER""",
 ]

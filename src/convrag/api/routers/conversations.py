@@ -35,7 +35,7 @@ from convrag.api.schemas import (
 )
 from convrag.api.turns import ConversationBusy
 from convrag.conversations import delete_conversation as delete_everywhere
-from convrag.stores.conversations import CitedSource
+from convrag.stores.conversations import CitedSource, ConversationInUse
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
@@ -245,7 +245,7 @@ def _inert(text: str) -> str:
         {
             404: _NOT_FOUND,
             409: "The conversation is still answering a message, or another delete of "
-            "it is under way.",
+            "it is under way (in any worker).",
         }
     ),
 )
@@ -257,10 +257,11 @@ async def delete_conversation(
 ) -> Response:
     """Delete the conversation, its turns, citations, checkpoints and memory vectors.
 
-    A message sent while it is deleted gets 409 (``the conversation is being deleted``)."""
+    A message sent while it is deleted gets 409 (``the conversation is being deleted``),
+    whichever worker it reaches: the delete marks the conversation in the database."""
     try:
         async with runner.deleting(workspace, conversation_id):
             await delete_everywhere(assistant, workspace, conversation_id)
-    except ConversationBusy as exc:
+    except (ConversationBusy, ConversationInUse) as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return Response(status_code=204)

@@ -332,8 +332,9 @@ async def stop_answer(
     the next message at once.
 
     A client that merely disconnects does not stop its answer (it is finished and stored).
-    ``stopped`` is false when nothing was being answered, or, with several workers, when
-    another worker answers it."""
+    With several workers, the one answering it is asked to stop it, and the reply waits
+    until it has (503 if it has not within 10 s). ``stopped`` is false when nothing was
+    being answered."""
     turn_id = await runner.stop(workspace, conversation_id)
     return StopOut(conversation_id=conversation_id, stopped=turn_id is not None, turn_id=turn_id)
 
