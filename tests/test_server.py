@@ -399,6 +399,43 @@ async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
         assert again.status_code == 200
 
 
+async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_of_a_409(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that reads the stored answer back may send its next message (or delete
+    the conversation) while the run is still writing its checkpoint: it got a 409."""
+    checkpoints = services.db.checkpoints
+    write = checkpoints.aput
+    slowed = asyncio.Event()
+
+    async def slow_first_write(*args: Any, **kwargs: Any) -> Any:
+        if not slowed.is_set():
+            slowed.set()
+            await asyncio.sleep(1.5)  # the answer is stored; its checkpoint is slow
+        return await write(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoints, "aput", slow_first_write)
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        first = asyncio.create_task(
+            _sse(client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant))
+        )
+        for _ in range(200):
+            turns = (await client.get(url, headers=_auth(tenant))).json()["turns"]
+            if turns and turns[0]["status"] == "done":
+                break
+            await asyncio.sleep(0.02)
+        assert not first.done()  # its run is still writing the checkpoint
+        again = await client.post(
+            f"{url}/messages",
+            json={"content": "And the bonus?"},
+            headers={**_auth(tenant), "Accept": "application/json"},
+        )
+        assert again.status_code == 200, again.text
+        assert (await first)[-1][0] == "done"
+
+
 async def test_a_stopped_answer_ends_its_stream_is_stored_failed_and_the_next_message_goes(
     base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:

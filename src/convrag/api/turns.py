@@ -72,6 +72,10 @@ SHUTTING_DOWN = "the service is shutting down; ask again in a moment"
 #: database to stop a turn (:meth:`TurnRunner.stop_requested`).
 STOP_CHANNEL = "convrag_stop"
 
+#: How long a message (or a delete) waits for the run of the conversation's previous
+#: turn to end once that turn's answer is stored, before it is refused as busy.
+ANSWERED_WAIT_S = 5.0
+
 #: How long a stop waits for another process to store the turn it was asked to stop.
 STOP_WAIT_S = 10.0
 
@@ -142,18 +146,22 @@ class TurnRunner:
         self._stopper: asyncio.Task[None] | None = None
         self._deleting: set[str] = set()
         """Conversations being deleted (:meth:`deleting`), by the same key as ``active``."""
+        self._answered: set[str] = set()
+        """Conversations whose running turn has stored its answer (``persist`` is done),
+        by the same key as ``active``."""
         self._asked: set[asyncio.Task[str | None]] = set()
         """Stops that other processes asked for (:meth:`stop_requested`), under way."""
 
-    def start(
+    async def start(
         self, conversation_id: str, payload: InputState, context: Context
     ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
         """Run the turn in a task. Without a ``turn_request`` the turn gets a new id here,
         so that a failure can be recorded on its stored row. Once :meth:`stop_all` has
         run (shutdown), a 503 that the client may retry elsewhere or later."""
+        key = _key(context.workspace_id, conversation_id)
+        await self._finished(key)
         if self.shutting_down:
             raise unavailable(SHUTTING_DOWN)
-        key = _key(context.workspace_id, conversation_id)
         if key in self._deleting:
             raise ConversationBusy(BEING_DELETED)
         if key in self.active:
@@ -171,9 +179,19 @@ class TurnRunner:
             if self.active.get(key) is task:
                 self.active.pop(key, None)
                 self.turn_ids.pop(key, None)
+                self._answered.discard(key)
 
         task.add_done_callback(forget)
         return queue, task
+
+    async def _finished(self, key: str) -> None:
+        """Wait for the conversation's run in this process if its answer is stored
+        already, up to :data:`ANSWERED_WAIT_S`: the run is only writing its checkpoint,
+        and a client that has read the answer back (or its ``done`` event) may send the
+        next message, or delete, at once. A run still answering is not waited for."""
+        task = self.active.get(key)
+        if task is not None and key in self._answered:
+            await asyncio.wait({task}, timeout=ANSWERED_WAIT_S)
 
     @asynccontextmanager
     async def deleting(self, workspace_id: str, conversation_id: str) -> AsyncIterator[None]:
@@ -186,6 +204,7 @@ class TurnRunner:
         sharing the database are held by the delete's own mark there
         (:func:`convrag.conversations.delete_conversation`)."""
         key = _key(workspace_id, conversation_id)
+        await self._finished(key)
         if key in self._deleting:
             raise ConversationBusy(BEING_DELETED)
         if key in self.active:
@@ -322,12 +341,18 @@ class TurnRunner:
                 payload,
                 self.assistant.config(conversation_id),
                 context=self.assistant.context(context.workspace_id, context),
-                stream_mode=["custom", "values"],
+                # "updates": persist's own update arrives as it ends; the last "values"
+                # only after the run has written its checkpoint.
+                stream_mode=["custom", "values", "updates"],
                 durability=self.assistant.durability,
             ):
                 part = cast(dict[str, Any], chunk)
                 if mode == "values":
                     result.state = part
+                    continue
+                if mode == "updates":
+                    if "persist" in part:
+                        self._answered.add(_key(context.workspace_id, conversation_id))
                     continue
                 event = part.get("event")
                 data = {k: v for k, v in part.items() if k != "event"}

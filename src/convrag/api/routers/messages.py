@@ -275,7 +275,7 @@ async def post_message(
             return await _joined(request, conversation_id, previous)
         payload["turn_request"] = TurnRequest(turn_id=turn_id, idempotency_key=key)
     try:
-        queue, task = runner.start(
+        queue, task = await runner.start(
             conversation_id,
             payload,
             turn_context(workspace, body.rag, runner.assistant.services, create_conversation=False),

@@ -140,7 +140,7 @@ async def chat_completions(
     counter = UsageMetadataCallbackHandler()
     token = _TURN_USAGE.set(counter)
     try:  # the turn's task is created here, in a context that holds its counter
-        queue, task = runner.start(conversation_id, payload, context)
+        queue, task = await runner.start(conversation_id, payload, context)
     finally:
         _TURN_USAGE.reset(token)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
