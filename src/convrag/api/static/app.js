@@ -2,7 +2,8 @@
 // rename and delete conversations, send a question and show its answer as the server
 // streams it (server-sent events read from a fetch body, since EventSource can neither
 // POST nor send an Authorization header), rendered from a small Markdown subset, with
-// each [n] in the answer previewed on hover and opened in the sources panel on click;
+// each [n] in the answer previewed on hover and opened in the sources panel on click,
+// where the passage shows what the answer quoted from it marked;
 // stop an answer while it streams; rate answers; list, upload and delete documents.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
@@ -23,12 +24,16 @@
 //       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
 //       .stopped-note (stopped while it streamed, or stored as stopped)
 //       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
-//       .sources > li.source#turn-T-source-n (.badge .source-title .page .snippet)
+//       a.md-link (an http(s) link of the answer's Markdown)
+//       .sources > li.source#turn-T-source-n > button.source-open[data-n]
+//       (.badge .source-title .page; opens the panel: the passage is shown there only)
 //       .feedback[data-rating] (.thumb-up .thumb-down [aria-pressed] .feedback-comment)
 //   #cite-preview (role=tooltip: .preview-title .preview-page .preview-snippet)
 //   #sources-panel (#panel-body > .panel-source[data-n].selected: .panel-title
-//       .panel-page .panel-chunk button.load-text), #close-panel,
+//       .panel-page .panel-chunk[data-quoted] button.load-text), #close-panel,
 //       #document-view (#document-title, #document-text[data-document-id])
+//   mark.quoted (in .panel-chunk, .preview-snippet and #document-text): what the
+//       answer quoted with that [n], found word for word (a paraphrase marks nothing)
 //   #documents > li.document-item[data-id][data-status=processing|ready|failed]
 //       (.document-title .document-state button.delete-document), #more-documents,
 //       #documents-status[data-kind=done|error]
@@ -696,24 +701,214 @@
     }
   }
 
+  // ---- What the answer quoted: marked in a source's passage ---------------------------
+  //
+  // The server says where each [n] sits in the answer, not where its words are in the
+  // passage, so the page finds them there itself. The text an [n] closes (from the
+  // marker before it, or its paragraph's or list item's start) is looked for in the
+  // passage, folded the same way on both sides (folded()); when the whole of it is not
+  // there, its last sentences alone are, longest first. A no-LLM answer quotes its
+  // sentences word for word, so they are found; an LLM's paraphrase is not, and then
+  // nothing is marked rather than something it did not say.
+
+  /** The fewest characters and words of a quote worth marking: a shorter one ("Yes")
+   * would mark wherever the words happen to appear. */
+  const QUOTE_MIN_CHARS = 12;
+  const QUOTE_MIN_WORDS = 3;
+  /** A document's text longer than this is shown unmarked (folding it costs memory). */
+  const MARK_TEXT_LIMIT = 2_000_000;
+  const MARKER = /\[(\d+)\]/g;
+  const STRAIGHT_QUOTES = { "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"' };
+  const SENTENCE_END = /(?<=[.!?…]["'\u2019\u201d)*_]*)\s+/;
+
+  /** Text folded for matching: lower case, curly quotes straight, Markdown's * _ ` and \
+   * left out (the panel shows a passage's Markdown as typed, the answer renders it), and
+   * each run of spaces, line breaks and ";" one space (a no-LLM answer quotes a record's
+   * lines joined with "; "). `at[k]` is the index in `text` of the folded text's k-th
+   * character. */
+  function folded(text) {
+    let out = "";
+    const at = [];
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (c === "*" || c === "_" || c === "`" || c === "\\") continue;
+      if (c === ";" || /\s/.test(c)) {
+        if (out && !out.endsWith(" ")) {
+          out += " ";
+          at.push(i);
+        }
+        continue;
+      }
+      const lower = STRAIGHT_QUOTES[c] || c.toLowerCase();
+      for (let k = 0; k < lower.length; k++) at.push(i);
+      out += lower;
+    }
+    return { text: out, at };
+  }
+
+  /** The raw text before each [n] of the answer: from the marker before it, or from its
+   * paragraph's, list item's or heading's start (leading punctuation left out: "A [1].
+   * B [2]" gives [2] "B"). Markers side by side ("[1][2]", "[1], [2]") share one text. */
+  function quotedBy(answer, n) {
+    const quotes = [];
+    const blocks = [];
+    let block = [];
+    const end = () => {
+      if (block.length) blocks.push(block.join("\n"));
+      block = [];
+    };
+    for (const line of String(answer || "").replace(/\r\n?/g, "\n").split("\n")) {
+      const item = LIST_ITEM.exec(line);
+      const heading = item ? null : HEADING.exec(line);
+      if (!line.trim() || FENCE.test(line)) end();
+      else if (item || heading) {
+        end();
+        block.push(item ? item[3] : heading[1]);
+      } else block.push(line);
+    }
+    end();
+    for (const text of blocks) {
+      let from = 0;
+      let previous = "";
+      for (const marker of text.matchAll(MARKER)) {
+        let quote = text.slice(from, marker.index).replace(/^[\s.,;:!?)\]]+/, "").trim();
+        if (!quote) quote = previous;
+        if (quote && Number(marker[1]) === n) quotes.push(quote);
+        previous = quote;
+        from = marker.index + marker[0].length;
+      }
+    }
+    return quotes;
+  }
+
+  /** Whether a folded quote is long enough to mark. */
+  function markable(quote) {
+    return quote.length >= QUOTE_MIN_CHARS && quote.split(" ").length >= QUOTE_MIN_WORDS;
+  }
+
+  const WORD_CHARACTER = /[\p{L}\p{N}]/u;
+
+  /** Whether `text` has whole words at [at, at + length): no word goes on either side. */
+  function wholeWords(text, at, length) {
+    const before = text[at - 1] || " ";
+    const after = text[at + length] || " ";
+    const first = text[at];
+    const last = text[at + length - 1];
+    return (
+      !(WORD_CHARACTER.test(before) && WORD_CHARACTER.test(first)) &&
+      !(WORD_CHARACTER.test(after) && WORD_CHARACTER.test(last))
+    );
+  }
+
+  /** The ranges ([start, end) of `text`) that the quotes repeat, merged and in order:
+   * each quote whole, else its last sentences alone (longest first), wherever they
+   * occur; a quote that runs past the end of a passage cut short ("…") is marked up to
+   * the cut. */
+  function quoteRanges(text, quotes) {
+    if (!quotes.length || !text || text.length > MARK_TEXT_LIMIT) return [];
+    const passage = folded(text);
+    const cut = /…\s*$/.test(text) ? passage.text.replace(/\s*…\s*$/, "") : null;
+    const ranges = [];
+    const add = (start, length) => {
+      ranges.push([passage.at[start], passage.at[start + length - 1] + 1]);
+    };
+    for (const quote of quotes) {
+      const parts = quote.split(SENTENCE_END);
+      const tries = parts
+        .map((_, k) => folded(parts.slice(k).join(" ")).text.trim())
+        .filter(markable);
+      let found = false;
+      for (const q of tries) {
+        let at = passage.text.indexOf(q);
+        for (; at >= 0; at = passage.text.indexOf(q, at + 1)) {
+          if (!wholeWords(passage.text, at, q.length)) continue;
+          add(at, q.length);
+          found = true;
+          at += q.length - 1;
+        }
+        if (found) break;
+      }
+      if (found || cut === null) continue;
+      // Cut short: the longest end of the passage that starts the quote, at a word.
+      for (const q of tries) {
+        const last = cut.length - QUOTE_MIN_CHARS;
+        for (let at = Math.max(0, cut.length - q.length); at <= last && !found; at++) {
+          const tail = cut.slice(at);
+          if (wholeWords(cut, at, 1) && markable(tail) && q.startsWith(tail)) {
+            add(at, tail.length);
+            found = true;
+          }
+        }
+        if (found) break;
+      }
+    }
+    ranges.sort((a, b) => a[0] - b[0]);
+    const merged = [];
+    for (const range of ranges) {
+      const last = merged[merged.length - 1];
+      if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
+      else merged.push([...range]);
+    }
+    return merged;
+  }
+
+  /** Show `text` in `node`, each range inside a <mark class="quoted"> (text nodes only). */
+  function showMarked(node, text, ranges) {
+    const parts = [];
+    let from = 0;
+    for (const [start, end] of ranges) {
+      if (start > from) parts.push(document.createTextNode(text.slice(from, start)));
+      parts.push(element("mark", "quoted", text.slice(start, end)));
+      from = end;
+    }
+    if (from < text.length) parts.push(document.createTextNode(text.slice(from)));
+    node.replaceChildren(...parts);
+  }
+
+  /** At most `limit` characters of `text`: its start, or, when the first marked range
+   * ends past the limit, a window from shortly before that range ("…" where cut); the
+   * ranges moved with it. */
+  function excerpt(text, ranges, limit) {
+    if (text.length <= limit) return { text, ranges };
+    let start = 0;
+    if (ranges.length && ranges[0][1] > limit) {
+      start = Math.max(0, Math.min(ranges[0][0] - 40, text.length - limit));
+      const space = text.slice(start, ranges[0][0]).search(/\s/);
+      if (start > 0 && space >= 0) start += space + 1;
+    }
+    const end = Math.min(text.length, start + limit);
+    const head = start > 0 ? "…" : "";
+    const shift = head.length - start;
+    return {
+      text: `${head}${text.slice(start, end)}${end < text.length ? "…" : ""}`,
+      ranges: ranges
+        .filter(([a, b]) => b > start && a < end)
+        .map(([a, b]) => [Math.max(a, start) + shift, Math.min(b, end) + shift]),
+    };
+  }
+
   // ---- The [n] preview and the sources panel ---------------------------------------
 
-  function citeTarget(node) {
-    const link = node instanceof Element ? node.closest("a.cite") : null;
+  /** The [n] marker (or, with `selector`, another opener of a turn's source, such as a
+   * source listed under the answer) that `node` is in: its turn, source and number. */
+  function citeTarget(node, selector = "a.cite") {
+    const link = node instanceof Element ? node.closest(selector) : null;
     if (!link) return null;
     const turn = turns.get(Number(link.dataset.turn));
     const source = turn && turn.sources.get(Number(link.dataset.n));
     return source ? { link, turn, source, n: Number(link.dataset.n) } : null;
   }
 
-  function showPreview(link, source) {
+  /** The tooltip of an [n]: the source's title, page and passage, the part the answer
+   * quoted marked (and shown, when it is past the tooltip's 280 characters). */
+  function showPreview(link, turn, source, n) {
     preview.querySelector(".preview-title").textContent = sourceTitle(source);
     const page = preview.querySelector(".preview-page");
     page.textContent = pageOf(source);
     page.hidden = !page.textContent;
-    const snippet = chunkOf(source);
-    preview.querySelector(".preview-snippet").textContent =
-      snippet.length > 280 ? `${snippet.slice(0, 280)}…` : snippet;
+    const passage = chunkOf(source);
+    const shown = excerpt(passage, quoteRanges(passage, turn.quotes(n)), 280);
+    showMarked(preview.querySelector(".preview-snippet"), shown.text, shown.ranges);
     preview.hidden = false;
     link.setAttribute("aria-describedby", "cite-preview");
     const at = link.getBoundingClientRect();
@@ -741,10 +936,13 @@
     if (refocus && wasOpen && opener && opener.isConnected) opener.focus();
   }
 
-  /** The panel lists the turn's cited sources with their full passage; n is selected
-   * and takes the focus, so a keyboard user reads on from there. */
+  /** The panel lists the turn's cited sources with their full passage, what the answer
+   * quoted from each marked; n is selected and takes the focus, so a keyboard user reads
+   * on from there. */
   function openPanel(turn, n, opener) {
-    const items = [...turn.cited()].map((m) => panelItem(turn.sources.get(m), m, m === n));
+    const items = [...turn.cited()].map((m) =>
+      panelItem(turn.sources.get(m), m, m === n, turn.quotes(m)),
+    );
     panelBody.replaceChildren(...items);
     panel.hidden = false;
     panelOpener = opener || null;
@@ -759,7 +957,7 @@
     }
   }
 
-  function panelItem(source, n, selected) {
+  function panelItem(source, n, selected, quotes) {
     const item = element("section", selected ? "panel-source selected" : "panel-source");
     item.dataset.n = String(n);
     item.setAttribute("aria-label", `Source ${n}: ${sourceTitle(source)}`);
@@ -767,11 +965,16 @@
     head.append(element("span", "badge", `[${n}]`), " ", element("strong", "panel-title", sourceTitle(source)));
     const page = pageOf(source);
     if (page) head.append(" ", element("span", "panel-page page", page));
-    item.append(head, element("blockquote", "panel-chunk", chunkOf(source)));
+    const passage = chunkOf(source);
+    const chunk = element("blockquote", "panel-chunk");
+    const ranges = quoteRanges(passage, quotes);
+    showMarked(chunk, passage, ranges);
+    chunk.dataset.quoted = String(ranges.length > 0);
+    item.append(head, chunk);
     if (source.document_id) {
       const open = element("button", "load-text secondary small", "Open document text");
       open.type = "button";
-      open.addEventListener("click", () => loadDocumentText(source, open));
+      open.addEventListener("click", () => loadDocumentText(source, open, quotes));
       item.append(open);
     } else if (source.url) {
       try {
@@ -790,19 +993,27 @@
     return item;
   }
 
-  /** The document's text, fetched with the key (a plain link could not send it). */
-  async function loadDocumentText(source, button) {
+  /** The document's text, fetched with the key (a plain link could not send it), with
+   * what the answer quoted from it marked, scrolled to the passage. */
+  async function loadDocumentText(source, button, quotes) {
     button.disabled = true;
     try {
       const response = await api(`v1/documents/${encodeURIComponent(source.document_id)}/text`);
       const text = await response.text();
       documentTitle.textContent = sourceTitle(source);
-      documentText.textContent = text;
+      const ranges = quoteRanges(text, quotes);
+      showMarked(documentText, text, ranges);
       documentText.dataset.documentId = source.document_id;
       documentView.hidden = false;
       const at = text.indexOf(source.snippet ? source.snippet.slice(0, 60) : "\u0000");
       documentText.scrollTop = 0;
-      if (at > 0) {
+      // The quote in this passage (the same words may be elsewhere too), else the first.
+      const quoted = ranges.findIndex(([start]) => start >= at);
+      const mark = documentText.querySelectorAll("mark")[Math.max(0, quoted)];
+      if (mark) {
+        const top = mark.getBoundingClientRect().top - documentText.getBoundingClientRect().top;
+        documentText.scrollTop = top - 40;
+      } else if (at > 0) {
         // Roughly where the passage is: the share of the text before it.
         documentText.scrollTop = (documentText.scrollHeight * at) / text.length - 40;
       }
@@ -819,14 +1030,18 @@
   // LLMs answer in Markdown. A small subset is rendered, by building elements from the
   // text (never by parsing HTML), so that markup in an answer (an <img onerror>, a
   // <script>) stays text: paragraphs, line breaks, # headings (as a bold line),
-  // **bold**, *em*, `code`, fenced code blocks, and -, * or + and 1. lists (nested by
-  // indentation). Links and images are not made: the only links are the [n] markers.
+  // **bold**, *em*, `code`, fenced code blocks, -, * or + and 1. lists (nested by
+  // indentation), and [text](url) links to http and https URLs only (opened in a new tab,
+  // without a referrer): any other link (javascript:, data:, a relative path) and every
+  // image stay text.
 
   const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
   const LIST_ITEM = /^( *)([-*+]|\d{1,9}[.)])[ \t]+(.*)$/;
   const HEADING = /^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$/;
   const CODE_RUN = /`+/y;
   const CITATION = /\[(\d+)\]/y;
+  /** [text](url): the URL without spaces, with at most one level of parentheses. */
+  const LINK = /\[([^\[\]\n]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)/y;
   const ESCAPABLE = "\\`*_[]#+-.!()~";
 
   /** The answer's blocks as nodes; `cite(n)` gives the link for a resolvable [n], else
@@ -999,8 +1214,27 @@
     return -1;
   }
 
-  /** Inline Markdown as nodes: `code`, **bold**, *em*, \-escapes and line breaks; each
-   * resolvable [n] becomes `cite(n)`'s link. */
+  /** The link an answer's [text](url) makes, or null (it then stays text): only to an
+   * absolute http or https URL. */
+  function markdownLink(url, label) {
+    let parsed;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return null;
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+    const link = element("a", "md-link");
+    link.href = parsed.href;
+    link.rel = "noopener noreferrer";
+    link.target = "_blank";
+    // No [n] inside a link: a link in a link is no link.
+    link.append(...inlineNodes(label, () => null));
+    return link;
+  }
+
+  /** Inline Markdown as nodes: `code`, **bold**, *em*, http(s) links, \-escapes and line
+   * breaks; each resolvable [n] becomes `cite(n)`'s link. */
   function inlineNodes(text, cite) {
     const nodes = [];
     let plain = "";
@@ -1050,10 +1284,14 @@
         CITATION.lastIndex = at;
         const marker = c === "[" ? CITATION.exec(text) : null;
         const link = marker && cite(Number(marker[1]));
-        if (link) {
+        LINK.lastIndex = at;
+        // ![alt](url) is an image: left as text, like any link that is not http(s).
+        const written = c === "[" && !link && text[at - 1] !== "!" ? LINK.exec(text) : null;
+        const made = written && markdownLink(written[2], written[1]);
+        if (link || made) {
           flush();
-          nodes.push(link);
-          at += marker[0].length;
+          nodes.push(link || made);
+          at += (link ? marker : written)[0].length;
         } else {
           plain += c;
           at += 1;
@@ -1260,6 +1498,11 @@
       return [...found].sort((a, b) => a - b);
     }
 
+    /** The text the answer quoted from source n: what comes before each of its [n]. */
+    quotes(n) {
+      return quotedBy(this.text, n);
+    }
+
     /** The answer's Markdown, with each resolvable [n] as a link to source n, and the
      * cited sources listed under it. */
     render() {
@@ -1279,18 +1522,23 @@
       this.list.hidden = cited.length === 0;
     }
 
+    /** A cited source under the answer: its number, title and page, on one button that
+     * opens it in the sources panel. The passage itself is shown there only, once. */
     sourceItem(n) {
       const source = this.sources.get(n);
       const item = element("li", "source");
       item.id = this.sourceId(n);
       item.dataset.n = String(n);
-      const head = element("p", "source-head");
-      head.append(element("span", "badge", `[${n}]`), " ");
-      head.append(element("strong", "source-title", sourceTitle(source)));
+      const open = element("button", "source-open");
+      open.type = "button";
+      open.dataset.n = String(n);
+      open.dataset.turn = String(this.number);
+      open.title = "Show its passage in the sources panel";
+      open.append(element("span", "badge", `[${n}]`), " ");
+      open.append(element("strong", "source-title", sourceTitle(source)));
       const page = pageOf(source);
-      if (page) head.append(" ", element("span", "page", page));
-      item.append(head);
-      if (source.snippet) item.append(element("blockquote", "snippet", source.snippet));
+      if (page) open.append(" ", element("span", "page", page));
+      item.append(open);
       return item;
     }
 
@@ -1624,18 +1872,18 @@
   // The [n] markers are re-drawn as tokens arrive, so their events are delegated.
   log.addEventListener("mouseover", (event) => {
     const cite = citeTarget(event.target);
-    if (cite) showPreview(cite.link, cite.source);
+    if (cite) showPreview(cite.link, cite.turn, cite.source, cite.n);
   });
   log.addEventListener("mouseout", (event) => {
     if (citeTarget(event.target) && !citeTarget(event.relatedTarget)) hidePreview();
   });
   log.addEventListener("focusin", (event) => {
     const cite = citeTarget(event.target);
-    if (cite) showPreview(cite.link, cite.source);
+    if (cite) showPreview(cite.link, cite.turn, cite.source, cite.n);
   });
   log.addEventListener("focusout", hidePreview);
   log.addEventListener("click", (event) => {
-    const cite = citeTarget(event.target);
+    const cite = citeTarget(event.target) || citeTarget(event.target, "button.source-open");
     if (cite) {
       hidePreview();
       openPanel(cite.turn, cite.n, cite.link);
