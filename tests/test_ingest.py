@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,7 +13,7 @@ import pytest
 
 from convrag.assistant import open_assistant
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
-from convrag.embeddings import EmbeddingMismatch
+from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
     EMBED_SLICE,
     DocumentBusy,
@@ -352,6 +355,49 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
     assert all(ws != workspace for ws, _ in await services.db.stopped_uploads())
     assert not saved.parent.exists()  # ingested: the file and its directory are gone
+
+
+async def test_a_shutdown_names_the_ingest_it_waits_for_and_stops_one_that_overruns_to_resume(
+    services: Services,
+    workspace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The child's batch outlasts the shutdown's wait: the log says what the shutdown
+    waits for and that it stopped it, and the upload resumes at the next start."""
+    import convrag.services
+
+    embed = services.bulk.embed
+    embedding = asyncio.Event()
+
+    async def slow_batch(texts: Sequence[str]) -> Matrix:
+        embedding.set()
+        await asyncio.sleep(10)  # far past the wait below
+        return await embed(texts)
+
+    monkeypatch.setattr(services.bulk, "embed", slow_batch)
+    monkeypatch.setattr(convrag.services, "STOP_WAIT_S", 0.2)
+    (doc_id,) = await accept_upload(services, workspace, "rules.txt", b"Staff park on level 2.")
+    await embedding.wait()
+    try:
+        with caplog.at_level(logging.INFO, logger="convrag.services"):
+            await services.stop()
+    finally:
+        services.stopping.clear()
+    assert [r.getMessage() for r in caplog.records if r.name == "convrag.services"] == [
+        "shutting down: waiting for the ingest of rules.txt to finish its batch (up to 0.2 s; "
+        "it resumes at the next start)",
+        "shutting down: the ingest of rules.txt did not finish its batch in 0.2 s; stopped "
+        "in the middle of it (the ingest process completes the batch in hand before it exits)",
+    ]
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "processing"
+    assert row["error"] == STOPPED_DOCUMENT
+    monkeypatch.undo()
+    assert await resume_stopped_uploads(services) >= 1
+    await services.drain()
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
 
 
 async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothing_half_written(

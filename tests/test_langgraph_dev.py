@@ -7,6 +7,7 @@ shared data directory, and checkpoints into our Postgres through langgraph.json'
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -19,9 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from convrag.assistant import STOPPED_TURN
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
+from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import thread_rows
 from tests.graph.conftest import EMPLOYEES
 
@@ -35,7 +38,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def dev_server(settings: object, services: Services) -> Iterator[str]:
+def dev_llm() -> Iterator[OpenAIStub]:
+    """An OpenAI-compatible stub the dev server reaches (``OPENAI_BASE_URL``): a run's
+    context picks it with ``llm_model``; without, runs take the no-LLM path."""
+    with OpenAIStub.in_thread() as stub:
+        yield stub
+
+
+@pytest.fixture
+def dev_server(settings: object, services: Services, dev_llm: OpenAIStub) -> Iterator[str]:
     port = _free_port()
     assert port != 2024
     env = {
@@ -43,6 +54,7 @@ def dev_server(settings: object, services: Services) -> Iterator[str]:
         "CONVRAG_DATA_DIR": str(services.settings.data_dir),
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
+        "OPENAI_BASE_URL": dev_llm.base_url,
     }
     exe = Path(sys.executable).with_name("langgraph")
     log = open(services.settings.data_dir / "langgraph-dev.log", "wb")  # noqa: SIM115
@@ -184,3 +196,55 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
             )
         ).fetchone()
     assert row is not None and row["n"] >= 2
+
+
+async def test_a_run_cancelled_or_failing_under_langgraph_dev_stores_its_turn_failed_saying_why(
+    services: Services, workspace: str, tmp_path: Path, dev_server: str, dev_llm: OpenAIStub
+) -> None:
+    """Studio's Cancel (SDK ``runs.cancel``) while the answer is being written, or a run
+    that fails: the turn is stored failed with why, not left ``processing`` until a
+    restart (as the Python API and the HTTP service store theirs)."""
+    from langgraph_sdk import get_client
+
+    path = tmp_path / "employee_data.txt"
+    path.write_text(EMPLOYEES)
+    await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
+    dev_llm.add_rule("CURRENT QUESTION", Reply(content="Slowly. [1]", delay_s=120.0))
+    client = get_client(url=dev_server)
+    thread = await client.threads.create()
+    run = await client.runs.create(
+        thread["thread_id"],
+        "convrag",
+        input={"message": "What is Prasad Chaudhari's salary?"},
+        context={"workspace_id": workspace, "llm_model": "openai:stub", "rewrite_model": "none"},
+    )
+    for _ in range(600):  # until the answer's LLM call is under way (the stub holds it)
+        if any("CURRENT QUESTION" in str(r) for r in dev_llm.requests):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the run never asked the LLM for its answer")
+    await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+    turns = await services.db.turn_details(workspace, thread["thread_id"])
+    assert [(t.question, t.status, t.error) for t in turns] == [
+        ("What is Prasad Chaudhari's salary?", "failed", STOPPED_TURN)
+    ]
+    # A workspace embedded with another model fails the run (no fallback answers for it).
+    other = f"{workspace}-m"
+    await services.db.claim_embedding_model(other, "local:some-other-model")
+    thread = await client.threads.create()
+    errors = [
+        part.data
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            "convrag",
+            input={"message": "What is Prasad Chaudhari's salary?"},
+            context={"workspace_id": other, "llm_model": "none"},
+        )
+        if part.event == "error"
+    ]
+    assert errors and errors[0]["error"] == "EmbeddingMismatch", errors
+    [turn] = await services.db.turn_details(other, thread["thread_id"])
+    assert turn.status == "failed" and turn.error is not None
+    assert turn.error.startswith("EmbeddingMismatch: workspace"), turn.error
+    assert "some-other-model" in turn.error

@@ -26,8 +26,10 @@ from convrag.config import Settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
+from convrag.records import Citation, Source
 from convrag.services import Services, open_services
-from convrag.state import InputState, State
+from convrag.state import Classification, InputState, State
+from convrag.stores.conversations import TurnRecord
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +92,11 @@ class Assistant:
         """Answer one turn and return the final state.
 
         The turn is stored from its start; should the run fail, it is marked ``failed``
-        with a short reason (the question stays) and the error is raised. ``turn_id``
-        (a UUID) answers a turn that failed before again under the same id.
+        with a short reason (the question stays) and the error is raised. A run that
+        fails after ``persist`` stored its answer (the checkpoint written as the run
+        ends, say) is answered: the turn read back from the store
+        (:meth:`answered_anyway`, :func:`stored_state`), with a warning in the log.
+        ``turn_id`` (a UUID) answers a turn that failed before again under the same id.
         """
         ctx = self.context(workspace_id, context)
         turn_id = turn_id or str(uuid.uuid4())
@@ -103,10 +108,65 @@ class Assistant:
                 payload, self.config(conversation_id), context=ctx, durability=self.durability
             )
         except BaseException as exc:  # a cancelled run too: its turn must not stay busy
+            if isinstance(exc, Exception):
+                stored = await self.answered_anyway(ctx.workspace_id, conversation_id, turn_id, exc)
+                if stored is not None:
+                    await self._settle_after_failure(conversation_id)
+                    turn, citations = stored
+                    return stored_state(
+                        turn,
+                        citations,
+                        workspace_id=ctx.workspace_id,
+                        conversation_id=conversation_uuid(conversation_id),
+                    )
             await asyncio.shield(self.fail_turn(ctx.workspace_id, turn_id, exc))
             raise
         await self.settle(conversation_id)
         return cast(State, result)
+
+    async def answered_anyway(
+        self, workspace_id: str, conversation_id: str, turn_id: str, exc: Exception
+    ) -> tuple[TurnRecord, list[Citation]] | None:
+        """Turn ``turn_id`` and its citations as stored, if its run raised ``exc`` after
+        ``persist`` had committed it as ``done``: then only a write after it failed
+        (LangGraph's checkpoint at the run's end, on a full disk or a database that
+        blinked), and the turn stands as answered for the caller as it does in the store
+        (the next turn reads its history from the stored turns, not from that
+        checkpoint). Logs a warning naming what failed.
+
+        None when the turn is not ``done``, cannot be read back either, or ``exc`` says
+        the run never answered it: refused (another run's turn, a conversation being
+        deleted, another workspace's, bad input), when a ``done`` row is someone else's
+        answer. Every surface that answers a turn asks here: the Python API
+        (:meth:`ask`, :meth:`stream`) and the HTTP service
+        (:meth:`convrag.api.turns.TurnRunner.answered_anyway`)."""
+        if _refused(exc) or _conflict(exc):
+            return None
+        db = self.services.db
+        conversation_id = conversation_uuid(conversation_id)
+        try:
+            turn = await db.get_turn(workspace_id, conversation_id, turn_id)
+            if turn is None or turn.status != "done":
+                return None
+            citations = await db.citations(workspace_id, turn.id) or []
+        except Exception:
+            log.warning("reading turn %s back after its run failed did not work", turn_id)
+            return None
+        log.warning(
+            "turn %s is answered and stored, but a write after it failed: %s",
+            turn_id,
+            failure_reason(exc),
+            exc_info=exc,
+        )
+        return turn, citations
+
+    async def _settle_after_failure(self, conversation_id: str) -> None:
+        """:meth:`settle` after a run answered despite a failed write: best effort (the
+        store that failed may still be failing; the next turn prunes again)."""
+        try:
+            await self.settle(conversation_id)
+        except Exception:
+            log.warning("pruning the checkpoints of %s failed", conversation_id, exc_info=True)
 
     async def fail_turn(self, workspace_id: str, turn_id: str, exc: BaseException) -> None:
         """Log the failure (once, with its traceback) and mark the turn ``failed`` with
@@ -114,10 +174,7 @@ class Assistant:
         another run's turn, or a conversation being deleted, leaves that one alone and is
         no failure). Best effort: when the
         database itself is down, the turn stays ``processing`` until restart recovery."""
-        from convrag.nodes.load_history import ConversationBusy, TurnConflict
-        from convrag.stores.conversations import ConversationInUse
-
-        if isinstance(exc, (TurnConflict, ConversationBusy, ConversationInUse)):
+        if _conflict(exc):
             return
         reason = failure_reason(exc)
         if _refused(exc):  # stopped by the caller, or the request's fault: no traceback
@@ -163,7 +220,9 @@ class Assistant:
 
         ``message=None`` resumes the thread's interrupted or crashed run. A stream that
         fails, or that the caller stops early (``aclose``, a cancelled task), marks its
-        turn failed, as :meth:`ask` does, so the next message is not refused as busy.
+        turn failed, as :meth:`ask` does, so the next message is not refused as busy. One
+        that fails after ``persist`` stored the answer (:meth:`answered_anyway`) ends
+        without raising, having yielded ``persist``'s update.
         """
         ctx = self.context(workspace_id, context)
         turn_id = str(uuid.uuid4())
@@ -187,6 +246,12 @@ class Assistant:
                 yield mode, chunk
         except BaseException as exc:
             if payload is not None:
+                if isinstance(exc, Exception) and await self.answered_anyway(
+                    ctx.workspace_id, conversation_id, turn_id, exc
+                ):
+                    # persist's update is out already: the stream ends as a finished one.
+                    await self._settle_after_failure(conversation_id)
+                    return
                 await asyncio.shield(self.fail_turn(ctx.workspace_id, turn_id, exc))
             raise
         await self.settle(conversation_id)
@@ -194,6 +259,61 @@ class Assistant:
 
 STOPPED_TURN = "interrupted: the run was stopped before its answer"
 """The reason a turn whose run was cancelled or closed early is stored with."""
+
+
+def stored_state(
+    turn: TurnRecord, citations: list[Citation], *, workspace_id: str, conversation_id: str
+) -> State:
+    """The final state of an answered turn, as far as the store keeps it: what
+    :meth:`Assistant.ask` returns for a run that failed after ``persist`` stored its
+    answer (:meth:`Assistant.answered_anyway`). Each source's ``text`` is the snippet
+    its citation kept (empty for one the answer did not cite); what only the run held
+    (history, retrieval hits, drafts, the repetition verdict) is absent."""
+    snippets = {c["source_index"]: c["snippet"] for c in citations}
+    sources = [
+        Source(
+            id=str(s["id"]),
+            source_type=s["type"],
+            document_id=s.get("document_id"),
+            title=s.get("title"),
+            text=snippets.get(int(s["n"]), ""),
+            url=s.get("url"),
+            score=float(s.get("score") or 0.0),
+            page=s.get("page"),
+        )
+        for s in turn.sources
+    ]
+    meta = turn.metadata or {}
+    state = State(
+        message=turn.question,
+        conversation_id=conversation_id,
+        workspace_id=workspace_id,
+        turn_id=turn.id,
+        classification=cast(Classification, turn.intent or "standalone"),
+        rewritten_query=turn.contextualized_query or turn.question,
+        sources=sources,
+        answer=turn.answer,
+        citations=citations,
+        entities=list(turn.entities_mentioned),
+        regenerations=int(meta.get("regenerations") or 0),
+        flags=turn.flags,
+        errors=dict(meta.get("errors") or {}),
+        timings=dict(meta.get("timings_ms") or {}),
+        persisted=True,
+    )
+    if meta.get("rewrite_method"):
+        state["rewrite_method"] = meta["rewrite_method"]
+    return state
+
+
+def _conflict(exc: BaseException) -> bool:
+    """Whether a run was refused for another run's sake: its turn id names another
+    run's turn, its conversation answers another message or is being deleted. That
+    turn, if any, is not this run's to mark or to answer with."""
+    from convrag.nodes.load_history import ConversationBusy, TurnConflict
+    from convrag.stores.conversations import ConversationInUse
+
+    return isinstance(exc, (TurnConflict, ConversationBusy, ConversationInUse))
 
 
 def _refused(exc: BaseException) -> bool:

@@ -407,11 +407,14 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
         except IngestStopped:  # the next start takes it up again, from the saved file
             await services.db.mark_stopped(workspace_id, ids)
             return
+        except asyncio.CancelledError:  # a shutdown that did not wait for the batch
+            await asyncio.shield(services.db.mark_stopped(workspace_id, ids))
+            raise
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
         await asyncio.to_thread(_remove_upload, settings.data_dir, path)
 
-    services.spawn(run())
+    services.spawn(run(), ingest_of=filename)
     return ids
 
 

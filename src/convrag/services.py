@@ -61,6 +61,9 @@ class Services:
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    ingests: dict[asyncio.Task[None], str] = field(default_factory=dict)
+    """The background tasks that ingest uploads, each with its file's name, for the
+    shutdown's log."""
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the process shuts down: long background work (an upload's ingest) stops
     at its next batch boundary instead of holding the shutdown up."""
@@ -68,11 +71,18 @@ class Services:
     def __post_init__(self) -> None:
         self.sentences = RememberingEmbedder(self.embedder)
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run work off the hot path, keeping a reference so it is not collected."""
+    def spawn(self, coro: Coroutine[Any, Any, None], *, ingest_of: str | None = None) -> None:
+        """Run work off the hot path, keeping a reference so it is not collected.
+        ``ingest_of`` names the file that the work ingests, if it is an ingest."""
         task = asyncio.get_running_loop().create_task(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
+        if ingest_of is not None:
+            self.ingests[task] = ingest_of
+            task.add_done_callback(self._forget_ingest)
+
+    def _forget_ingest(self, task: asyncio.Task[None]) -> None:
+        self.ingests.pop(task, None)
 
     async def drain(self) -> None:
         """Finish background work now (tests and shutdown)."""
@@ -81,10 +91,46 @@ class Services:
         await self.memory.flush()
 
     async def stop(self) -> None:
-        """At shutdown: ask background work to stop at its next boundary, then wait for
-        it (:meth:`drain`)."""
+        """At shutdown: ask background work to stop at its next boundary and wait for it
+        up to :data:`STOP_WAIT_S`, then stop what is still running where it is, and
+        :meth:`drain`.
+
+        An ingest stops at its next batch boundary, once its child process has finished
+        the batch in hand: seconds that the log names, since nothing else says why a
+        shutdown waits. Stopped at a boundary or, past the wait, in the middle of a
+        batch, an upload's ingest resumes at the next start (a batch's stores are
+        written in an order that a rerun converges from, see
+        :func:`~convrag.ingest.ingest_documents`)."""
         self.stopping.set()
+        if self.ingests:
+            log.info(
+                "shutting down: waiting for the ingest of %s to finish its batch (up to %g s; "
+                "it resumes at the next start)",
+                ", ".join(sorted(self.ingests.values())),
+                STOP_WAIT_S,
+            )
+        if self.background:
+            _, running = await asyncio.wait(set(self.background), timeout=STOP_WAIT_S)
+            late = sorted(self.ingests[t] for t in running if t in self.ingests)
+            if late:
+                log.warning(
+                    "shutting down: the ingest of %s did not finish its batch in %g s; stopped "
+                    "in the middle of it (the ingest process completes the batch in hand "
+                    "before it exits)",
+                    ", ".join(late),
+                    STOP_WAIT_S,
+                )
+            for task in running:
+                task.cancel()
         await self.drain()
+
+
+STOP_WAIT_S = 5.0
+"""How long a shutdown waits for background work to stop at its next boundary: an
+ingest's, once its child process has finished the batch in hand (a slice of 64 chunks
+takes a second or two on two cores, but several ingests' batches queue for the one
+child, and chunking a large file is one longer batch). Those still queued then are
+dropped; the one in hand is still finished before the process exits."""
 
 
 #: The advisory lock that serialises the setup of processes sharing a database.

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
+from psycopg import OperationalError
 
 from convrag.assistant import Assistant
 from convrag.context import Context
@@ -118,3 +122,85 @@ async def test_an_in_flight_turn_is_visible_as_processing_while_it_runs(
     [done] = await _rows(services, conv)
     assert done["id"] == state["turn_id"] and done["status"] == "done"
     assert done["answer"] == state["answer"] and "$80,000" in state["answer"]
+
+
+class _FailsOnce:
+    """The checkpointer's ``aput``, failing its first call as a database that blinked
+    would: with ``durability="exit"`` that is the checkpoint written as the run ends,
+    after ``persist`` committed the turn."""
+
+    def __init__(self, aput: Callable[..., Awaitable[Any]]) -> None:
+        self.aput = aput
+        self.calls = 0
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            raise OperationalError("consuming input failed: server closed the connection")
+        return await self.aput(*args, **kwargs)
+
+
+async def test_ask_answers_with_the_stored_turn_when_the_checkpoint_write_after_persist_fails(
+    assistant: Assistant,
+    services: Services,
+    seeded: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failing = _FailsOnce(services.db.checkpoints.aput)
+    monkeypatch.setattr(services.db.checkpoints, "aput", failing)
+    conv = await assistant.new_conversation(seeded)
+    ctx = Context(workspace_id=seeded, llm_model="none")
+    with caplog.at_level(logging.WARNING, logger="convrag.assistant"):
+        state = await assistant.ask(
+            "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+        )
+    assert failing.calls == 1
+    [turn] = await services.db.turn_details(seeded, conv)
+    assert turn.status == "done" and "$120,000" in turn.answer
+    # What the CLI prints of a turn, read back from the store.
+    assert state["answer"] == turn.answer and state["turn_id"] == turn.id
+    assert state["conversation_id"] == conv and state["classification"] == "standalone"
+    assert state["rewritten_query"] == turn.contextualized_query
+    assert state["citations"] == await services.db.citations(seeded, turn.id)
+    assert state["citations"] and state["sources"][0]["title"] == "employee_data"
+    assert state["flags"] == turn.flags and state["timings"]["synthesize"] > 0
+    assert "a write after it failed: the database was unavailable" in caplog.text
+    # The conversation goes on.
+    state = await assistant.ask("And John Doe's?", conv, workspace_id=seeded, context=ctx)
+    assert [t.status for t in await services.db.turn_details(seeded, conv)] == ["done", "done"]
+
+
+async def test_a_stream_failing_after_persist_stored_its_answer_ends_without_raising(
+    assistant: Assistant, services: Services, seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services.db.checkpoints, "aput", _FailsOnce(services.db.checkpoints.aput))
+    conv = await assistant.new_conversation(seeded)
+    ctx = Context(workspace_id=seeded, llm_model="none")
+    updates = [
+        chunk
+        async for mode, chunk in assistant.stream(
+            "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+        )
+        if mode == "updates"
+    ]
+    [turn] = await services.db.turn_details(seeded, conv)
+    assert turn.status == "done" and updates[-1]["persist"]["answer"] == turn.answer
+
+
+async def test_ask_still_raises_when_the_run_fails_before_its_turn_is_stored_done(
+    assistant: Assistant, services: Services, seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def down(*_: object, **__: object) -> None:
+        raise OperationalError("consuming input failed: server closed the connection")
+
+    monkeypatch.setattr(services.db, "complete_turn", down)
+    monkeypatch.setattr(services.db.checkpoints, "aput", _FailsOnce(services.db.checkpoints.aput))
+    conv = await assistant.new_conversation(seeded)
+    ctx = Context(workspace_id=seeded, llm_model="none")
+    with pytest.raises(OperationalError):
+        await assistant.ask(
+            "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
+        )
+    [turn] = await services.db.turn_details(seeded, conv)
+    assert (turn.status, turn.error) == ("failed", "the database was unavailable")

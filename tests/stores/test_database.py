@@ -391,3 +391,31 @@ async def test_a_turn_starting_while_its_conversation_is_deleted_finds_no_conver
             await asyncio.sleep(0.01)
     assert await starting is None
     assert await db.all_turns(workspace, conv) == []
+
+
+async def test_a_handle_fails_only_the_turns_it_started_and_left_unanswered(
+    db: Database, workspace: str
+) -> None:
+    """What ``langgraph dev`` does when a run with services of its own ends on an
+    error or a cancel: another handle's running turn, and an answered one, stay."""
+    from convrag.stores.conversations import TurnStart
+
+    mine, answered, theirs = [await db.create_conversation(workspace) for _ in range(3)]
+    async with Database.from_url(db.pool.conninfo, max_size=2) as run:
+        left = TurnStart(workspace, mine, str(uuid.uuid4()), "Left?")
+        done = TurnStart(workspace, answered, str(uuid.uuid4()), "Done?")
+        for start in (left, done):
+            started = await run.start_turn(start, 5)
+            assert started is not None and started.started
+        answer = _turn(workspace, answered, "Done?")
+        answer.id = done.turn_id
+        assert await run.complete_turn(answer)
+        other = TurnStart(workspace, theirs, str(uuid.uuid4()), "Elsewhere?")
+        started = await db.start_turn(other, 5)
+        assert started is not None and started.started
+        assert await run.fail_own_turns("interrupted: stopped") == [left.turn_id]
+    assert [
+        (t.status, t.error) for c in (mine, answered) for t in await db.turn_details(workspace, c)
+    ] == [("failed", "interrupted: stopped"), ("done", None)]
+    running = await db.get_turn(workspace, theirs, other.turn_id)
+    assert running is not None and running.status == "processing"

@@ -15,8 +15,9 @@ are stopped (:meth:`~convrag.api.turns.TurnRunner.stop_all`): their streams end 
 ``error`` event (``shutting_down``) rather than being cut, and they are stored as
 failed. The lifespan's shutdown then waits up to :data:`SHUTDOWN_TURN_WAIT_S` for any
 turn still running (none, unless no signal was seen: another server, another thread)
-and stops those left, and an upload's ingest stops at its next batch boundary, to
-resume at the next start, before the stores close.
+and stops those left, and an upload's ingest stops at its next batch boundary (waited
+for up to :data:`~convrag.services.STOP_WAIT_S`, with a log line saying so), to resume
+at the next start, before the stores close.
 """
 
 from __future__ import annotations

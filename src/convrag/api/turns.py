@@ -463,26 +463,13 @@ class TurnRunner:
         self, workspace_id: str, conversation_id: str, turn_id: str, exc: Exception
     ) -> AnswerOut | None:
         """The stored reply of turn ``turn_id`` if its run raised ``exc`` after ``persist``
-        had committed it as ``done``: then only a write after it failed (LangGraph's
-        checkpoint at the run's end, on a full disk say), and the turn stands as answered
-        for the client as it does in the store (the next turn reads its history from the
-        stored turns, not from that checkpoint). None when the turn is not ``done``, or
-        cannot be read back either."""
-        db = self.assistant.services.db
-        try:
-            turn = await db.get_turn(workspace_id, conversation_id, turn_id)
-            if turn is None or turn.status != "done":
-                return None
-            citations = await db.citations(workspace_id, turn_id) or []
-        except Exception:
-            log.warning("reading turn %s back after its run failed did not work", turn_id)
+        had committed it as ``done`` (:meth:`~convrag.assistant.Assistant.answered_anyway`,
+        which the Python API's ``ask`` asks too): the turn stands as answered for the
+        client as it does in the store. None when it does not."""
+        stored = await self.assistant.answered_anyway(workspace_id, conversation_id, turn_id, exc)
+        if stored is None:
             return None
-        log.warning(
-            "turn %s is answered and stored, but a write after it failed: %s",
-            turn_id,
-            failure_reason(exc),
-            exc_info=exc,
-        )
+        turn, citations = stored
         return stored_answer(conversation_id, turn, citations)
 
     async def _settle(self, conversation_id: str) -> None:

@@ -935,6 +935,25 @@ class ConversationStore(PooledStore):
             )
             return cur.rowcount > 0
 
+    async def fail_own_turns(self, reason: str) -> list[str]:
+        """Mark ``failed`` with a short ``reason`` every turn that this handle started
+        (its liveness key is the turn's ``owner``) and that is still ``processing``;
+        their ids. For a handle opened for one run (``langgraph dev``'s): what is still
+        ``processing`` when that run ends will never be answered."""
+        if self.owner is None:
+            return []
+        async with self.pool.connection() as conn:
+            rows = await (
+                await conn.execute(
+                    """UPDATE conversation_turns SET status = 'failed', error = %s,
+                              updated_at = now()
+                       WHERE status = 'processing' AND owner = %s
+                       RETURNING id::text AS id""",
+                    (reason[:500], self.owner),
+                )
+            ).fetchall()
+        return [str(r["id"]) for r in rows]
+
     async def get_turn(
         self, workspace_id: str, conversation_id: str, turn_id: str
     ) -> TurnRecord | None:
