@@ -321,6 +321,17 @@ def test_rows_that_each_hold_an_asked_value_the_other_lacks_are_both_quoted() ->
     assert "Europe" in answer and "Asia" in answer and "Africa" not in answer
 
 
+def test_a_row_the_table_lacks_is_not_found_rather_than_answered_by_other_rows() -> None:
+    rows = source(
+        "| Region | Hotel per night |\n| --- | --- |\n| Europe | 200 EUR |\n"
+        "| North America | 250 USD |\n"
+    )
+    absent = extractive_answer("What is the hotel limit per night in Africa?", [rows])
+    assert absent == NO_SOURCES_ANSWER
+    held = extractive_answer("What is the hotel limit per night in Europe?", [rows])
+    assert held.startswith("Region: Europe; Hotel per night: 200 EUR [1]")
+
+
 def test_a_question_in_a_script_other_than_latin_is_answered_by_its_words() -> None:
     travel = source(
         "يجب حجز تذاكر القطار عبر مكتب السفر.\n\nالحد الأقصى للفندق 200 دولار في الليلة."

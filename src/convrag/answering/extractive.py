@@ -20,6 +20,7 @@ from convrag.answering.ranking import (
 from convrag.answering.replies import NO_SOURCES_ANSWER
 from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
+from convrag.text.entities import extract_entities
 from convrag.text.tokens import expand_acronyms
 from convrag.text.units import (
     is_question,
@@ -85,7 +86,10 @@ def extractive_answer(
         scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
     if scored and history:
         scored = [scored[0], *_drop_repeats(scored[1:], query, history)]
-    if scored and _lacks_asked_field(scored[0][3], query, sources):
+    if scored and (
+        _lacks_asked_field(scored[0][3], query, sources)
+        or _names_an_absent_row(scored[0][3], query, sources)
+    ):
         return NO_SOURCES_ANSWER
     matched = {x[3] for x in scored}
     if scored:
@@ -180,6 +184,17 @@ def _lacks_asked_field(best: str, query: str, sources: Sequence[Source]) -> bool
         if terms_of(f) and terms_of(f) <= asked
     }
     return bool(named) and not named & own
+
+
+def _names_an_absent_row(best: str, query: str, sources: Sequence[Source]) -> bool:
+    """Whether ``best`` is a record and ``query`` names something (a capitalised name)
+    that no source holds, title included: "What is the hotel limit per night in
+    Africa?" of a table of other regions' limits, or a person the records do not list.
+    A record is about its own key, so any row quoted would answer for another one."""
+    if not _fields(best):
+        return False
+    held = "\n".join(f"{s['title'] or ''}\n{s['text']}" for s in sources).lower()
+    return any(name.lower() not in held for name in extract_entities(query))
 
 
 def _records_of_the_asked(
