@@ -72,9 +72,15 @@ def _auth(tenant: dict[str, str]) -> dict[str, str]:
     return {"Authorization": f"Bearer {tenant['key']}"}
 
 
-async def _sse(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
+async def sse_events(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    first_token: asyncio.Event | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events of one POST, as (name, data) pairs; ``first_token`` is set as the
+    first ``token`` event arrives (for a test that acts while the answer streams)."""
     events: list[tuple[str, dict[str, Any]]] = []
     async with client.stream("POST", url, json=body, headers=headers) as resp:
         assert resp.status_code == 200, await resp.aread()
@@ -85,6 +91,8 @@ async def _sse(
                 name = line[7:]
             elif line.startswith("data: ") and name:
                 events.append((name, json.loads(line[6:])))
+                if name == "token" and first_token is not None:
+                    first_token.set()
     return events
 
 
@@ -101,8 +109,8 @@ async def _two_turns(
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base, tenant)
         url = f"{base}/v1/conversations/{conv}/messages"
-        first = await _sse(client, url, {"content": question}, _auth(tenant))
-        second = await _sse(client, url, {"content": follow_up}, _auth(tenant))
+        first = await sse_events(client, url, {"content": question}, _auth(tenant))
+        second = await sse_events(client, url, {"content": follow_up}, _auth(tenant))
     return first, second
 
 
@@ -134,7 +142,9 @@ async def test_json_and_sse_replies_give_the_same_answer(
         c1 = await _conversation(client, base_url, tenant)
         c2 = await _conversation(client, base_url, tenant)
         body = {"content": "What is John Doe's basic salary?"}
-        sse = await _sse(client, f"{base_url}/v1/conversations/{c1}/messages", body, _auth(tenant))
+        sse = await sse_events(
+            client, f"{base_url}/v1/conversations/{c1}/messages", body, _auth(tenant)
+        )
         resp = await client.post(
             f"{base_url}/v1/conversations/{c2}/messages",
             json=body,
@@ -345,7 +355,7 @@ async def test_a_second_message_while_answering_gets_409(
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
         first = asyncio.create_task(
-            _sse(client, url, {"content": "What is the basic salary?"}, _auth(tenant))
+            sse_events(client, url, {"content": "What is the basic salary?"}, _auth(tenant))
         )
         await asyncio.sleep(0.5)
         second = await client.post(url, json={"content": "And John?"}, headers=_auth(tenant))
@@ -360,7 +370,9 @@ async def test_deleting_a_conversation_while_it_answers_gets_409_then_deletes_af
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}"
         answering = asyncio.create_task(
-            _sse(client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant))
+            sse_events(
+                client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant)
+            )
         )
         await asyncio.sleep(0.5)
         busy = await client.delete(url, headers=_auth(tenant))
@@ -419,7 +431,9 @@ async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}"
         first = asyncio.create_task(
-            _sse(client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant))
+            sse_events(
+                client, f"{url}/messages", {"content": "What is the basic salary?"}, _auth(tenant)
+            )
         )
         for _ in range(200):
             turns = (await client.get(url, headers=_auth(tenant))).json()["turns"]
@@ -761,7 +775,7 @@ async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_cita
     tenant = await _pdf_travel_tenant(services, tmp_path)
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        events = await _sse(
+        events = await sse_events(
             client,
             f"{base_url}/v1/conversations/{conv}/messages",
             {"content": "What is the nightly hotel cap?"},
@@ -1014,7 +1028,7 @@ async def test_an_llm_that_finds_no_answer_in_the_sources_marks_the_turn_not_fou
     question = "What is Prasad Chaudhari's salary?"
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        events = await _sse(
+        events = await sse_events(
             client,
             f"{base_url}/v1/conversations/{conv}/messages",
             {"content": question},
@@ -1534,7 +1548,7 @@ async def test_a_reloaded_conversation_flags_not_found_and_repetition_as_streame
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}/messages"
         streamed = [
-            (await _sse(client, url, {"content": q}, _auth(tenant)))[-1][1]
+            (await sse_events(client, url, {"content": q}, _auth(tenant)))[-1][1]
             for q in (
                 "What is Prasad Chaudhari's salary?",
                 "What about her basic salary?",  # the same record again: a repetition
@@ -1789,7 +1803,9 @@ async def test_a_retried_post_with_the_same_idempotency_key_is_the_same_turn_sto
         assert retry.json()["answer"] == first.json()["answer"]
         assert retry.json()["citations"] == first.json()["citations"]
         # The same key in the body, over SSE: one `done` event from the stored turn.
-        events = await _sse(client, url, {**body, "client_message_id": "msg-1"}, _auth(tenant))
+        events = await sse_events(
+            client, url, {**body, "client_message_id": "msg-1"}, _auth(tenant)
+        )
         assert [n for n, _ in events] == ["done"]
         assert events[0][1]["turn_id"] == first.json()["turn_id"]
         assert events[0][1]["answer"] == first.json()["answer"]
@@ -1917,7 +1933,7 @@ async def test_a_turn_failed_by_data_the_database_refused_is_named_so_and_logged
     monkeypatch.setattr(drafting, "extract_entities", refused)
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        events = await _sse(
+        events = await sse_events(
             client,
             f"{base_url}/v1/conversations/{conv}/messages",
             {"content": "What is John Doe's basic salary?"},

@@ -29,19 +29,14 @@ async def _turn_rows(services: Services, conversation_id: str) -> int:
 
 
 async def test_a_message_sent_while_its_conversation_is_being_deleted_is_a_409_and_stays_deleted(
-    base_url: str, services: Services, tenant: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    base_url: str,
+    services: Services,
+    tenant: dict[str, str],
+    held_vector_delete: tuple[threading.Event, threading.Event],
 ) -> None:
     """The delete clears the vectors and checkpoints before the rows; a message that
     started meanwhile was answered, and its answer brought the deleted conversation back."""
-    entered, release = threading.Event(), threading.Event()
-    delete_vectors = services.index.delete_conversation
-
-    def held(workspace_id: str, conversation_id: str) -> None:
-        entered.set()
-        release.wait(30)
-        delete_vectors(workspace_id, conversation_id)
-
-    monkeypatch.setattr(services.index, "delete_conversation", held)
+    entered, release = held_vector_delete
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}"

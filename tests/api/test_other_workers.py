@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx
 import pytest
@@ -30,9 +28,11 @@ from convrag.stores.database import Database
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
 from tests.serving import free_port
+from tests.test_server import sse_events
 
 JSON = {"Accept": "application/json"}
 QUESTION = "What is Prasad Chaudhari's basic salary?"
+ASK = {"content": QUESTION}
 
 
 def _auth(tenant: dict[str, str]) -> dict[str, str]:
@@ -82,42 +82,10 @@ async def slow_llm(
         yield stub
 
 
-@pytest.fixture
-async def endless_llm(
-    services: Services, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OpenAIStub]:
-    """An LLM that streams an answer far longer than any test waits for."""
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content="Salary " * 400, token_delay_s=0.5))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        yield stub
-
-
 async def _conversation(client: httpx.AsyncClient, base: str, tenant: dict[str, str]) -> str:
     resp = await client.post(f"{base}/v1/conversations", headers=_auth(tenant))
     assert resp.status_code == 201, resp.text
     return str(resp.json()["conversation_id"])
-
-
-async def _events(
-    client: httpx.AsyncClient,
-    url: str,
-    headers: dict[str, str],
-    first_token: asyncio.Event,
-) -> list[tuple[str, dict[str, Any]]]:
-    """The SSE events of one message (QUESTION); ``first_token`` is set at its first token."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    async with client.stream("POST", url, json={"content": QUESTION}, headers=headers) as resp:
-        assert resp.status_code == 200, await resp.aread()
-        name = None
-        async for line in resp.aiter_lines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: ") and name:
-                events.append((name, json.loads(line[6:])))
-                if name == "token":
-                    first_token.set()
-    return events
 
 
 async def _count(services: Services, query: str, conversation_id: str) -> int:
@@ -135,7 +103,9 @@ async def test_a_delete_while_another_worker_answers_gets_409_and_the_answer_is_
         conv = await _conversation(client, base_url, tenant)
         first_token = asyncio.Event()
         answering = asyncio.create_task(
-            _events(client, f"{other}/v1/conversations/{conv}/messages", _auth(tenant), first_token)
+            sse_events(
+                client, f"{other}/v1/conversations/{conv}/messages", ASK, _auth(tenant), first_token
+            )
         )
         await asyncio.wait_for(first_token.wait(), 60)
         url = f"{base_url}/v1/conversations/{conv}"
@@ -151,20 +121,15 @@ async def test_a_delete_while_another_worker_answers_gets_409_and_the_answer_is_
 
 
 async def test_a_message_to_another_worker_while_a_delete_is_under_way_is_a_409_and_stays_deleted(
-    base_url: str, services: Services, tenant: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    base_url: str,
+    services: Services,
+    tenant: dict[str, str],
+    held_vector_delete: tuple[threading.Event, threading.Event],
 ) -> None:
     """The delete clears the vectors and checkpoints before the rows; a turn the other
     worker started meanwhile would write them again and, once answered, bring the
     deleted conversation back."""
-    entered, release = threading.Event(), threading.Event()
-    delete_vectors = services.index.delete_conversation
-
-    def held(workspace_id: str, conversation_id: str) -> None:
-        entered.set()
-        release.wait(30)
-        delete_vectors(workspace_id, conversation_id)
-
-    monkeypatch.setattr(services.index, "delete_conversation", held)
+    entered, release = held_vector_delete
     async with _other_worker(services) as other, httpx.AsyncClient(timeout=60) as client:
         conv = await _conversation(client, base_url, tenant)
         deleting = asyncio.create_task(
@@ -201,7 +166,9 @@ async def test_a_stop_sent_to_another_worker_stops_the_answer_it_writes(
         idle = await client.post(stop_url, headers=_auth(tenant))
         first_token = asyncio.Event()
         answering = asyncio.create_task(
-            _events(client, f"{other}/v1/conversations/{conv}/messages", _auth(tenant), first_token)
+            sse_events(
+                client, f"{other}/v1/conversations/{conv}/messages", ASK, _auth(tenant), first_token
+            )
         )
         await asyncio.wait_for(first_token.wait(), 60)
         stopped = await client.post(stop_url, headers=_auth(tenant))

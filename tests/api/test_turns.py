@@ -5,49 +5,14 @@ SIGTERM itself to a ``convrag serve`` process)."""
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
-import pytest
 from fastapi import FastAPI
 
 from convrag.api.turns import SHUTTING_DOWN, TurnRunner
 from convrag.assistant import STOPPED_TURN
-from convrag.services import Services
-from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
-
-
-@pytest.fixture
-async def endless_llm(
-    services: Services, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OpenAIStub]:
-    """An LLM that streams an answer far longer than any test waits for."""
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content="Salary " * 400, token_delay_s=0.5))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        yield stub
-
-
-async def _events_after_first_token(
-    client: httpx.AsyncClient, url: str, headers: dict[str, str], started: asyncio.Event
-) -> list[tuple[str, dict[str, Any]]]:
-    """The SSE events of one message; ``started`` is set at its first token."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    body = {"content": "What is Prasad Chaudhari's basic salary?"}
-    async with client.stream("POST", url, json=body, headers=headers) as resp:
-        assert resp.status_code == 200, await resp.aread()
-        name = None
-        async for line in resp.aiter_lines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: ") and name:
-                events.append((name, json.loads(line[6:])))
-                if name == "token":
-                    started.set()
-    return events
+from convrag.testing.openai_stub import OpenAIStub
+from tests.test_server import sse_events
 
 
 async def test_stopping_the_runner_ends_open_streams_with_an_error_and_fails_their_turns(
@@ -66,8 +31,12 @@ async def test_stopping_the_runner_ends_open_streams_with_an_error_and_fails_the
             ]
             started = asyncio.Event()
             streamed = asyncio.create_task(
-                _events_after_first_token(
-                    client, f"{base}/v1/conversations/{convs[0]}/messages", auth, started
+                sse_events(
+                    client,
+                    f"{base}/v1/conversations/{convs[0]}/messages",
+                    {"content": "What is Prasad Chaudhari's basic salary?"},
+                    auth,
+                    started,
                 )
             )
             replied = asyncio.create_task(
