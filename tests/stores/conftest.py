@@ -8,6 +8,7 @@ server half is skipped and says why. ``CONVRAG_SKIP_SERVER_POSTGRES=1`` skips it
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import shutil
@@ -15,8 +16,11 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow
 
 from convrag.services import Services
 from convrag.stores.database import Database
@@ -128,3 +132,23 @@ def db(request: pytest.FixtureRequest, services: Services) -> Database:
         return services.db
     database: Database = request.getfixturevalue("server_db")
     return database
+
+
+async def until_waiting_on_a_lock(
+    watcher: AsyncConnection[DictRow], task: asyncio.Task[Any], statement: str
+) -> None:
+    """Return once ``task`` has ended or a session runs a statement holding ``statement``
+    that waits for a lock (another transaction holds the row it needs), polling
+    ``pg_stat_activity`` for up to 5 s: how a test lets a statement reach a lock before
+    the lock holder goes on."""
+    for _ in range(500):
+        waiting = await (
+            await watcher.execute(
+                "SELECT count(*) AS n FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                (f"%{statement}%",),
+            )
+        ).fetchone()
+        if task.done() or (waiting and waiting["n"]):
+            return
+        await asyncio.sleep(0.01)

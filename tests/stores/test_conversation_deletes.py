@@ -25,6 +25,7 @@ from convrag.stores.conversations import (
     TurnStart,
 )
 from convrag.stores.database import Database
+from tests.stores.conftest import until_waiting_on_a_lock
 
 
 @asynccontextmanager
@@ -127,17 +128,8 @@ async def test_a_turn_start_that_waits_for_a_deletes_row_lock_sees_its_mark(
     ):
         await deleter.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conv,))
         starting = asyncio.create_task(db.start_turn(_start(workspace, conv), 5))
-        for _ in range(500):  # until the start waits for the deleter's row lock
-            waiting = await (
-                await watcher.execute(
-                    "SELECT count(*) AS n FROM pg_stat_activity "
-                    "WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                    ("%INSERT INTO conversation_turns%",),
-                )
-            ).fetchone()
-            if starting.done() or (waiting and waiting["n"]):
-                break
-            await asyncio.sleep(0.01)
+        # until the start waits for the deleter's row lock
+        await until_waiting_on_a_lock(watcher, starting, "INSERT INTO conversation_turns")
         await deleter.execute(
             "UPDATE conversations SET deleting_since = now() WHERE id = %s", (conv,)
         )

@@ -10,6 +10,7 @@ from convrag.stores.database import Database
 from convrag.stores.documents import join_chunks
 from convrag.stores.schema import MIGRATIONS
 from convrag.stores.workspaces import hash_key
+from tests.stores.conftest import until_waiting_on_a_lock
 
 
 async def test_setup_is_idempotent(db: Database) -> None:
@@ -378,17 +379,8 @@ async def test_a_turn_starting_while_its_conversation_is_deleted_finds_no_conver
     ):
         await deleter.execute("DELETE FROM conversations WHERE id = %s", (conv,))
         starting = asyncio.create_task(db.start_turn(start, 5))
-        for _ in range(500):  # until the insert waits for the deleter's row lock
-            waiting = await (
-                await watcher.execute(
-                    "SELECT count(*) AS n FROM pg_stat_activity "
-                    "WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                    ("%INSERT INTO conversation_turns%",),
-                )
-            ).fetchone()
-            if starting.done() or (waiting and waiting["n"]):
-                break
-            await asyncio.sleep(0.01)
+        # until the start waits for the deleter's row lock
+        await until_waiting_on_a_lock(watcher, starting, "INSERT INTO conversation_turns")
     assert await starting is None
     assert await db.all_turns(workspace, conv) == []
 
