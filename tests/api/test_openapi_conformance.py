@@ -130,7 +130,8 @@ def _fuzz_all(base: str, new_key: Callable[[], str], known: Ids) -> list[str]:
 
 
 async def _known_ids(services: Services, workspace: str, key: str, base: str, tmp: Path) -> Ids:
-    """A ready document, and a conversation with one answered turn, in ``workspace``."""
+    """A ready document, a conversation with one answered turn, in ``workspace``, and
+    the served model."""
     path = tmp / "employee_data.txt"
     path.write_text(EMPLOYEES)
     await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
@@ -148,6 +149,7 @@ async def _known_ids(services: Services, workspace: str, key: str, base: str, tm
         "conversation_id": conversation,
         "message_id": reply.json()["turn_id"],
         "document_id": document["id"],
+        "model": "convrag",  # the one model of GET /v1/models/{model}
     }
 
 
@@ -174,7 +176,7 @@ async def test_every_operation_answers_documented_statuses_and_schemas(
     assert time.monotonic() - started < 120, "the bounded run took over two minutes"
 
 
-async def test_an_unparsable_body_is_a_422_saying_what_is_wrong_with_it(
+async def test_an_unparsable_body_is_refused_saying_what_is_wrong_with_it(
     base_url: str, services: Services
 ) -> None:
     key = await services.db.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
@@ -190,8 +192,9 @@ async def test_an_unparsable_body_is_a_422_saying_what_is_wrong_with_it(
             content=b"--x\r\n[]--x--\r\n",
             headers={"Content-Type": "multipart/form-data; boundary=y"},
         )
-    assert not_utf8.status_code == 422, not_utf8.text
+    assert not_utf8.status_code == 400, not_utf8.text  # as OpenAI answers a bad body
     assert "not UTF-8" in not_utf8.json()["detail"]
+    assert "not UTF-8" in not_utf8.json()["error"]["message"]
     assert not_utf8.json()["errors"][0]["type"] == "json_invalid"
     assert not_multipart.status_code == 422, not_multipart.text
     assert "not valid multipart/form-data" in not_multipart.json()["detail"]

@@ -8,6 +8,7 @@ whether an id it does not own exists.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import HTTPException, status
 
@@ -76,3 +77,48 @@ def rate_limited(per_minute: int, retry_after_s: int) -> HTTPException:
         f"rate limit of {per_minute} requests/minute exceeded",
         headers={"Retry-After": str(retry_after_s)},
     )
+
+
+#: The paths of the OpenAI-compatible routes, with and without ``/v1`` (a client's
+#: ``base_url`` may leave it out): every error they answer is in OpenAI's shape
+#: (:func:`openai_error_body`), the body limit's 413 included.
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/models", "/models"})
+_OPENAI_PREFIXES = ("/v1/models/", "/models/")
+
+
+def is_openai_path(path: str) -> bool:
+    """Whether ``path`` is one of the OpenAI-compatible routes (:data:`OPENAI_PATHS`, or
+    a model's ``/v1/models/{model}``)."""
+    return path in OPENAI_PATHS or path.startswith(_OPENAI_PREFIXES)
+
+
+#: OpenAI's ``error.type`` and ``error.code`` of an answer by its status, where they
+#: differ from ``invalid_request_error`` and no code.
+_OPENAI_ERROR_KINDS: dict[int, tuple[str, str | None]] = {
+    401: ("invalid_request_error", "invalid_api_key"),
+    429: ("requests", "rate_limit_exceeded"),
+    503: ("server_error", "service_unavailable"),
+}
+
+
+def openai_error_body(
+    status_code: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    errors: list[Any] | None = None,
+) -> dict[str, Any]:
+    """An error as OpenAI's API answers it, ``{"error": {message, type, param, code}}``,
+    which OpenAI clients read (the message is what they show), with this service's own
+    ``detail`` (the same message) and, for a refused body, its ``errors`` beside it."""
+    kind, default_code = _OPENAI_ERROR_KINDS.get(
+        status_code, ("server_error" if status_code >= 500 else "invalid_request_error", None)
+    )
+    body: dict[str, Any] = {
+        "error": {"message": message, "type": kind, "param": param, "code": code or default_code},
+        "detail": message,
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return body

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from convrag.api.errors import is_openai_path, openai_error_body
 from convrag.api.metrics import HTTP_ERRORS
 from convrag.documents.load import size_text
 
@@ -63,7 +64,7 @@ class BodySizeLimit:
         limit, detail = self.limit_for(scope["path"])
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _too_large(detail, send)
+            await _too_large(detail, send, scope["path"])
             return
         seen = 0
 
@@ -79,7 +80,7 @@ class BodySizeLimit:
         try:
             await self.app(scope, counted, send)
         except BodyTooLarge:
-            await _too_large(detail, send)
+            await _too_large(detail, send, scope["path"])
 
 
 class BodyTooLarge(HTTPException):
@@ -91,8 +92,10 @@ class BodyTooLarge(HTTPException):
         super().__init__(status.HTTP_413_CONTENT_TOO_LARGE, detail)
 
 
-async def _too_large(detail: str, send: Send) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _too_large(detail: str, send: Send, path: str) -> None:
+    """The 413, in OpenAI's error shape on the OpenAI-compatible routes."""
+    shaped = openai_error_body(413, detail) if is_openai_path(path) else {"detail": detail}
+    body = json.dumps(shaped).encode()
     await send(
         {
             "type": "http.response.start",

@@ -17,6 +17,8 @@ from convrag.records import SourceOut
 from convrag.stores.conversations import CitedSource
 
 MAX_MESSAGE_CHARS = 8000
+MODEL_ID = "convrag"
+"""The one model the OpenAI-compatible endpoint serves: the workspace's conversational RAG."""
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 """The longest ``Idempotency-Key`` header or ``client_message_id`` a message may carry."""
 MAX_TITLE_CHARS = 200
@@ -77,6 +79,46 @@ class ValidationErrorOut(BaseModel):
 
     detail: str
     errors: list[FieldProblem] = Field(default_factory=list)
+
+
+class OpenAIErrorObject(BaseModel):
+    """OpenAI's ``error`` object: what OpenAI clients read from an error answer."""
+
+    message: str
+    type: str
+    """``invalid_request_error``, ``requests`` (the rate limit) or ``server_error``."""
+    param: str | None = None
+    """The request field at fault (``n``, ``messages[0].content``), if one is."""
+    code: str | None = None
+    """``invalid_api_key``, ``rate_limit_exceeded``, ``unsupported_value``, ..."""
+
+
+class OpenAIErrorOut(BaseModel):
+    """An error answer of the OpenAI-compatible routes: OpenAI's ``error`` object, and
+    the ``detail`` (the same message) that every other route answers; a refused body
+    also lists its ``errors`` field by field."""
+
+    error: OpenAIErrorObject
+    detail: str
+    errors: list[FieldProblem] | None = None
+
+
+def openai_route_responses(
+    described: Mapping[int | str, str] | None = None,
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` of an OpenAI-compatible route: its own errors
+    (``described``), the key's 401, 429 and 503 of every ``/v1`` route, and any other 4xx
+    (documented as ``4XX``, which also keeps FastAPI from documenting a 422 that these
+    routes never send: they answer 400), all as :class:`OpenAIErrorOut`."""
+    every: dict[int | str, str] = {
+        **(described or {}),
+        401: "No API key, or one that is invalid or revoked (`code: invalid_api_key`).",
+        429: "The key's requests per minute (`RATE_LIMIT_PER_MINUTE`) are used up "
+        "(`code: rate_limit_exceeded`); `Retry-After` says when to retry.",
+        503: "A store is unavailable or restarting; `Retry-After` says when to retry.",
+        "4XX": "Any other client error, in the same shape.",
+    }
+    return {code: {"model": OpenAIErrorOut, "description": text} for code, text in every.items()}
 
 
 def error_responses(
@@ -359,27 +401,63 @@ def _chat_content(
     return value
 
 
+def _content_shape(value: Any) -> Any:
+    """A message's ``content`` refused in one line when it is neither text nor a list of
+    parts (pydantic would name each member of the union it tried)."""
+    if value is None or isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+        raise ValueError(
+            "must be a string or a list of parts such as {'type': 'text', 'text': '...'}"
+        )
+    return value
+
+
 class ChatMessage(BaseModel):
-    role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: Annotated[str | list[dict[str, Any]] | None, AfterValidator(_chat_content)] = None
+    """One message of ``messages``; its other fields (``name``, ``tool_calls``,
+    ``tool_call_id``, ...) are accepted and ignored."""
+
+    role: Literal["system", "user", "assistant", "tool", "developer", "function"]
+    content: Annotated[
+        str | list[dict[str, Any]] | None,
+        BeforeValidator(_content_shape),
+        AfterValidator(_chat_content),
+    ] = None
 
 
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    include_usage: bool = False
+    include_usage: bool | None = False
     """Send a last chunk with ``usage`` (and no choices) before ``[DONE]``, as OpenAI does."""
 
 
 class ChatCompletionIn(BaseModel):
+    """The body of ``POST /v1/chat/completions``: OpenAI's, of which only ``messages``,
+    ``stream`` and ``stream_options`` change the answer. Any other field is accepted and
+    ignored (``temperature``, ``max_tokens``, ``stop``, ``user``, ...), except the few
+    that ask for what this endpoint cannot give (a 400 says which): more than one
+    choice, a tool call, JSON output or audio. ``null`` counts as not sent."""
+
     model_config = ConfigDict(extra="allow")
 
-    model: str = "convrag"
+    model: str | None = Field(default=MODEL_ID, description="Any name: the reply repeats it.")
     messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
+    stream: bool | None = False
     stream_options: StreamOptions | None = None
     workspace_rag: RagOptions | None = Field(default=None, alias="rag")
-    n: int = Field(default=1, ge=1, le=1, description="One choice per request: only 1.")
+    n: int | None = Field(default=1, ge=1, description="One choice per request: only 1.")
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="`auto` or `none`: no tool is ever called."
+    )
+    function_call: str | dict[str, Any] | None = Field(
+        default=None, description="`auto` or `none`: no function is ever called."
+    )
+    response_format: dict[str, Any] | None = Field(
+        default=None, description="`{type: text}` only: the answer is prose with citations."
+    )
+    modalities: list[str] | None = Field(default=None, description="`[text]` only.")
+    audio: dict[str, Any] | None = Field(default=None, description="Not supported: omit it.")
 
 
 class UsageOut(BaseModel):

@@ -1,5 +1,13 @@
 """``POST /v1/chat/completions``: OpenAI's chat completions API over the same turns.
 
+The routes (and ``/v1/models``) answer without ``/v1`` too, for a client whose
+``base_url`` is the server's address alone. Every error they answer is in OpenAI's shape,
+``{"error": {message, type, param, code}}`` beside the usual ``detail``, which is what
+OpenAI clients show, and a refused body is a 400, as OpenAI answers it
+(:class:`OpenAIRoute`). Parameters that only tune an LLM's sampling or length are
+accepted and ignored; those whose request cannot be honoured (several choices, a tool
+call, JSON or audio output) are a 400 naming them (:func:`_refuse_unsupported`).
+
 An OpenAI client sends the whole history with each request, so each request is a new
 conversation whose history comes from its ``messages``, not from stored turns. Replies
 carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
@@ -30,26 +38,29 @@ clients skip.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
+from convrag.api.errors import openai_error_body, shown
 from convrag.api.schemas import (
     MAX_MESSAGE_CHARS,
+    MODEL_ID,
     ChatCompletionIn,
     RagOptions,
     UsageOut,
-    error_responses,
-    keyed_route_responses,
+    openai_route_responses,
 )
 from convrag.api.turns import (
     KEEPALIVE,
@@ -63,10 +74,107 @@ from convrag.records import HistoryTurn
 from convrag.state import InputState
 from convrag.text.entities import extract_entities
 
-router = APIRouter(tags=["openai"], responses=keyed_route_responses())
 
-MODEL_ID = "convrag"
-"""The one model this endpoint serves: the workspace's conversational RAG."""
+class InvalidRequest(Exception):
+    """A request OpenAI's API would refuse: a 400 ``invalid_request_error`` naming the
+    field at fault (``param``) and why (``code``)."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+def openai_error(
+    status_code: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+) -> JSONResponse:
+    """An error answer in OpenAI's shape (:func:`~convrag.api.errors.openai_error_body`)."""
+    return JSONResponse(
+        openai_error_body(status_code, message, param=param, code=code), status_code
+    )
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose every error is answered in OpenAI's shape, ``{"error": {message,
+    type, param, code}}``: OpenAI clients show that ``message`` and nothing of any other
+    body ("Error code: 401" alone). The answer is the one the app gives any route (the
+    same handlers: the key's 401 and 429, a store's 503, the body's 415), reshaped, and
+    a refused body is a 400, as OpenAI answers it, not a 422."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def in_openai_shape(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except InvalidRequest as exc:
+                return openai_error(400, exc.message, param=exc.param, code=exc.code)
+            except Exception as exc:
+                reply = await _app_reply(request, exc)
+                if reply is None:
+                    raise
+                return _reshaped(reply)
+
+        return in_openai_shape
+
+
+async def _app_reply(request: Request, exc: Exception) -> Response | None:
+    """What the app's exception handler for ``exc`` answers; None where it has none."""
+    handlers: dict[Any, Callable[..., Any]] = request.app.exception_handlers
+    for cls in type(exc).__mro__:
+        if cls in handlers:
+            reply = handlers[cls](request, exc)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            return reply if isinstance(reply, Response) else None
+    return None
+
+
+def _reshaped(reply: Response) -> Response:
+    """``reply`` (a ``{"detail", "errors"?}`` body) in OpenAI's error shape; a 422 is a 400."""
+    try:
+        data = json.loads(bytes(reply.body))
+    except ValueError:
+        return reply
+    if not isinstance(data, dict) or not isinstance(data.get("detail"), str):
+        return reply
+    status_code = 400 if reply.status_code == 422 else reply.status_code
+    errors = data.get("errors") if isinstance(data.get("errors"), list) else None
+    param = code = None
+    if errors:
+        param = _param(str(errors[0].get("field", ""))) or None
+        code = _code_of(str(errors[0].get("type", "")))
+    body = openai_error_body(status_code, data["detail"], param=param, code=code, errors=errors)
+    headers = {
+        k: v for k, v in reply.headers.items() if k not in ("content-length", "content-type")
+    }
+    return JSONResponse(body, status_code, headers=headers)
+
+
+def _param(field: str) -> str:
+    """A field as OpenAI names it: ``messages.0.content`` is ``messages[0].content``."""
+    out = ""
+    for part in field.split(".") if field else []:
+        if part.isdigit():
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _code_of(problem: str) -> str:
+    """OpenAI's ``code`` for a refused field, by the problem's type."""
+    if problem == "missing":
+        return "missing_required_parameter"
+    return "invalid_type" if problem.endswith("_type") else "invalid_value"
+
+
+router = APIRouter(tags=["openai"], route_class=OpenAIRoute)
 
 _TURN_USAGE: ContextVar[UsageMetadataCallbackHandler | None] = ContextVar(
     "convrag_turn_usage", default=None
@@ -88,13 +196,43 @@ def usage_of(counter: UsageMetadataCallbackHandler) -> UsageOut:
     )
 
 
-@router.get("/v1/models")
+_MODEL = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "convrag"}
+
+
+@router.get("/v1/models", responses=openai_route_responses())
+@router.get("/models", include_in_schema=False)
 async def list_models(workspace: WorkspaceDep) -> dict[str, Any]:
     """The models list OpenAI-compatible chat clients ask for first."""
-    return {
-        "object": "list",
-        "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "convrag"}],
-    }
+    return {"object": "list", "data": [_MODEL]}
+
+
+@router.get(
+    "/v1/models/{model}",
+    responses=openai_route_responses({404: "Any model but `convrag` (`code: model_not_found`)."}),
+)
+@router.get("/models/{model}", include_in_schema=False)
+async def retrieve_model(model: str, workspace: WorkspaceDep) -> Response:
+    """The one model, as OpenAI clients' ``models.retrieve("convrag")`` asks for it."""
+    if model != MODEL_ID:
+        return openai_error(
+            404,
+            f"model {shown(model)} not found: this server has one model, '{MODEL_ID}' "
+            "(chat completions answer with it whatever `model` names)",
+            param="model",
+            code="model_not_found",
+        )
+    return JSONResponse(_MODEL)
+
+
+_CHAT_ERRORS: dict[int | str, str] = {
+    400: "A body OpenAI's API would refuse too (`messages` empty or not ending with a user "
+    "message of 1 to 8,000 characters, a field of the wrong type), or one asking for what "
+    "this endpoint cannot give: `n` over 1, a tool call (`tool_choice: required` or a named "
+    "tool), JSON output (`response_format` `json_object` or `json_schema`), audio; `param` "
+    "names the field.",
+    413: "The body is over `MAX_BODY_BYTES`.",
+    415: "The body is not sent as `application/json`.",
+}
 
 
 @router.post(
@@ -105,14 +243,10 @@ async def list_models(workspace: WorkspaceDep) -> dict[str, Any]:
             "description": "A `chat.completion` object, or with `stream: true` its "
             "`chat.completion.chunk`s as server-sent events ending with `data: [DONE]`.",
         },
-        **error_responses(
-            {
-                422: "`messages` empty or not ending with a user message of 1 to 8,000 "
-                "characters, or a field of the wrong type."
-            }
-        ),
+        **openai_route_responses(_CHAT_ERRORS),
     },
 )
+@router.post("/chat/completions", include_in_schema=False)
 async def chat_completions(
     body: ChatCompletionIn,
     workspace: WorkspaceDep,
@@ -126,13 +260,9 @@ async def chat_completions(
     text after the last one is the stored answer (see the module's docstring); the
     non-streaming reply is the stored answer.
     """
+    _refuse_unsupported(body)
     turns, question = _history_from_messages(body)
-    if not question or len(question) > MAX_MESSAGE_CHARS:
-        raise HTTPException(
-            422,
-            "messages: the last message must be a user message of 1 to "
-            f"{MAX_MESSAGE_CHARS} characters",
-        )
+    model = body.model or MODEL_ID
     conversation_id = await services.db.create_conversation(workspace)
     payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
     rag = body.workspace_rag or RagOptions()
@@ -154,7 +284,7 @@ async def chat_completions(
                 "id": completion_id,
                 "object": "chat.completion",
                 "created": created,
-                "model": body.model,
+                "model": model,
                 "choices": [
                     {
                         "index": 0,
@@ -175,7 +305,7 @@ async def chat_completions(
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": body.model,
+            "model": model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             **extra,
         }
@@ -207,14 +337,17 @@ async def chat_completions(
                     answer=answer,
                     conversation_id=conversation_id,
                 )
-            elif name == "error":
-                yield f"data: {json.dumps({'error': data})}\n\n"
+            elif name == "error":  # OpenAI clients raise it, with its message
+                refused = data.get("code") in ("invalid_request", "not_found", "conflict")
+                kind = "invalid_request_error" if refused else "server_error"
+                error = {"type": kind, "param": None, **data}
+                yield f"data: {json.dumps({'error': error})}\n\n"
         if body.stream_options is not None and body.stream_options.include_usage:
             last = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": created,
-                "model": body.model,
+                "model": model,
                 "choices": [],
                 "usage": usage_of(counter).model_dump(),
             }
@@ -222,6 +355,43 @@ async def chat_completions(
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _refuse_unsupported(body: ChatCompletionIn) -> None:
+    """A 400 for a parameter whose request this endpoint cannot honour, where ignoring
+    it would hand the client something other than what it asked for (several choices, a
+    tool call, JSON, audio). The others (``temperature``, ``max_tokens``, ``stop``,
+    ``tools`` the model may leave uncalled, ...) are accepted and ignored."""
+    if body.n is not None and body.n > 1:
+        raise InvalidRequest(
+            f"n: {body.n} choices were asked for; this endpoint answers one per request "
+            "(omit n or send 1)",
+            param="n",
+            code="unsupported_value",
+        )
+    for field, choice in (("tool_choice", body.tool_choice), ("function_call", body.function_call)):
+        if choice is not None and choice not in ("auto", "none"):
+            raise InvalidRequest(
+                f"{field}: this endpoint never calls tools or functions, so it cannot be "
+                f"made to ({json.dumps(choice)[:80]}); send 'auto', 'none' or leave it out",
+                param=field,
+                code="unsupported_value",
+            )
+    kind = (body.response_format or {}).get("type") or "text"
+    if kind != "text":
+        raise InvalidRequest(
+            f"response_format: the answer is prose with [n] citations, not "
+            f"{json.dumps(kind)[:40]}; send {{'type': 'text'}} or leave it out",
+            param="response_format",
+            code="unsupported_value",
+        )
+    if body.audio is not None or any(m != "text" for m in body.modalities or []):
+        param = "audio" if body.audio is not None else "modalities"
+        raise InvalidRequest(
+            f"{param}: the answer is text only; send no audio and modalities ['text'] or none",
+            param=param,
+            code="unsupported_value",
+        )
 
 
 def _text(content: str | list[dict[str, Any]] | None) -> str:
@@ -235,14 +405,35 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
 def _history_from_messages(body: ChatCompletionIn) -> tuple[list[HistoryTurn], str]:
     """(history, question): the last user message is the question; the history is the
     last 5 user/assistant pairs before it, the window a stored conversation gets by
-    default (``Context.history_turns``)."""
-    convo = [(m.role, _text(m.content)) for m in body.messages if m.role in ("user", "assistant")]
-    if not convo or convo[-1][0] != "user":
-        raise HTTPException(422, "messages: the last message must have role 'user'")
-    question = convo.pop()[1].strip()
+    default (``Context.history_turns``), each text cut to :data:`MAX_MESSAGE_CHARS` as a
+    stored question is (a client may resend a long pasted text with every request).
+    System, developer and tool messages are not read."""
+    convo = [
+        (i, m.role, _text(m.content))
+        for i, m in enumerate(body.messages)
+        if m.role in ("user", "assistant")
+    ]
+    if not convo or convo[-1][1] != "user":
+        raise InvalidRequest(
+            "messages: the last user or assistant message must be a user message (the "
+            "question to answer)",
+            param="messages",
+            code="invalid_value",
+        )
+    index, _, text = convo.pop()
+    question = text.strip()
+    if not question or len(question) > MAX_MESSAGE_CHARS:
+        got = f"{len(question)} characters" if question else "no text"
+        raise InvalidRequest(
+            f"messages[{index}].content: the question must have 1 to {MAX_MESSAGE_CHARS} "
+            f"characters of text, it has {got}",
+            param=f"messages[{index}].content",
+            code="string_above_max_length" if question else "invalid_value",
+        )
     turns: list[HistoryTurn] = []
     pending: str | None = None
-    for role, text in convo[-10:]:
+    for _, role, text in convo[-10:]:
+        text = text[:MAX_MESSAGE_CHARS]
         if role == "user":
             pending = text
         elif pending is not None:
