@@ -12,7 +12,6 @@ same requests on every run.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -168,12 +167,10 @@ async def test_every_operation_answers_documented_statuses_and_schemas(
     known = await _known_ids(
         services, workspace, await services.db.create_api_key(workspace), base, tmp_path
     )
-    started = time.monotonic()
     # Schemathesis's calls block; the server runs on this event loop, so they run in a
     # worker thread.
     failures = await asyncio.to_thread(_fuzz_all, base, new_key, known)
     assert not failures, "\n\n".join(failures)
-    assert time.monotonic() - started < 120, "the bounded run took over two minutes"
 
 
 async def test_an_unparsable_body_is_refused_saying_what_is_wrong_with_it(
