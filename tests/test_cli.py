@@ -13,10 +13,12 @@ import pytest
 EXE = str(Path(sys.executable).with_name("convrag"))
 
 
-def _run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: list[str], data_dir: Path, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "CONVRAG_DATA_DIR": str(data_dir), **env}
     return subprocess.run(
-        [EXE, *args], capture_output=True, text=True, env=environ, timeout=300, check=False
+        [EXE, *args], capture_output=True, text=True, env=environ, timeout=300, check=False, cwd=cwd
     )
 
 
@@ -69,6 +71,43 @@ def test_an_unreachable_database_url_exits_2_at_once_naming_the_reason(cli_data:
         ["documents", "list", "-w", "x"], cli_data, DATABASE_URL="mysql://u:s3cret@h/d"
     )
     assert malformed.returncode == 2 and "s3cret" not in malformed.stderr
+
+
+def test_a_bad_setting_says_whether_the_environment_or_dotenv_set_it(tmp_path: Path) -> None:
+    """The line names where to fix it, and the name it was set under when that is another
+    of the setting's names."""
+    (tmp_path / ".env").write_text("chunk_size=5\n")
+    out = _run(["config"], tmp_path / ".convrag", cwd=tmp_path, CONVRAG_EMBED_THREADS="abc")
+    assert out.returncode == 2
+    lines = sorted(out.stderr.strip().splitlines())
+    assert lines[0].startswith("error: CHUNK_SIZE='5': ")
+    assert lines[0].endswith("(set in .env)")
+    assert lines[1].startswith("error: EMBEDDING_THREADS='abc': ")
+    assert lines[1].endswith("(set in the environment, as CONVRAG_EMBED_THREADS)")
+
+
+def test_config_shows_a_long_data_dir_whole_on_a_narrow_terminal(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["a-deep-directory"] * 8, ".convrag")
+    out = _run(["config"], deep, COLUMNS="80")
+    assert out.returncode == 0, out.stderr
+    assert "…" not in out.stdout
+    value, in_row = "", False
+    for line in out.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) != 3:
+            continue
+        if cells[0]:
+            in_row = cells[0] == "data_dir"
+        if in_row:
+            value += cells[1]
+    assert value == str(deep)
+
+
+def test_config_help_names_every_source_its_table_shows() -> None:
+    out = subprocess.run([EXE, "config", "--help"], capture_output=True, text=True, check=True)
+    said = " ".join(out.stdout.split())
+    for source in ("environment", ".env", "default", "derived"):
+        assert source in said
 
 
 def test_config_refuses_an_embedding_model_the_service_cannot_load(cli_data: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,13 @@ def test_config_says_which_values_came_from_the_environment_and_which_from_doten
     assert sources["data_dir"] == ".env"
     assert sources["llm_model"] == "default"
     assert set(sources) == set(Settings.model_fields)
+
+
+def test_a_dotenv_file_in_the_checkout_is_kept_out_of_git() -> None:
+    """The settings are read from .env in the working directory, which for scripts/run.sh
+    and the CLI is the checkout: its OPENAI_API_KEY must not be committed by accident."""
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "check-ignore", "-q", ".env"], cwd=root, check=False)
+    assert ignored.returncode == 0

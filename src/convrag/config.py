@@ -22,6 +22,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
@@ -399,31 +400,62 @@ class Settings(BaseSettings):
         return out
 
 
+def _variable_names(name: str, info: FieldInfo) -> list[str]:
+    """The names (lower case) a setting is read under, in the order the settings try them."""
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        choices = [c.lower() for c in alias.choices if isinstance(c, str)]
+    else:
+        choices = [(alias if isinstance(alias, str) else name).lower()]
+    return list(dict.fromkeys(choices))
+
+
+def _names_set(env_file: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The variables of the environment and of ``env_file``, ``{lower case: as written}``."""
+    environ = {k.lower(): k for k in os.environ}
+    dotenv = (
+        {k.lower(): k for k, v in dotenv_values(env_file).items() if v is not None}
+        if env_file.is_file()
+        else {}
+    )
+    return environ, dotenv
+
+
 def setting_sources(settings: type[BaseSettings], env_file: Path = Path(".env")) -> dict[str, str]:
     """Where each setting's value comes from: ``environment``, ``.env`` (the file
     pydantic-settings reads from the working directory) or ``default``. The environment
     wins over the file, and names are matched without regard to case, as the settings
     read them."""
-    environ = {k.lower() for k in os.environ}
-    dotenv = (
-        {k.lower() for k, v in dotenv_values(env_file).items() if v is not None}
-        if env_file.is_file()
-        else set()
-    )
+    environ, dotenv = _names_set(env_file)
     sources: dict[str, str] = {}
     for name, info in settings.model_fields.items():
-        alias = info.validation_alias
-        if isinstance(alias, AliasChoices):
-            names = {c.lower() for c in alias.choices if isinstance(c, str)}
-        else:
-            names = {(alias if isinstance(alias, str) else name).lower()}
-        if names & environ:
+        names = _variable_names(name, info)
+        if any(n in environ for n in names):
             sources[name] = "environment"
-        elif names & dotenv:
+        elif any(n in dotenv for n in names):
             sources[name] = ".env"
         else:
             sources[name] = "default"
     return sources
+
+
+def where_set(settings: type[BaseSettings], variable: str, env_file: Path = Path(".env")) -> str:
+    """Where the setting that an error names ``variable`` was set, for the error's line:
+    ``the environment`` (which wins) or ``.env``, with ``as NAME`` when it was set under
+    another of its names (``CONVRAG_EMBED_THREADS`` for ``EMBEDDING_THREADS``); ``the
+    environment or .env`` when neither holds it."""
+    wanted = variable.lower()
+    names = [wanted]
+    for name, info in settings.model_fields.items():
+        if wanted in (choices := _variable_names(name, info)) or wanted == name:
+            names = choices
+            break
+    environ, dotenv = _names_set(env_file)
+    for place, found in (("the environment", environ), (".env", dotenv)):
+        hit = next((found[n] for n in names if n in found), None)
+        if hit is not None:
+            return place if hit.lower() == wanted else f"{place}, as {hit}"
+    return "the environment or .env"
 
 
 def _without_password(url: str) -> str:

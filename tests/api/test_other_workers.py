@@ -19,6 +19,7 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from prometheus_client.parser import text_string_to_metric_families
 
 from convrag.assistant import STOPPED_TURN
 from convrag.server import create_app
@@ -152,6 +153,45 @@ async def test_a_message_to_another_worker_while_a_delete_is_under_way_is_a_409_
     checkpoints = "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s"
     assert await _count(services, turns, conv) == 0
     assert await _count(services, checkpoints, conv) == 0  # nor the refused runs' own
+
+
+async def _turns_by_outcome(client: httpx.AsyncClient, base: str) -> dict[str, float]:
+    """``convrag_turns_total`` by outcome, as a scrape of ``base`` reads it."""
+    text = (await client.get(f"{base}/metrics")).text
+    return {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "convrag_turns"
+        for sample in family.samples
+        if sample.name == "convrag_turns_total"
+    }
+
+
+async def test_a_message_another_worker_refuses_while_one_answers_counts_as_no_failed_turn(
+    base_url: str, services: Services, tenant: dict[str, str], slow_llm: OpenAIStub
+) -> None:
+    """The 409 is counted in ``convrag_http_errors_total``; no turn started, so
+    ``convrag_turns_total{outcome="error"}`` stays as it was (both workers of this test
+    count in this process's registry)."""
+    async with _other_worker(services) as other, httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        before = await _turns_by_outcome(client, base_url)
+        first_token = asyncio.Event()
+        answering = asyncio.create_task(
+            _events(client, f"{other}/v1/conversations/{conv}/messages", _auth(tenant), first_token)
+        )
+        await asyncio.wait_for(first_token.wait(), 60)
+        refused = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "And John Doe's?"},
+            headers=_auth(tenant) | JSON,
+        )
+        events = await answering
+        after = await _turns_by_outcome(client, base_url)
+    assert refused.status_code == 409, refused.text
+    assert events[-1][0] == "done"
+    assert after.get("error", 0) == before.get("error", 0)
+    assert after.get("ok", 0) == before.get("ok", 0) + 1
 
 
 async def test_a_stop_sent_to_another_worker_stops_the_answer_it_writes(

@@ -30,7 +30,12 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-TURNS = Counter("convrag_turns_total", "Answered turns", ["outcome"], registry=REGISTRY)
+TURNS = Counter(
+    "convrag_turns_total",
+    "Turns by outcome: ok (answered), error (failed), stopped (POST .../stop)",
+    ["outcome"],
+    registry=REGISTRY,
+)
 NODE_LATENCY = Histogram(
     "convrag_node_latency_seconds",
     "Time per graph node",

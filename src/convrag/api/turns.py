@@ -399,6 +399,7 @@ class TurnRunner:
                 task.uncancel()
             request = payload.get("turn_request")
             if stopped:
+                TURNS.labels("stopped").inc()
                 # Stored failed before the stream says so: a client that reads `stopped`
                 # finds the conversation free for its next message.
                 if request:
@@ -426,7 +427,10 @@ class TurnRunner:
                 TURNS.labels("ok").inc()
                 put("done", done_event(result.stored))
             else:
-                TURNS.labels("error").inc()
+                if code == "turn_failed":
+                    # A message refused before its turn started (404, 409, 422) is no
+                    # turn: convrag_http_errors_total counts it under its status.
+                    TURNS.labels("error").inc()
                 # A failed turn is told by its short reason: the exception's own text can
                 # quote SQL, hosts or a provider's reply.
                 message = failure_reason(exc) if code == "turn_failed" else str(exc)

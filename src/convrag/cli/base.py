@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from convrag.config import Settings, get_settings, settings_problems
+from convrag.config import Settings, get_settings, settings_problems, where_set
 
 if TYPE_CHECKING:
     from convrag.services import Services
@@ -38,9 +38,15 @@ class _Commands(TyperGroup):
         except ValidationError as exc:
             if exc.title != Settings.__name__:
                 raise
-            for line in settings_problems(exc):
-                err.print(f"[red]error:[/red] {escape(line)} (set in the environment or .env)")
+            for line, variable in zip(settings_problems(exc), _variables(exc), strict=True):
+                where = where_set(Settings, variable)
+                err.print(f"[red]error:[/red] {escape(line)} (set in {escape(where)})")
             raise typer.Exit(2) from None
+
+
+def _variables(exc: ValidationError) -> list[str]:
+    """The variable each error of ``exc`` names (its first alias), in order."""
+    return [".".join(str(part) for part in e["loc"]) for e in exc.errors(include_url=False)]
 
 
 app = typer.Typer(

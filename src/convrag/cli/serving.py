@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from convrag.cli.base import (
     app,
@@ -26,8 +26,9 @@ from convrag.config import Settings, get_settings, setting_sources
 def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Print the effective settings (secrets masked) and where each comes from (the
-    environment, .env in this directory, or the default); exit 2 on one this service
+    """Print the effective settings (secrets masked) and where each comes from: the
+    environment, .env in this directory, the default, or derived (worked out from the
+    others: effective_llm_model, effective_ingest_threads); exit 2 on one this service
     cannot use."""
     from convrag.embeddings import check_model_name
     from convrag.llm import check_llm_model
@@ -43,7 +44,9 @@ def config(
         print(json.dumps(data, indent=2, default=str))
         return
     sources = setting_sources(Settings)
-    table = Table("setting", "value", "from")
+    # Folded, not cut with "…": a value (the data directory's path) is never shortened,
+    # however narrow the terminal or a pipe's 80 columns.
+    table = Table("setting", Column("value", overflow="fold"), "from")
     for k, v in data.items():
         table.add_row(k, "" if v is None else str(v), sources.get(k, "derived"))
     out.print(table)
