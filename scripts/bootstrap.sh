@@ -15,7 +15,8 @@ elif [ ! -L .venv ] && compgen -G ".venv/.convrag-installed-*" >/dev/null; then
   # install's path to src/): one moved or copied here with the repository still points at
   # the old place (or runs the old checkout's code), so it is made again here. A .venv
   # that is a link to another environment is left as it is.
-  installed="$(.venv/bin/python -c 'import os, convrag; print(os.path.realpath(convrag.__file__))' 2>/dev/null || true)"
+  # -I: the environment's own install, whatever PYTHONPATH the caller runs with.
+  installed="$(.venv/bin/python -I -c 'import os, convrag; print(os.path.realpath(convrag.__file__))' 2>/dev/null || true)"
   if [ "$installed" != "$(pwd -P)/src/convrag/__init__.py" ]; then
     old="${installed%/src/convrag/__init__.py}"
     echo "note: .venv was installed for ${old:-another directory} (moved or copied?);" \

@@ -20,7 +20,7 @@ echo "python $*" >> "$LOG"
 if [ "$1" = -m ] && [ "$2" = venv ]; then
   rm -rf .venv && mkdir -p .venv/bin
   printf '#!/bin/sh\\necho "venv-python $*" >> "$LOG"\\n' > .venv/bin/python
-  printf '[ "$1" = -c ] && echo "%s/src/convrag/__init__.py"\\nexit 0\\n' "$(pwd -P)" \\
+  printf '[ "$1 $2" = "-I -c" ] && echo "%s/src/convrag/__init__.py"\\nexit 0\\n' "$(pwd -P)" \\
     >> .venv/bin/python
   chmod +x .venv/bin/python
 fi
@@ -35,7 +35,8 @@ def _venv(where: Path, imports_from: str | None) -> None:
     answer = f'echo "{imports_from}"; exit 0' if imports_from else "exit 1"
     python = where / "bin" / "python"
     python.write_text(
-        f'#!/bin/sh\necho "venv-python $*" >> "$LOG"\n[ "$1" = -c ] && {{ {answer}; }}\nexit 0\n'
+        f'#!/bin/sh\necho "venv-python $*" >> "$LOG"\n'
+        f'[ "$1 $2" = "-I -c" ] && {{ {answer}; }}\nexit 0\n'
     )
     python.chmod(0o755)
     (where / ".convrag-installed-base").touch()

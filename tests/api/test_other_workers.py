@@ -178,7 +178,9 @@ async def test_a_message_another_worker_refuses_while_one_answers_counts_as_no_f
         before = await _turns_by_outcome(client, base_url)
         first_token = asyncio.Event()
         answering = asyncio.create_task(
-            _events(client, f"{other}/v1/conversations/{conv}/messages", _auth(tenant), first_token)
+            sse_events(
+                client, f"{other}/v1/conversations/{conv}/messages", ASK, _auth(tenant), first_token
+            )
         )
         await asyncio.wait_for(first_token.wait(), 60)
         refused = await client.post(
