@@ -442,6 +442,14 @@ async def test_the_chat_page_streams_a_cited_answer_a_not_found_answer_and_a_401
     assert not seen.console_errors, seen.console_errors
 
 
+async def test_the_page_answers_head_as_uptime_checks_send_it(base_url: str) -> None:
+    """``HEAD /`` was a 405 while ``GET /`` served the page."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        head = await client.head(f"{base_url}/")
+    assert head.status_code == 200 and head.headers["content-type"].startswith("text/html")
+    assert head.content == b""
+
+
 async def test_the_page_loads_without_a_key_and_names_no_other_host(base_url: str) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
         page = await client.get(f"{base_url}/")

@@ -28,6 +28,7 @@ CONTENT_SECURITY_POLICY = (
 
 
 @router.get("/", include_in_schema=False)
+@router.head("/", include_in_schema=False)  # uptime checks probe with HEAD
 async def chat_page() -> FileResponse:
     """The chat page, under a policy that lets it load and call only this server."""
     return FileResponse(
