@@ -434,8 +434,12 @@ def test_ingest_prune_deletes_the_documents_whose_files_left_the_directory(
     (folder / "parking.md").unlink()
     kept = _run(["ingest", str(folder), "-w", "pruning", "-q"], cli_data)
     assert "pruned" not in json.loads(kept.stdout)
+    # Still answered from: the ingest says so, and how to remove it.
+    assert "1 document(s) of workspace pruning were read from files that no longer" in kept.stderr
+    assert str((folder / "parking.md").resolve()) in kept.stderr and "--prune" in kept.stderr
     pruned = _run(["ingest", str(folder), "-w", "pruning", "-q", "--prune"], cli_data)
     assert json.loads(pruned.stdout)["pruned"] == [str((folder / "parking.md").resolve())]
+    assert "no longer exist" not in pruned.stderr
     listed = _run(["documents", "list", "-w", "pruning"], cli_data)
     assert [json.loads(line)["title"] for line in listed.stdout.splitlines()] == ["lunch"]
     (folder / "lunch.md").unlink()

@@ -474,27 +474,33 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
     return deleted
 
 
+async def missing_files(services: Services, workspace_id: str) -> list[tuple[str, str]]:
+    """``(document id, path)`` of the workspace's documents read from a file that no
+    longer exists, by path. Only documents ingested from a file count: a .jsonl record
+    is known by its ``_id``, not by its file, and an HTTP upload lives under the data
+    directory."""
+    missing: list[tuple[str, str]] = []
+    for row in await services.db.list_documents(workspace_id):
+        source = str(row["source"])
+        if _read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
+            Path(source).exists
+        ):
+            missing.append((str(row["id"]), source))
+    return sorted(missing, key=lambda m: m[1])
+
+
 async def prune_missing_files(
     services: Services, workspace_id: str, roots: Sequence[Path]
 ) -> list[str]:
-    """Delete the workspace's documents read from a file under one of ``roots`` (resolved
-    directories) that no longer exists; the paths of those deleted, sorted.
-
-    Only documents ingested from a file are considered: a .jsonl record is known by its
-    ``_id``, not by its file, and an HTTP upload lives under the data directory.
-    """
+    """Delete the workspace's :func:`missing_files` under one of ``roots`` (resolved
+    directories); the paths of those deleted, sorted."""
     pruned: list[str] = []
-    for row in await services.db.list_documents(workspace_id):
-        source = str(row["source"])
-        path = Path(source)
-        if (
-            _read_from_file(source, row.get("metadata"))
-            and any(root in path.parents for root in roots)
-            and not await asyncio.to_thread(path.exists)
-            and await delete_document(services, workspace_id, str(row["id"]))
+    for document_id, source in await missing_files(services, workspace_id):
+        if any(root in Path(source).parents for root in roots) and await delete_document(
+            services, workspace_id, document_id
         ):
             pruned.append(source)
-    return sorted(pruned)
+    return pruned
 
 
 def _remove_upload(data_dir: Path, path: Path) -> None:

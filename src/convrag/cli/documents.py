@@ -59,7 +59,7 @@ def ingest(
         expand_paths,
         load_path,
     )
-    from convrag.ingest import ingest_documents, prune_missing_files
+    from convrag.ingest import ingest_documents, missing_files, prune_missing_files
     from convrag.services import open_services
 
     settings = get_settings()
@@ -99,14 +99,26 @@ def ingest(
                 report = await ingest_documents(
                     services, workspace, docs, progress=lambda n: bar.advance(task, n)
                 )
-            if not prune:
-                return report.as_json()
-            return {
-                **report.as_json(),
-                "pruned": await prune_missing_files(services, workspace, roots),
-            }
+            result = report.as_json()
+            if prune:
+                result["pruned"] = await prune_missing_files(services, workspace, roots)
+            gone.extend(await missing_files(services, workspace))
+            return result
 
+    gone: list[tuple[str, str]] = []
     print(json.dumps(run_command(go)))
+    if gone:
+        err.print(
+            escape(
+                f"{len(gone)} document(s) of workspace {workspace} were read from files that "
+                "no longer exist and are still answered from: "
+                + "; ".join(f"{path} ({doc_id})" for doc_id, path in gone[:5])
+                + ("; ..." if len(gone) > 5 else "")
+                + ". Delete them with `convrag documents delete ID -w "
+                + f"{workspace}`, or ingest their directory again with --prune."
+            ),
+            style="yellow",
+        )
     if unreadable:
         err.print(
             f"{len(unreadable)} file(s) could not be read (listed above); fix them and run "
