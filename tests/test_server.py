@@ -411,11 +411,10 @@ async def test_a_disconnect_mid_stream_leaves_the_conversation_consistent(
         assert again.status_code == 200
 
 
-async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_of_a_409(
-    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A client that reads the stored answer back may send its next message (or delete
-    the conversation) while the run is still writing its checkpoint: it got a 409."""
+@pytest.fixture
+def slow_first_checkpoint(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next run's checkpoint write, after its answer is stored, takes 1.5 s: a window
+    in which the turn is answered while its run is still going."""
     checkpoints = services.db.checkpoints
     write = checkpoints.aput
     slowed = asyncio.Event()
@@ -423,10 +422,18 @@ async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_
     async def slow_first_write(*args: Any, **kwargs: Any) -> Any:
         if not slowed.is_set():
             slowed.set()
-            await asyncio.sleep(1.5)  # the answer is stored; its checkpoint is slow
+            await asyncio.sleep(1.5)
         return await write(*args, **kwargs)
 
     monkeypatch.setattr(checkpoints, "aput", slow_first_write)
+
+
+@pytest.mark.usefixtures("slow_first_checkpoint")
+async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_of_a_409(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """A client that reads the stored answer back may send its next message (or delete
+    the conversation) while the run is still writing its checkpoint: it got a 409."""
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}"
@@ -448,6 +455,31 @@ async def test_the_next_message_after_a_stored_answer_waits_for_its_run_instead_
         )
         assert again.status_code == 200, again.text
         assert (await first)[-1][0] == "done"
+
+
+@pytest.mark.usefixtures("slow_first_checkpoint")
+async def test_a_stop_after_the_answer_is_stored_leaves_it_answered(
+    base_url: str, tenant: dict[str, str]
+) -> None:
+    """The run still writes its checkpoint after the answer is stored; a stop then
+    cancelled it, and the client was told "stopped" about an answered turn."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = await _conversation(client, base_url, tenant)
+        url = f"{base_url}/v1/conversations/{conv}"
+        body = {"content": "What is the basic salary?"}
+        first = asyncio.create_task(sse_events(client, f"{url}/messages", body, _auth(tenant)))
+        for _ in range(200):
+            turns = (await client.get(url, headers=_auth(tenant))).json()["turns"]
+            if turns and turns[0]["status"] == "done":
+                break
+            await asyncio.sleep(0.02)
+        assert not first.done()
+        stop = await client.post(f"{url}/stop", headers=_auth(tenant))
+        events = await first
+        turns = (await client.get(url, headers=_auth(tenant))).json()["turns"]
+    assert stop.status_code == 200 and stop.json()["stopped"] is False
+    assert events[-1][0] == "done"
+    assert [t["status"] for t in turns] == ["done"]
 
 
 async def test_a_stopped_answer_ends_its_stream_is_stored_failed_and_the_next_message_goes(

@@ -258,11 +258,15 @@ class TurnRunner:
         another one sharing the database (:meth:`_stop_elsewhere`), and return its id
         once it is stored ``failed`` (:data:`~convrag.assistant.STOPPED_TURN`), so the
         conversation takes the next message at once; None when none is being answered
-        (or it ended meanwhile)."""
+        (or it ended meanwhile, or its answer is stored: the run is only writing its
+        checkpoint, and stopping it would report a stored answer as stopped)."""
         key = _key(workspace_id, conversation_id)
         task = self.active.get(key)
         if task is None or task.done():
             return await self._stop_elsewhere(workspace_id, conversation_id)
+        if key in self._answered:
+            await self._finished(key)
+            return None
         return await self._stop_here(task, self.turn_ids[key])
 
     async def _stop_elsewhere(self, workspace_id: str, conversation_id: str) -> str | None:
@@ -300,7 +304,12 @@ class TurnRunner:
             log.warning("ignoring a stop request that is not one: %.200r", payload)
             return
         task = self.active.get(key)
-        if task is None or task.done() or self.turn_ids.get(key) != turn_id:
+        if (
+            task is None
+            or task.done()
+            or self.turn_ids.get(key) != turn_id
+            or key in self._answered
+        ):
             return
         stopping = asyncio.get_running_loop().create_task(self._stop_here(task, turn_id))
         self._asked.add(stopping)
