@@ -9,8 +9,8 @@ import json
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -315,19 +315,27 @@ async def test_bad_input_gets_clear_4xx_errors_and_never_500(
             assert r.status_code == 404, path
 
 
+@contextmanager
+def rate_limited(app: FastAPI, per_minute: int) -> Iterator[None]:
+    """The served ``app`` under a rate limit of ``per_minute`` for the block (a fresh
+    bucket per key), and its own limiter again afterwards."""
+    saved = app.state.limiter
+    app.state.limiter = RateLimiter(per_minute)
+    try:
+        yield
+    finally:
+        app.state.limiter = saved
+
+
 async def test_the_rate_limit_answers_429_with_retry_after(
     app_server: tuple[str, FastAPI], tenant: dict[str, str]
 ) -> None:
     base, app = app_server
-    saved = app.state.limiter
-    app.state.limiter = RateLimiter(3)
-    try:
+    with rate_limited(app, 3):
         async with httpx.AsyncClient(timeout=30) as client:
             codes = [
                 (await client.get(f"{base}/v1/documents", headers=_auth(tenant))) for _ in range(4)
             ]
-    finally:
-        app.state.limiter = saved
     assert [r.status_code for r in codes] == [200, 200, 200, 429]
     assert int(codes[-1].headers["Retry-After"]) >= 1
 

@@ -8,10 +8,10 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from convrag.api.deps import RateLimiter
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
+from tests.test_server import rate_limited
 
 
 async def _counts(client: httpx.AsyncClient, base: str, name: str, label: str) -> dict[str, float]:
@@ -36,9 +36,7 @@ async def test_401_and_429_answers_are_counted_under_their_status(
     app_server: tuple[str, FastAPI], tenant: dict[str, str]
 ) -> None:
     base, app = app_server
-    saved = app.state.limiter
-    app.state.limiter = RateLimiter(1)
-    try:
+    with rate_limited(app, 1):
         async with httpx.AsyncClient(timeout=30) as client:
             before = await _http_errors(client, base)
             statuses = [
@@ -52,8 +50,6 @@ async def test_401_and_429_answers_are_counted_under_their_status(
                 )
             ]
             after = await _http_errors(client, base)
-    finally:
-        app.state.limiter = saved
     assert statuses == [401, 401, 401, 200, 429]
     assert after.get("401", 0) - before.get("401", 0) == 3
     assert after.get("429", 0) - before.get("429", 0) == 1

@@ -18,11 +18,11 @@ from fastapi import FastAPI
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from convrag.api.deps import RateLimiter
 from convrag.api.schemas import MAX_MESSAGE_CHARS
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
+from tests.test_server import rate_limited
 
 QUESTION = "What is Prasad Chaudhari's salary?"
 ASK = [{"role": "user", "content": QUESTION}]
@@ -96,15 +96,11 @@ async def test_the_rate_limit_is_a_rate_limit_error_the_client_shows_the_reason_
     app_server: tuple[str, FastAPI], tenant: dict[str, str]
 ) -> None:
     base, app = app_server
-    saved = app.state.limiter
-    app.state.limiter = RateLimiter(1)
-    try:
+    with rate_limited(app, 1):
         async with AsyncOpenAI(base_url=f"{base}/v1", api_key=tenant["key"], max_retries=0) as c:
             await c.models.list()
             with pytest.raises(openai.RateLimitError) as limited:
                 await c.chat.completions.create(model="convrag", messages=ASK)  # type: ignore[arg-type]
-    finally:
-        app.state.limiter = saved
     assert "rate limit of 1 requests/minute exceeded" in limited.value.message
     assert limited.value.code == "rate_limit_exceeded"
     assert int(limited.value.response.headers["Retry-After"]) >= 1
