@@ -111,7 +111,7 @@ class Assistant:
             if isinstance(exc, Exception):
                 stored = await self.answered_anyway(ctx.workspace_id, conversation_id, turn_id, exc)
                 if stored is not None:
-                    await self._settle_after_failure(conversation_id)
+                    await self.settle_quietly(conversation_id)
                     turn, citations = stored
                     return stored_state(
                         turn,
@@ -140,7 +140,7 @@ class Assistant:
         answer. Every surface that answers a turn asks here: the Python API
         (:meth:`ask`, :meth:`stream`) and the HTTP service
         (:meth:`convrag.api.turns.TurnRunner.answered_anyway`)."""
-        if _refused(exc) or _conflict(exc):
+        if _refused(exc) or conflicts(exc):
             return None
         db = self.services.db
         conversation_id = conversation_uuid(conversation_id)
@@ -160,9 +160,9 @@ class Assistant:
         )
         return turn, citations
 
-    async def _settle_after_failure(self, conversation_id: str) -> None:
-        """:meth:`settle` after a run answered despite a failed write: best effort (the
-        store that failed may still be failing; the next turn prunes again)."""
+    async def settle_quietly(self, conversation_id: str) -> None:
+        """:meth:`settle`, best effort: the turn is answered and stored, and the next one
+        prunes again (after a failed write, the store may still be failing)."""
         try:
             await self.settle(conversation_id)
         except Exception:
@@ -174,7 +174,7 @@ class Assistant:
         another run's turn, or a conversation being deleted, leaves that one alone and is
         no failure). Best effort: when the
         database itself is down, the turn stays ``processing`` until restart recovery."""
-        if _conflict(exc):
+        if conflicts(exc):
             return
         reason = failure_reason(exc)
         if _refused(exc):  # stopped by the caller, or the request's fault: no traceback
@@ -250,7 +250,7 @@ class Assistant:
                     ctx.workspace_id, conversation_id, turn_id, exc
                 ):
                     # persist's update is out already: the stream ends as a finished one.
-                    await self._settle_after_failure(conversation_id)
+                    await self.settle_quietly(conversation_id)
                     return
                 await asyncio.shield(self.fail_turn(ctx.workspace_id, turn_id, exc))
             raise
@@ -306,7 +306,7 @@ def stored_state(
     return state
 
 
-def _conflict(exc: BaseException) -> bool:
+def conflicts(exc: BaseException) -> bool:
     """Whether a run was refused for another run's sake: its turn id names another
     run's turn, its conversation answers another message or is being deleted. That
     turn, if any, is not this run's to mark or to answer with."""

@@ -185,10 +185,7 @@ async def _moved_files(
     }
     moved: dict[str, list[str]] = {}
     for row in await services.db.documents_with_content(workspace_id, list(new)):
-        source = str(row["source"])
-        if _read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
-            Path(source).exists
-        ):
+        if await _file_gone(row):
             moved.setdefault(new[row["content_hash"]], []).append(str(row["id"]))
     return moved
 
@@ -197,6 +194,15 @@ def _read_from_file(source: str, metadata: Mapping[str, Any] | None) -> bool:
     """Whether a document's ``source`` is the path of the file it was read from (not a
     .jsonl record's ``_id`` nor an upload)."""
     return (metadata or {}).get("path") == source
+
+
+async def _file_gone(row: Mapping[str, Any]) -> bool:
+    """Whether a stored document was read from a file (:func:`_read_from_file`) that no
+    longer exists."""
+    source = str(row["source"])
+    return _read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
+        Path(source).exists
+    )
 
 
 def document_writes(
@@ -481,21 +487,21 @@ async def missing_files(services: Services, workspace_id: str) -> list[tuple[str
     directory."""
     missing: list[tuple[str, str]] = []
     for row in await services.db.list_documents(workspace_id):
-        source = str(row["source"])
-        if _read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
-            Path(source).exists
-        ):
-            missing.append((str(row["id"]), source))
+        if await _file_gone(row):
+            missing.append((str(row["id"]), str(row["source"])))
     return sorted(missing, key=lambda m: m[1])
 
 
 async def prune_missing_files(
-    services: Services, workspace_id: str, roots: Sequence[Path]
+    services: Services,
+    workspace_id: str,
+    roots: Sequence[Path],
+    missing: Sequence[tuple[str, str]],
 ) -> list[str]:
-    """Delete the workspace's :func:`missing_files` under one of ``roots`` (resolved
-    directories); the paths of those deleted, sorted."""
+    """Delete those of the workspace's ``missing`` files (:func:`missing_files`) under one
+    of ``roots`` (resolved directories); the paths of those deleted, sorted."""
     pruned: list[str] = []
-    for document_id, source in await missing_files(services, workspace_id):
+    for document_id, source in missing:
         if any(root in Path(source).parents for root in roots) and await delete_document(
             services, workspace_id, document_id
         ):

@@ -337,10 +337,10 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     """422 with one readable ``detail`` line and the problems field by field; 415 when a
     JSON body was refused because it was sent as another type (a form, plain text)."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
     if media != "multipart/form-data" and any(
         tuple(e["loc"]) == ("body", "file") and e["type"] == "missing" for e in exc.errors()
     ):
-        sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
                 "detail": f"{sent} not read here; send the file as multipart/form-data with "
@@ -354,7 +354,6 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     if "json" not in media and any(
         tuple(e["loc"]) == ("body",) and (media or e["type"] != "missing") for e in exc.errors()
     ):
-        sent = f"Content-Type: {media} is" if media else "a body without a Content-Type is"
         return JSONResponse(
             {
                 "detail": f"{sent} not read here; send the body as JSON "

@@ -47,12 +47,11 @@ from fastapi import HTTPException
 from convrag.api.errors import not_found, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
-from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
+from convrag.assistant import STOPPED_TURN, Assistant, conflicts, failure_reason
 from convrag.citations import markers
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
-from convrag.nodes.load_history import BUSY, TurnConflict
-from convrag.nodes.load_history import ConversationBusy as BusyElsewhere
+from convrag.nodes.load_history import BUSY
 from convrag.records import Citation, SourceOut
 from convrag.services import Services
 from convrag.state import InputState, repetition_detected
@@ -105,9 +104,10 @@ class TurnResult:
     stored its answer (:meth:`TurnRunner.answered_anyway`)."""
 
 
-class ConversationBusy(Exception):
+class ConversationBusy(ConversationInUse):
     """A message arrived while the conversation is still answering another, or is being
-    deleted; or a delete while it answers. The message says which."""
+    deleted; or a delete while it answers. The message says which. This process's own
+    books found it, before the database's (:class:`ConversationInUse`) would."""
 
     def __init__(self, message: str = BUSY) -> None:
         super().__init__(message)
@@ -451,7 +451,9 @@ class TurnRunner:
             queue.put_nowait(None)
         if result.error is None:
             # Off the turn's task: the conversation takes its next message at once.
-            settling = asyncio.get_running_loop().create_task(self._settle(conversation_id))
+            settling = asyncio.get_running_loop().create_task(
+                self.assistant.settle_quietly(conversation_id)
+            )
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
         return result
@@ -485,15 +487,9 @@ class TurnRunner:
         turn, citations = stored
         return stored_answer(conversation_id, turn, citations)
 
-    async def _settle(self, conversation_id: str) -> None:
-        try:
-            await self.assistant.settle(conversation_id)
-        except Exception:  # the turn is answered and stored; the next one prunes again
-            log.warning("pruning the checkpoints of %s failed", conversation_id, exc_info=True)
-
 
 def _code(exc: Exception) -> str:
-    if isinstance(exc, (TurnConflict, BusyElsewhere, ConversationInUse)):
+    if conflicts(exc):
         return "conflict"
     if isinstance(exc, PermissionError):
         return "not_found"

@@ -100,9 +100,11 @@ def ingest(
                     services, workspace, docs, progress=lambda n: bar.advance(task, n)
                 )
             result = report.as_json()
-            if prune:
-                result["pruned"] = await prune_missing_files(services, workspace, roots)
             gone.extend(await missing_files(services, workspace))
+            if prune:
+                pruned = await prune_missing_files(services, workspace, roots, gone)
+                gone[:] = [g for g in gone if g[1] not in pruned]
+                result["pruned"] = pruned
             return result
 
     gone: list[tuple[str, str]] = []

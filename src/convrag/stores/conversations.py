@@ -319,6 +319,13 @@ async def _last_turns(
 #: liveness lock; one whose lock is free stops blocking at once.
 BUSY_FOR_S = 180
 
+#: SQL true for a ``conversation_turns`` row that a live process is answering: what keeps
+#: its conversation busy for a new message and out of reach of a delete.
+_ANSWERING = (
+    f"status = 'processing' AND updated_at > now() - interval '{BUSY_FOR_S} seconds'"
+    f" AND {owner_alive('owner')}"
+)
+
 
 #: The common path of a turn's start, one statement: read the turn's prior status, insert
 #: it as ``processing`` with the next number (or take a failed one up again), and read the
@@ -339,9 +346,7 @@ WITH fast AS (SELECT set_config('synchronous_commit', 'off', true) AS commit_mod
      conv AS (SELECT id, workspace_id, {_deleting("conversations")} AS deleting
               FROM conversations WHERE id = %(c)s FOR KEY SHARE),
      busy AS (SELECT 1 FROM conversation_turns
-              WHERE conversation_id = %(c)s AND status = 'processing' AND id <> %(t)s
-                AND updated_at > now() - interval '{BUSY_FOR_S} seconds'
-                AND {owner_alive("owner")}),
+              WHERE conversation_id = %(c)s AND id <> %(t)s AND {_ANSWERING}),
      prior AS (SELECT status FROM conversation_turns
                WHERE id = %(t)s AND conversation_id = %(c)s AND workspace_id = %(ws)s),
      ins AS (
@@ -534,9 +539,7 @@ class ConversationStore(PooledStore):
             if await fetch_bool(
                 conn,
                 f"""SELECT EXISTS (SELECT 1 FROM conversation_turns
-                        WHERE conversation_id = %s AND status = 'processing'
-                          AND updated_at > now() - interval '{BUSY_FOR_S} seconds'
-                          AND {owner_alive("owner")})""",
+                        WHERE conversation_id = %s AND {_ANSWERING})""",
                 conversation_id,
             ):
                 raise ConversationInUse(ANSWERING)

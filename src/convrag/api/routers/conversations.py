@@ -33,7 +33,6 @@ from convrag.api.schemas import (
     error_responses,
     keyed_route_responses,
 )
-from convrag.api.turns import ConversationBusy
 from convrag.conversations import delete_conversation as delete_everywhere
 from convrag.stores.conversations import CitedSource, ConversationInUse
 
@@ -262,6 +261,6 @@ async def delete_conversation(
     try:
         async with runner.deleting(workspace, conversation_id):
             await delete_everywhere(assistant, workspace, conversation_id)
-    except (ConversationBusy, ConversationInUse) as exc:
+    except ConversationInUse as exc:  # here (ConversationBusy) or in another worker
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return Response(status_code=204)
