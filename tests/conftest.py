@@ -77,6 +77,18 @@ def use_stub_llm(services: Services, monkeypatch: pytest.MonkeyPatch, base_url: 
     )
 
 
+async def checkpoint_count(services: Services, thread_id: str) -> int:
+    """How many checkpoints the checkpointer keeps for ``thread_id``."""
+    async with services.db.pool.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
+            )
+        ).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
 async def thread_rows(services: Services, thread_id: str) -> list[tuple[str, str]]:
     """Every row the checkpointer keeps for ``thread_id``, whole (as JSON text, blobs in
     hex), in a stable order: two equal lists mean the thread is byte-for-byte as it was."""

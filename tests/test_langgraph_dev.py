@@ -25,7 +25,7 @@ from convrag.documents import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import thread_rows
+from tests.conftest import checkpoint_count, thread_rows
 from tests.graph.conftest import EMPLOYEES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,13 +189,7 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
         "What is Prasad Chaudhari's salary?",
         "What about her basic salary?",
     ]
-    async with services.db.pool.connection() as conn:
-        row = await (
-            await conn.execute(
-                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread["thread_id"],)
-            )
-        ).fetchone()
-    assert row is not None and row["n"] >= 2
+    assert await checkpoint_count(services, thread["thread_id"]) >= 2
 
 
 async def test_a_run_cancelled_or_failing_under_langgraph_dev_stores_its_turn_failed_saying_why(

@@ -26,7 +26,7 @@ from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
+from tests.conftest import checkpoint_count, use_stub_llm
 from tests.documents.samples import docx_bytes, pdf_bytes
 from tests.graph.conftest import EMPLOYEES
 
@@ -851,13 +851,7 @@ async def test_delete_conversation_removes_turns_and_checkpoints(
         assert (
             await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
         ).status_code == 404
-    async with services.db.pool.connection() as conn:
-        row = await (
-            await conn.execute(
-                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (conv,)
-            )
-        ).fetchone()
-    assert row is not None and row["n"] == 0
+    assert await checkpoint_count(services, conv) == 0
 
 
 async def test_health_metrics_and_openapi_docs(base_url: str, tenant: dict[str, str]) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from convrag.services import Services
 from tests import test_server as server_tests
+from tests.conftest import checkpoint_count
 
 _auth = server_tests._auth
 _conversation = server_tests._conversation
@@ -110,10 +111,4 @@ async def test_a_message_whose_conversation_is_deleted_before_its_turn_starts_le
         )
     assert deleted == [conv]
     assert sent.status_code == 404, sent.text
-    async with services.db.pool.connection() as conn:
-        row = await (
-            await conn.execute(
-                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (conv,)
-            )
-        ).fetchone()
-    assert row is not None and row["n"] == 0
+    assert await checkpoint_count(services, conv) == 0

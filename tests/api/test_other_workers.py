@@ -27,7 +27,7 @@ from convrag.services import Services
 from convrag.stores.conversations import ANSWERING, BEING_DELETED
 from convrag.stores.database import Database
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
+from tests.conftest import checkpoint_count, use_stub_llm
 from tests.serving import free_port
 from tests.test_server import sse_events
 
@@ -150,9 +150,8 @@ async def test_a_message_to_another_worker_while_a_delete_is_under_way_is_a_409_
         assert refused.status_code == 409 and refused.json()["detail"] == BEING_DELETED
     assert gone.status_code == 404
     turns = "SELECT count(*) AS n FROM conversation_turns WHERE conversation_id = %s"
-    checkpoints = "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s"
     assert await _count(services, turns, conv) == 0
-    assert await _count(services, checkpoints, conv) == 0  # nor the refused runs' own
+    assert await checkpoint_count(services, conv) == 0  # nor the refused runs' own
 
 
 async def _turns_by_outcome(client: httpx.AsyncClient, base: str) -> dict[str, float]:

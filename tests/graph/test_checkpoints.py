@@ -5,17 +5,7 @@ from __future__ import annotations
 from convrag.assistant import open_assistant
 from convrag.context import Context
 from convrag.services import Services
-
-
-async def _checkpoints(services: Services, thread_id: str) -> int:
-    async with services.db.pool.connection() as conn:
-        row = await (
-            await conn.execute(
-                "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
-            )
-        ).fetchone()
-    assert row is not None
-    return int(row["n"])
+from tests.conftest import checkpoint_count
 
 
 async def test_a_conversation_keeps_one_checkpoint_at_rest_and_its_state(
@@ -30,6 +20,6 @@ async def test_a_conversation_keeps_one_checkpoint_at_rest_and_its_state(
             "How many days of annual leave do employees get?",
         ):
             await bot.ask(question, conv, workspace_id=seeded, context=ctx)
-            assert await _checkpoints(services, conv) == 1
+            assert await checkpoint_count(services, conv) == 1
         state = await bot.graph.aget_state(bot.config(conv))
     assert state.values["message"] == "How many days of annual leave do employees get?"
