@@ -27,14 +27,13 @@ for _var in (
 
 from convrag.config import Settings  # noqa: E402
 from convrag.services import Services, open_services  # noqa: E402
+from tests.serving import scratch_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
-    path = Path("/tmp") / f"convrag-test-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    return path
+def data_dir() -> Iterator[Path]:
+    with scratch_dir("test") as path:
+        yield path
 
 
 @pytest.fixture(scope="session")

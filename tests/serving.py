@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +94,19 @@ def spawn(name: str, port: int, log: Path, env: dict[str, str], *args: str) -> S
             start_new_session=True,  # the fallback SIGKILL reaches the workers too
         )
     return Server(name, port, proc, log)
+
+
+@contextmanager
+def scratch_dir(name: str) -> Iterator[Path]:
+    """A new data directory under /tmp, short enough for PostgreSQL's Unix socket path
+    (under 107 bytes), removed afterwards with whatever embedded servers it still runs:
+    a test run leaves nothing behind on the disk."""
+    path = Path(tempfile.mkdtemp(prefix=f"convrag-{name}-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        stop_orphans(path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def stop_orphans(data_dir: Path) -> None:

@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.serving import scratch_dir
 
 EXE = str(Path(sys.executable).with_name("convrag"))
 
@@ -31,10 +34,9 @@ def _ingest_leave_policy(tmp_path: Path, workspace: str, data_dir: Path) -> None
 
 
 @pytest.fixture(scope="module")
-def cli_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import uuid
-
-    return Path("/tmp") / f"convrag-cli-{uuid.uuid4().hex[:8]}"
+def cli_data() -> Iterator[Path]:
+    with scratch_dir("cli") as path:
+        yield path
 
 
 def test_config_masks_secrets(cli_data: Path) -> None:

@@ -15,7 +15,6 @@ import asyncio
 import gzip
 import io
 import os
-import shutil
 import signal
 import time
 import uuid
@@ -40,8 +39,8 @@ from tests.serving import (
     free_port,
     milvus_pid,
     postmaster_pid,
+    scratch_dir,
     spawn,
-    stop_orphans,
 )
 
 #: While the kill test runs, prompts with this word (the FACT among the sources) get a
@@ -92,9 +91,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     logs = tmp_path_factory.mktemp("faults")
-    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
-    data_dir = Path("/tmp") / f"convrag-faults-{uuid.uuid4().hex[:8]}"
-    with OpenAIStub.in_thread() as stub:
+    with scratch_dir("faults") as data_dir, OpenAIStub.in_thread() as stub:
         env = {
             **os.environ,
             "CONVRAG_DATA_DIR": str(data_dir),
@@ -111,8 +108,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         finally:
             if stack.server is not None:
                 stack.server.stop()
-            stop_orphans(data_dir)
-            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def _workspace_key(stack: Stack) -> tuple[str, dict[str, str]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from convrag.stores.conversations import ANSWERING
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.serving import Server, free_port, spawn, stop_orphans
+from tests.serving import Server, free_port, scratch_dir, spawn
 
 #: Questions with this word get a slow answer: the turn stays running while a second
 #: message arrives.
@@ -77,9 +76,7 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     logs = tmp_path_factory.mktemp("workers")
-    # Short path: PostgreSQL's Unix socket path must stay under 107 bytes.
-    data_dir = Path("/tmp") / f"convrag-workers-{uuid.uuid4().hex[:8]}"
-    with OpenAIStub.in_thread() as stub:
+    with scratch_dir("workers") as data_dir, OpenAIStub.in_thread() as stub:
         stub.add_rule(SLOW, Reply(content=" ".join(["Stripes"] * 12) + " [1].", token_delay_s=0.25))
         env = {
             **os.environ,
@@ -125,8 +122,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             for holder in holders:
                 holder.stop()
             workers.stop()
-            stop_orphans(data_dir)
-            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def test_each_worker_names_the_stores_serve_started_for_it_embedded(cluster: Cluster) -> None:
@@ -396,30 +391,28 @@ def test_the_workers_stop_when_serve_is_killed_outright(
     import signal
     import time
 
-    data_dir = Path("/tmp") / f"convrag-kill-{uuid.uuid4().hex[:8]}"
-    port = free_port()
-    server = spawn(
-        "serve --workers 2 (killed)",
-        port,
-        tmp_path_factory.mktemp("killed") / "serve.log",
-        {**os.environ, "CONVRAG_DATA_DIR": str(data_dir)},
-        "--workers",
-        "2",
-    )
-    workers: list[int] = []
-    try:
-        server.wait_ready()
-        workers = _workers_of(server.proc.pid)
-        assert len(workers) == 2
-        server.proc.send_signal(signal.SIGKILL)
-        server.proc.wait(10)
-        deadline = time.monotonic() + 30
-        while [pid for pid in workers if pid_alive(pid)] and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [pid for pid in workers if pid_alive(pid)], server.tail()
-    finally:
-        for pid in workers:
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        stop_orphans(data_dir)
-        shutil.rmtree(data_dir, ignore_errors=True)
+    with scratch_dir("kill") as data_dir:
+        port = free_port()
+        server = spawn(
+            "serve --workers 2 (killed)",
+            port,
+            tmp_path_factory.mktemp("killed") / "serve.log",
+            {**os.environ, "CONVRAG_DATA_DIR": str(data_dir)},
+            "--workers",
+            "2",
+        )
+        workers: list[int] = []
+        try:
+            server.wait_ready()
+            workers = _workers_of(server.proc.pid)
+            assert len(workers) == 2
+            server.proc.send_signal(signal.SIGKILL)
+            server.proc.wait(10)
+            deadline = time.monotonic() + 30
+            while [pid for pid in workers if pid_alive(pid)] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not [pid for pid in workers if pid_alive(pid)], server.tail()
+        finally:
+            for pid in workers:
+                if pid_alive(pid):
+                    os.kill(pid, signal.SIGKILL)

@@ -6,20 +6,20 @@ import json
 import os
 import subprocess
 import sys
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, prune_stale_pids
+from tests.serving import scratch_dir
 
 
 @pytest.fixture
-def scratch() -> Path:
-    path = Path("/tmp") / f"convrag-emb-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    return path
+def scratch() -> Iterator[Path]:
+    with scratch_dir("emb") as path:
+        yield path
 
 
 def _postmaster_running(pgdata: Path) -> bool:

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres
+from tests.serving import scratch_dir
 
 
 @pytest.fixture
 def postgres() -> Iterator[tuple[EmbeddedPostgres, str]]:
-    path = Path("/tmp") / f"convrag-pool-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    pg = EmbeddedPostgres(path)
-    try:
-        yield pg, pg.start()
-    finally:
-        pg.stop()
+    with scratch_dir("pool") as path:
+        pg = EmbeddedPostgres(path)
+        try:
+            yield pg, pg.start()
+        finally:
+            pg.stop()
 
 
 async def _select_one(db: Database) -> int:
