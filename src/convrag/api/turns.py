@@ -81,6 +81,10 @@ STOP_WAIT_S = 10.0
 #: How often a stop reads that turn back meanwhile.
 STOP_POLL_S = 0.05
 
+#: How often a stop asks again meanwhile: a notification is not stored, and one sent while
+#: that process's listening connection was being opened again was never heard.
+STOP_ASK_AGAIN_S = 1.0
+
 #: What a stop is told when that process did not store the turn as ended in time (a 503).
 NOT_STOPPED = (
     "the answer is being written by another worker, which did not stop it in time; retry the stop"
@@ -272,23 +276,27 @@ class TurnRunner:
     async def _stop_elsewhere(self, workspace_id: str, conversation_id: str) -> str | None:
         """Stop the conversation's turn that another live process is answering: ask it on
         :data:`STOP_CHANNEL` (each process's listener hands the request to its runner's
-        :meth:`stop_requested`), then wait until the turn is stored as it ended. None
-        when no other process answers one there. A 503 when the turn is still being
-        answered after :data:`STOP_WAIT_S` (that process did not hear: its listening
-        connection was being opened again, say): a retry asks again."""
+        :meth:`stop_requested`), again every :data:`STOP_ASK_AGAIN_S`, until the turn is
+        stored as it ended. None when no other process answers one there. A 503 when the
+        turn is still being answered after :data:`STOP_WAIT_S` (that process did not hear,
+        or did not stop in time): a retry asks again."""
         db = self.assistant.services.db
         turn_id = await db.turn_answered_elsewhere(workspace_id, conversation_id)
         if turn_id is None:
             return None
         asked = {"workspace_id": workspace_id, "conversation_id": conversation_id}
-        await db.notify(STOP_CHANNEL, json.dumps({**asked, "turn_id": turn_id}))
+        request = json.dumps({**asked, "turn_id": turn_id})
         loop = asyncio.get_running_loop()
         give_up = loop.time() + STOP_WAIT_S
+        ask_at = loop.time()
         while (turn := await db.get_turn(workspace_id, conversation_id, turn_id)) is not None:
             if turn.status != "processing":
                 return turn_id if turn.error == STOPPED_TURN else None
             if loop.time() >= give_up:
                 raise unavailable(NOT_STOPPED)
+            if loop.time() >= ask_at:
+                await db.notify(STOP_CHANNEL, request)
+                ask_at = loop.time() + STOP_ASK_AGAIN_S
             await asyncio.sleep(STOP_POLL_S)
         return None  # the conversation was deleted meanwhile
 
@@ -317,10 +325,13 @@ class TurnRunner:
 
     async def _stop_here(self, task: asyncio.Task[TurnResult], turn_id: str) -> str | None:
         """Stop this process's ``task``, which answers ``turn_id``; its id once it is
-        stored as stopped, None when it ended otherwise meanwhile."""
-        self._stopping.add(task)
-        try:
+        stored as stopped, None when it ended otherwise meanwhile. A task already being
+        stopped is not cancelled again (a second Stop, or a request asked again): that
+        would cut short its own handling, which stores the turn as stopped."""
+        if task not in self._stopping:
+            self._stopping.add(task)
             task.cancel()
+        try:
             await asyncio.wait({task})
         finally:
             self._stopping.discard(task)

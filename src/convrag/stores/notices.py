@@ -7,7 +7,8 @@ that another worker is writing. The process that got the request sends a notific
 (:meth:`~convrag.stores.base.PooledStore.notify`); every process listens on the channel
 on one connection of its own (:class:`Listener`) and acts when the work is its own.
 A notification is not stored: one sent while a listener's connection is lost is missed,
-so the sender waits for the work's effect in the database, not for a reply.
+so the sender waits for the work's effect in the database, not for a reply, and asks
+again while it waits.
 """
 
 from __future__ import annotations
