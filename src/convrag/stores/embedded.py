@@ -128,14 +128,26 @@ class EmbeddedServer(ABC):
         that cannot be restarted in place return False."""
         return False
 
+    _failing = False
+    """Whether the last supervision check failed to restart the server."""
+
     def _supervise_once(self, uri: str) -> None:
         """One supervision check: restart the server if it died, and log what happened;
-        a failure is logged and left to the next check."""
+        a failure is left to the next check. Its traceback (with the server's own log,
+        for PostgreSQL) is logged once; the checks that fail after it log one line."""
+        name = type(self).__name__
         try:
-            if self.revive():
-                log.warning("%s had stopped; restarted at %s", type(self).__name__, uri)
-        except Exception:
-            log.exception("restarting %s failed", type(self).__name__)
+            revived = self.revive()
+        except Exception as exc:
+            if self._failing:
+                log.warning("restarting %s failed again (%s)", name, type(exc).__name__)
+            else:
+                log.exception("restarting %s failed; trying again at each check", name)
+            self._failing = True
+            return
+        self._failing = False
+        if revived:
+            log.warning("%s had stopped; restarted at %s", name, uri)
 
     @classmethod
     @asynccontextmanager
