@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from convrag.api.metrics import MULTIPROCESS_ENV
 from convrag.assistant import STOPPED_TURN
 from convrag.stores.conversations import ANSWERING
 from convrag.stores.database import Database
@@ -393,11 +394,14 @@ def test_the_workers_stop_when_serve_is_killed_outright(
 
     with scratch_dir("kill") as data_dir:
         port = free_port()
+        # Killed, serve cannot remove the metrics directory it would make: one of the test's.
+        metrics = data_dir / "metrics"
+        metrics.mkdir()
         server = spawn(
             "serve --workers 2 (killed)",
             port,
             tmp_path_factory.mktemp("killed") / "serve.log",
-            {**os.environ, "CONVRAG_DATA_DIR": str(data_dir)},
+            {**os.environ, "CONVRAG_DATA_DIR": str(data_dir), MULTIPROCESS_ENV: str(metrics)},
             "--workers",
             "2",
         )
