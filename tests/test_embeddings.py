@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,6 +95,22 @@ async def test_a_dead_ingest_child_is_a_clear_error_and_the_next_call_starts_a_n
             await bulk.run(os._exit, 1)
         second = await bulk.run(os.getpid)
         assert second not in (first, os.getpid())
+
+
+async def test_the_ingest_child_outlives_a_ctrl_c_its_parent_decides_when_it_stops() -> None:
+    """A terminal's Ctrl-C reaches the whole process group, the ingest child included: the
+    child goes on (the parent's shutdown lets it finish the batch in hand) instead of
+    sending a KeyboardInterrupt back as the batch's result."""
+    import signal
+
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
+
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+        child = await bulk.run(os.getpid)
+        os.kill(child, signal.SIGINT)
+        await asyncio.sleep(0.5)
+        assert await bulk.run(os.getpid) == child
+        assert (await bulk.embed(["Every employee gets 25 days of annual leave."])).shape[0] == 1
 
 
 def test_an_unknown_local_model_names_the_models_that_ship() -> None:

@@ -357,6 +357,25 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     assert not saved.parent.exists()  # ingested: the file and its directory are gone
 
 
+async def test_processes_starting_together_resume_each_stopped_upload_once(
+    services: Services, workspace: str
+) -> None:
+    """``serve --workers N`` starts N processes at once, and each resumes the uploads a
+    shutdown stopped: one at a time, so the others find them taken up, not ingest them
+    again beside it."""
+    services.stopping.set()
+    try:
+        await accept_upload(services, workspace, "rules.txt", b"Staff park on level 2.")
+        await services.drain()
+    finally:
+        services.stopping.clear()
+    stopped = len(await services.db.stopped_uploads())
+    assert stopped >= 1
+    resumed = await asyncio.gather(*(resume_stopped_uploads(services) for _ in range(2)))
+    await services.drain()
+    assert sum(resumed) == stopped
+
+
 async def test_a_shutdown_names_the_ingest_it_waits_for_and_stops_one_that_overruns_to_resume(
     services: Services,
     workspace: str,

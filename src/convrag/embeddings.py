@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
+import signal
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -287,6 +288,10 @@ _CHILD: Embedder | None = None
 
 def _child_start(model: str, batch_size: int, niceness: int, threads: int) -> None:
     global _CHILD
+    # A terminal's Ctrl-C reaches the whole process group: the parent decides when the
+    # child stops (after the batch in hand), rather than getting a KeyboardInterrupt back
+    # as the batch's result.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(niceness)
     if hasattr(os, "SCHED_IDLE"):
         # Set before the model loads, so that ONNX's worker threads inherit it.

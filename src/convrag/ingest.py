@@ -340,22 +340,32 @@ async def accept_upload(
         raise
 
 
+#: The advisory lock under which a starting process takes up the stopped uploads (the
+#: project's others: 7214001 migrations, 7214002 setup, 7214003 liveness).
+_RESUME_LOCK = 7214004
+
+
 async def resume_stopped_uploads(services: Services) -> int:
     """At start: ingest again, from their saved files, the uploads a shutdown stopped.
     An upload whose file is gone or no longer reads is marked failed. Returns how many
-    were taken up."""
+    were taken up.
+
+    One process at a time (``serve --workers N`` starts N at once): taking one up records
+    its documents ``processing`` again, no longer stopped, so the next process finds it
+    taken up instead of ingesting it a second time beside the first."""
     resumed = 0
-    for workspace_id, upload_path in await services.db.stopped_uploads():
-        path = Path(upload_path) if upload_path else None
-        try:
-            if path is None or not path.is_file():
-                raise IngestError("the saved file is gone")
-            await _ingest_saved(services, workspace_id, path)
-            resumed += 1
-        except IngestError:
-            await services.db.fail_stopped_uploads(workspace_id, upload_path)
-            if path is not None:
-                await asyncio.to_thread(_remove_upload, services.settings.data_dir, path)
+    async with services.db.exclusive(_RESUME_LOCK):
+        for workspace_id, upload_path in await services.db.stopped_uploads():
+            path = Path(upload_path) if upload_path else None
+            try:
+                if path is None or not path.is_file():
+                    raise IngestError("the saved file is gone")
+                await _ingest_saved(services, workspace_id, path)
+                resumed += 1
+            except IngestError:
+                await services.db.fail_stopped_uploads(workspace_id, upload_path)
+                if path is not None:
+                    await asyncio.to_thread(_remove_upload, services.settings.data_dir, path)
     if resumed:
         log.info("resumed %d uploads a shutdown had stopped", resumed)
     return resumed
