@@ -236,6 +236,18 @@ async def test_models_retrieve_answers_the_served_model_and_404s_another(
     assert other.value.code == "model_not_found" and "'convrag'" in other.value.message
 
 
+async def test_a_method_the_path_does_not_take_is_an_error_the_client_shows_the_reason_of(
+    client: AsyncOpenAI,
+) -> None:
+    """The router's own 405 (``GET /v1/chat/completions``) in OpenAI's shape too: before,
+    a bare ``{"detail"}`` body, of which the client showed nothing but the status."""
+    with pytest.raises(openai.APIStatusError) as refused:
+        await client.get("/chat/completions", cast_to=object)
+    assert refused.value.status_code == 405
+    assert refused.value.response.headers["allow"] == "POST"
+    assert "no route takes GET at this path (it takes POST)" in refused.value.message
+
+
 @pytest.fixture
 async def rewriting_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch

@@ -44,7 +44,7 @@ from psycopg_pool import PoolTimeout
 from pymilvus import MilvusException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.formparsers import MultiPartException
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
@@ -374,10 +374,17 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     if exc.status_code == 422 and isinstance(exc.detail, str):
         return _route_problem(exc.detail, exc.headers)
     if (exc.status_code, exc.detail) in _ROUTING_ERRORS:  # the router's, with no detail
-        allowed = _allowed_methods(request) if exc.status_code == 405 else []
+        routes = _routes_at(request) if exc.status_code == 405 else []
+        allowed = sorted({m for r in routes for m in getattr(r, "methods", None) or ()})
         detail = no_route(request.method, request.url.path, allowed)
         headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)} if allowed else exc.headers
-        exc = StarletteHTTPException(exc.status_code, detail, headers)
+        reply = await http_exception_handler(
+            request, StarletteHTTPException(exc.status_code, detail, headers)
+        )
+        # An OpenAI client shows only an error in OpenAI's shape (GET /v1/chat/completions).
+        if any(isinstance(r, openai.OpenAIRoute) for r in routes):
+            return openai.reshaped(reply)
+        return reply
     problem = _unparsable_body(exc) if exc.status_code == 400 else None
     if problem is None:
         return await http_exception_handler(request, exc)
@@ -392,15 +399,16 @@ _ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
 _RESOURCES = (operations, conversations, messages, openai, documents, ui)
 
 
-def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route takes at the request's path. The router's own 405 names
-    only the first such route's methods, and each of these routes takes one."""
-    methods: set[str] = set()
-    for module in _RESOURCES:
-        for route in module.router.routes:
-            if route.matches(request.scope)[0] is Match.PARTIAL:
-                methods.update(getattr(route, "methods", None) or ())
-    return sorted(methods)
+def _routes_at(request: Request) -> list[BaseRoute]:
+    """Every route at the request's path that does not take its method: between them, the
+    methods the path takes. The router's own 405 names only the first such route's
+    methods, and each of these routes takes one."""
+    return [
+        route
+        for module in _RESOURCES
+        for route in module.router.routes
+        if route.matches(request.scope)[0] is Match.PARTIAL
+    ]
 
 
 _FIELD = re.compile(r"[A-Za-z_][\w.\-]*")

@@ -118,7 +118,7 @@ class OpenAIRoute(APIRoute):
                 reply = await _app_reply(request, exc)
                 if reply is None:
                     raise
-                return _reshaped(reply)
+                return reshaped(reply)
 
         return in_openai_shape
 
@@ -135,7 +135,7 @@ async def _app_reply(request: Request, exc: Exception) -> Response | None:
     return None
 
 
-def _reshaped(reply: Response) -> Response:
+def reshaped(reply: Response) -> Response:
     """``reply`` (a ``{"detail", "errors"?}`` body) in OpenAI's error shape; a 422 is a 400."""
     try:
         data = json.loads(bytes(reply.body))
