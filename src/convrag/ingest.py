@@ -27,7 +27,7 @@ import numpy as np
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
-from convrag.stores.base import INTERRUPTED_AFTER
+from convrag.stores.base import INTERRUPTED_AFTER, RESUME_LOCK
 from convrag.stores.documents import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
 
@@ -340,11 +340,6 @@ async def accept_upload(
         raise
 
 
-#: The advisory lock under which a starting process takes up the stopped uploads (the
-#: project's others: 7214001 migrations, 7214002 setup, 7214003 liveness).
-_RESUME_LOCK = 7214004
-
-
 async def resume_stopped_uploads(services: Services) -> int:
     """At start: ingest again, from their saved files, the uploads a shutdown stopped.
     An upload whose file is gone or no longer reads is marked failed. Returns how many
@@ -354,7 +349,7 @@ async def resume_stopped_uploads(services: Services) -> int:
     its documents ``processing`` again, no longer stopped, so the next process finds it
     taken up instead of ingesting it a second time beside the first."""
     resumed = 0
-    async with services.db.exclusive(_RESUME_LOCK):
+    async with services.db.exclusive(RESUME_LOCK):
         for workspace_id, upload_path in await services.db.stopped_uploads():
             path = Path(upload_path) if upload_path else None
             try:

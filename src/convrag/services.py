@@ -30,6 +30,7 @@ from convrag.embeddings import (
 )
 from convrag.rerank import HttpReranker, endpoint
 from convrag.search import HybridSearcher
+from convrag.stores.base import SETUP_LOCK
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
 from convrag.stores.memory import MemoryWriter
@@ -133,10 +134,6 @@ child, and chunking a large file is one longer batch). Those still queued then a
 dropped; the one in hand is still finished before the process exits."""
 
 
-#: The advisory lock that serialises the setup of processes sharing a database.
-_SETUP_LOCK = 7214002
-
-
 def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
     if settings.keyword_engine != "auto":
         return settings.keyword_engine
@@ -179,7 +176,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
         )
         # Workers starting together on a fresh store would all create the checkpoint
         # tables and the collection (all but the first creation fail): one at a time.
-        async with db.exclusive(_SETUP_LOCK):
+        async with db.exclusive(SETUP_LOCK):
             await db.setup()
             await asyncio.to_thread(index.setup)
         searcher = HybridSearcher(

@@ -21,10 +21,23 @@ live turn takes (the LLM's timeouts bound it) and than an upload's ingest, so no
 worker's row is touched."""
 
 
+# The project's PostgreSQL advisory locks, in one place so that no two share a key.
+
+MIGRATIONS_LOCK = 7214001
+"""Held (for its transaction) by the process applying the migrations: one at a time."""
+
+SETUP_LOCK = 7214002
+"""Held by the process setting up the stores (the checkpointer's tables, the shared
+collection): processes sharing a database start one at a time."""
+
 OWNER_LOCKS = 7214003
 """The advisory-lock class of the processes' liveness locks: a process holds
 ``pg_advisory_lock(OWNER_LOCKS, owner)`` on a connection of its own while it lives, and
 PostgreSQL drops the lock when that connection dies with the process."""
+
+RESUME_LOCK = 7214004
+"""Held by the process taking up the uploads a shutdown stopped, at its start: each is
+taken up by one of the processes starting together."""
 
 
 def owner_alive(column: str) -> str:

@@ -32,7 +32,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
-from convrag.stores.base import OWNER_LOCKS, fetch_bool, owner_alive
+from convrag.stores.base import MIGRATIONS_LOCK, OWNER_LOCKS, fetch_bool, owner_alive
 from convrag.stores.checkpoints import WorkspaceCheckpoints
 from convrag.stores.conversations import INTERRUPTED_TURN, ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, DocumentStore
@@ -224,7 +224,7 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
     async def _migrate(self) -> int:
         async with self.pool.connection() as conn, conn.transaction():
             # Several processes may start at once: serialise them.
-            await conn.execute("SELECT pg_advisory_xact_lock(7214001)")
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATIONS_LOCK,))
             await conn.execute(MIGRATIONS[0])
             row = await (
                 await conn.execute("SELECT max(v) AS v FROM convrag_migrations")
