@@ -19,6 +19,7 @@ from convrag.embeddings import (
     RememberingEmbedder,
     get_embedder,
 )
+from convrag.stores.embedded import pid_alive
 from convrag.testing.openai_stub import OpenAIStub
 
 
@@ -111,6 +112,38 @@ async def test_the_ingest_child_outlives_a_ctrl_c_its_parent_decides_when_it_sto
         await asyncio.sleep(0.5)
         assert await bulk.run(os.getpid) == child
         assert (await bulk.embed(["Every employee gets 25 days of annual leave."])).shape[0] == 1
+
+
+def _sleep_then_mark(seconds: float, marker: str) -> None:
+    """A call in hand in the ingest child: it writes ``marker`` once it has finished."""
+    import time
+
+    time.sleep(seconds)
+    Path(marker).touch()
+
+
+async def test_a_block_that_ends_on_an_error_stops_the_ingest_child_in_the_middle_of_its_call(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C in ``convrag ingest``: its one call may embed a whole large file (minutes),
+    and the child, which ignores the terminal's Ctrl-C, must not be waited for. A block
+    that ends as it should lets the call in hand finish (a server's shutdown)."""
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
+
+    cut, finished = tmp_path / "cut", tmp_path / "finished"
+    with pytest.raises(KeyboardInterrupt):
+        async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+            child = await bulk.run(os.getpid)
+            call = asyncio.ensure_future(bulk.run(_sleep_then_mark, 3.0, str(cut)))
+            await asyncio.sleep(0.5)  # the call is in hand
+            raise KeyboardInterrupt
+    await asyncio.gather(call, return_exceptions=True)
+    assert not pid_alive(child) and not cut.exists()
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+        await bulk.run(os.getpid)  # the child is up
+        call = asyncio.ensure_future(bulk.run(_sleep_then_mark, 0.5, str(finished)))
+        await asyncio.sleep(0.1)
+    assert finished.exists() and await call is None
 
 
 def test_an_unknown_local_model_names_the_models_that_ship() -> None:

@@ -360,8 +360,13 @@ class ProcessEmbedder:
                 pool.shutdown(wait=False, cancel_futures=True)
             raise ChildDied() from exc
 
-    def close(self) -> None:
+    def close(self, *, now: bool = False) -> None:
+        """Stop the child once it has finished the call in hand (cancelling those queued),
+        or ``now``, in the middle of it."""
         if self._pool is not None:
+            if now:
+                for process in list(self._pool._processes.values()):
+                    process.terminate()
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
@@ -370,9 +375,14 @@ class ProcessEmbedder:
     async def open(
         cls, model: str, batch_size: int, *, threads: int = 1
     ) -> AsyncIterator[ProcessEmbedder]:
-        """A bulk embedder whose child stops when the block ends."""
+        """A bulk embedder whose child stops when the block ends: after the call in hand
+        when the block ends as it should (a shutdown has waited for its ingest), at once
+        when it ends on an error or a cancellation (Ctrl-C in ``convrag ingest``, whose
+        one call may embed a whole large file)."""
         embedder = cls(model, batch_size, threads=threads)
         try:
             yield embedder
-        finally:
-            await asyncio.to_thread(embedder.close)
+        except BaseException:
+            await asyncio.to_thread(embedder.close, now=True)
+            raise
+        await asyncio.to_thread(embedder.close)
