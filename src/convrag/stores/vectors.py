@@ -440,11 +440,7 @@ class Bm25sKeywordIndex:
         return entry is not None and entry[0] == version
 
     def build(self, workspace_id: str, version: int, rows: list[tuple[str, str, str]]) -> None:
-        import bm25s
-
-        # bm25s sets its own logger to DEBUG on import, so every index build printed a
-        # line wherever a root handler exists (the CLI's evaluations).
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        bm25s = _bm25s()
         stemmer = self._stemmer()
         retriever: Any = None
         if rows:
@@ -521,8 +517,7 @@ class Bm25sKeywordIndex:
         return set(self._stemmer().stemWords(list(words)))
 
     def search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
-        import bm25s
-
+        bm25s = _bm25s()
         entry = self._cache.get(workspace_id)
         if entry is None or entry[1] is None:
             return []
@@ -541,3 +536,25 @@ class Bm25sKeywordIndex:
             cid, did, text = rows[int(idx)]
             hits.append(Hit(cid, did, text, float(score)))
         return hits
+
+
+def _bm25s() -> Any:
+    """bm25s (imported when first used: it is slow to import), quiet.
+
+    It sets its own logger to DEBUG on import, so every index build printed a line
+    wherever a root handler exists (the CLI's evaluations). And its tokenizer makes a tqdm
+    progress bar even when told to show none, whose first one makes tqdm's lock: a
+    multiprocessing lock, a named semaphore that a ``serve --workers`` worker left behind
+    at exit (the resource tracker warned of a leaked semaphore at shutdown). A thread
+    lock serves bars that never draw.
+    """
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    try:
+        from tqdm import tqdm
+    except ImportError:  # bm25s then draws no bars at all
+        return bm25s
+    if not hasattr(tqdm, "_lock"):
+        tqdm.set_lock(threading.RLock())
+    return bm25s
