@@ -79,3 +79,22 @@ def test_every_knob_of_the_wrong_type_is_named_at_once() -> None:
         Context(top_k="x", rag_enabled=2)  # type: ignore[arg-type]
     assert "rag_enabled: expected true or false, got 2" in str(caught.value)
     assert "top_k: expected int, got the string 'x'" in str(caught.value)
+
+
+def test_both_schemas_studio_asks_for_build_and_leave_the_services_out() -> None:
+    """``langgraph dev``'s ``/schemas`` asks for the context's JSON schema and the older
+    config schema; the latter failed on the services' protocol-typed fields (a warning
+    logged on every call). Both list the knobs, and neither the services."""
+    import warnings
+
+    from convrag.graph import build_graph
+
+    graph = build_graph().compile()
+    context = graph.get_context_jsonschema()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        config = graph.get_config_jsonschema()
+    assert context is not None and "workspace_id" in context["properties"]
+    assert "services" not in context["properties"]
+    knobs = config["$defs"]["Context"]["properties"]
+    assert "workspace_id" in knobs and "services" not in knobs

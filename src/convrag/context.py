@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
-from pydantic import PlainValidator
+from pydantic import PlainSerializer, PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
 from convrag.answering.extractive import DEFAULT_ANSWER_SENTENCES
@@ -108,8 +108,15 @@ def _described(value: object) -> str:
 
 
 #: ``Services`` passes through pydantic untouched (it is not data) and stays out of the
-#: context's JSON schema.
-InjectedServices = Annotated[Services | None, PlainValidator(lambda v: v), SkipJsonSchema()]
+#: context's JSON schema. It serialises as nothing: without a serializer of its own, pydantic
+#: builds one from the ``Services`` type, which fails on its protocol-typed fields (under
+#: ``langgraph dev``, every ``/schemas`` call logged "Failed to get config schema").
+InjectedServices = Annotated[
+    Services | None,
+    PlainValidator(lambda v: v),
+    PlainSerializer(lambda _: None),
+    SkipJsonSchema(),
+]
 
 
 @dataclass(kw_only=True)
