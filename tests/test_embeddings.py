@@ -114,12 +114,23 @@ async def test_the_ingest_child_outlives_a_ctrl_c_its_parent_decides_when_it_sto
         assert (await bulk.embed(["Every employee gets 25 days of annual leave."])).shape[0] == 1
 
 
-def _sleep_then_mark(seconds: float, marker: str) -> None:
-    """A call in hand in the ingest child: it writes ``marker`` once it has finished."""
+def _a_call_in_hand(started: str, seconds: float, finished: str) -> None:
+    """A call in the ingest child: it writes ``started`` at once and ``finished`` once it
+    has run for ``seconds``."""
     import time
 
+    Path(started).touch()
     time.sleep(seconds)
-    Path(marker).touch()
+    Path(finished).touch()
+
+
+async def _in_hand(started: Path) -> None:
+    """Until the child has begun the call (at most a minute)."""
+    for _ in range(600):
+        if started.exists():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the ingest child never began the call")
 
 
 async def test_a_block_that_ends_on_an_error_stops_the_ingest_child_in_the_middle_of_its_call(
@@ -130,19 +141,19 @@ async def test_a_block_that_ends_on_an_error_stops_the_ingest_child_in_the_middl
     that ends as it should lets the call in hand finish (a server's shutdown)."""
     from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
 
-    cut, finished = tmp_path / "cut", tmp_path / "finished"
+    started, cut, finished = tmp_path / "started", tmp_path / "cut", tmp_path / "finished"
     with pytest.raises(KeyboardInterrupt):
         async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
             child = await bulk.run(os.getpid)
-            call = asyncio.ensure_future(bulk.run(_sleep_then_mark, 3.0, str(cut)))
-            await asyncio.sleep(0.5)  # the call is in hand
+            call = asyncio.ensure_future(bulk.run(_a_call_in_hand, str(started), 3.0, str(cut)))
+            await _in_hand(started)
             raise KeyboardInterrupt
     await asyncio.gather(call, return_exceptions=True)
     assert not pid_alive(child) and not cut.exists()
+    started.unlink()
     async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
-        await bulk.run(os.getpid)  # the child is up
-        call = asyncio.ensure_future(bulk.run(_sleep_then_mark, 0.5, str(finished)))
-        await asyncio.sleep(0.1)
+        call = asyncio.ensure_future(bulk.run(_a_call_in_hand, str(started), 0.5, str(finished)))
+        await _in_hand(started)
     assert finished.exists() and await call is None
 
 
