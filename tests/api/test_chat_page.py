@@ -23,11 +23,11 @@ import os
 import re
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -37,6 +37,8 @@ from convrag.services import Services
 from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import use_stub_llm
+
+T = TypeVar("T")
 
 # The real server on an ephemeral port, and a workspace holding the employee records
 # (``EMPLOYEES``) with an API key: the fixtures the HTTP tests use.
@@ -65,6 +67,23 @@ new MutationObserver(() => {
 }).observe(document.getElementById("log"),
            {subtree: true, attributes: true, attributeFilter: ["data-tokens"]});
 """
+
+
+async def _drive_answered_by(
+    replies: list[tuple[str, Reply]],
+    drive: Callable[[str, str], T],
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> T:
+    """``drive(base_url, key)`` in a worker thread (Selenium blocks) while a stub LLM gives
+    the first of ``replies`` whose text its prompt holds."""
+    async with OpenAIStub() as stub:
+        for prompt_holds, reply in replies:
+            stub.add_rule(prompt_holds, reply)
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        return await asyncio.to_thread(drive, base_url, tenant["key"])
 
 
 def _require_browser() -> None:
@@ -761,10 +780,8 @@ async def test_a_markdown_answer_renders_bold_and_a_list_while_html_in_it_stays_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _require_browser()
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content=MARKDOWN_ANSWER))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        await asyncio.to_thread(_drive_markdown, base_url, tenant["key"])
+    replies = [("CURRENT QUESTION", Reply(content=MARKDOWN_ANSWER))]
+    await _drive_answered_by(replies, _drive_markdown, base_url, tenant, services, monkeypatch)
 
 
 #: A slow answer to stop: many tokens, each a while after the last.
@@ -883,14 +900,14 @@ async def test_stop_ends_a_slow_answer_keeps_its_part_marked_stopped_and_the_nex
     from convrag.assistant import STOPPED_TURN
 
     _require_browser()
-    async with OpenAIStub() as stub:
+    replies = [
         # Slow enough to be stopped mid-answer: a bound on the wait, not a measurement.
-        stub.add_rule(
-            f"CURRENT QUESTION:\n{SLOW_QUESTION}", Reply(content=SLOW_ANSWER, token_delay_s=0.3)
-        )
-        stub.add_rule("CURRENT QUESTION", Reply(content="John Doe's salary is $110,000 [1]."))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        conversation_id = await asyncio.to_thread(_drive_stop, base_url, tenant["key"])
+        (f"CURRENT QUESTION:\n{SLOW_QUESTION}", Reply(content=SLOW_ANSWER, token_delay_s=0.3)),
+        ("CURRENT QUESTION", Reply(content="John Doe's salary is $110,000 [1].")),
+    ]
+    conversation_id = await _drive_answered_by(
+        replies, _drive_stop, base_url, tenant, services, monkeypatch
+    )
     turns = await services.db.turn_details(tenant["workspace"], conversation_id)
     assert [(t.question, t.status, t.error) for t in turns] == [
         (SLOW_QUESTION, "failed", STOPPED_TURN),
@@ -1049,11 +1066,11 @@ async def test_a_quote_in_markdown_is_marked_and_a_paraphrased_sentence_marks_no
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _require_browser()
-    async with OpenAIStub() as stub:
-        stub.add_rule(f"CURRENT QUESTION:\n{SALARY_QUESTION}", Reply(content=PARAPHRASE))
-        stub.add_rule(f"CURRENT QUESTION:\n{JOHN_QUESTION}", Reply(content=QUOTED_IN_MARKDOWN))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        await asyncio.to_thread(_drive_paraphrase, base_url, tenant["key"])
+    replies = [
+        (f"CURRENT QUESTION:\n{SALARY_QUESTION}", Reply(content=PARAPHRASE)),
+        (f"CURRENT QUESTION:\n{JOHN_QUESTION}", Reply(content=QUOTED_IN_MARKDOWN)),
+    ]
+    await _drive_answered_by(replies, _drive_paraphrase, base_url, tenant, services, monkeypatch)
 
 
 def _drive_listed_once(base: str, key: str) -> None:
@@ -1151,7 +1168,5 @@ async def test_an_answer_links_http_urls_in_a_new_tab_while_a_javascript_link_st
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _require_browser()
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content=LINKS_ANSWER))
-        use_stub_llm(services, monkeypatch, stub.base_url)
-        await asyncio.to_thread(_drive_links, base_url, tenant["key"])
+    replies = [("CURRENT QUESTION", Reply(content=LINKS_ANSWER))]
+    await _drive_answered_by(replies, _drive_links, base_url, tenant, services, monkeypatch)
