@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -97,6 +98,17 @@ def dev_server(settings: object, services: Services, dev_llm: OpenAIStub) -> Ite
         log.close()
 
 
+async def _run_errors(
+    client: Any, thread_id: str, payload: dict[str, Any], context: dict[str, Any]
+) -> list[Any]:
+    """The ``error`` events of one streamed run of the graph on the thread."""
+    return [
+        part.data
+        async for part in client.runs.stream(thread_id, "convrag", input=payload, context=context)
+        if part.event == "error"
+    ]
+
+
 async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     services: Services, workspace: str, tmp_path: Path, dev_server: str
 ) -> None:
@@ -139,43 +151,31 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     assert "Prasad Chaudhari" in rewrites[1] and "basic salary" in rewrites[1].lower()
     assert "$80,000" in answers[1]
     # An input without its message (a typo) is refused, not the last question answered again.
-    errors = [
-        part.data
-        async for part in client.runs.stream(
-            thread["thread_id"],
-            "convrag",
-            input={"mesage": "And her bonus?"},
-            context={"workspace_id": workspace, "llm_model": "none"},
-        )
-        if part.event == "error"
-    ]
+    errors = await _run_errors(
+        client,
+        thread["thread_id"],
+        {"mesage": "And her bonus?"},
+        {"workspace_id": workspace, "llm_model": "none"},
+    )
     assert errors and "no 'message'" in str(errors[0]), errors
     # A knob of the wrong type is refused by name, not read as true or failed deep inside.
-    errors = [
-        part.data
-        async for part in client.runs.stream(
-            thread["thread_id"],
-            "convrag",
-            input={"message": "And her bonus?"},
-            context={"workspace_id": workspace, "llm_model": "none", "top_k": "three"},
-        )
-        if part.event == "error"
-    ]
+    errors = await _run_errors(
+        client,
+        thread["thread_id"],
+        {"message": "And her bonus?"},
+        {"workspace_id": workspace, "llm_model": "none", "top_k": "three"},
+    )
     assert errors and "top_k: expected int" in str(errors[0]), errors
     # Another workspace's run on this thread is refused before it writes there: nothing of
     # it shows in this thread's state, nor would a resume answer it here.
     before = await thread_rows(services, thread["thread_id"])
     other = f"{workspace}-b"
-    errors = [
-        part.data
-        async for part in client.runs.stream(
-            thread["thread_id"],
-            "convrag",
-            input={"message": "INTRUDER: what is the CEO's salary?"},
-            context={"workspace_id": other, "llm_model": "none"},
-        )
-        if part.event == "error"
-    ]
+    errors = await _run_errors(
+        client,
+        thread["thread_id"],
+        {"message": "INTRUDER: what is the CEO's salary?"},
+        {"workspace_id": other, "llm_model": "none"},
+    )
     assert errors, "the run was not refused"
     assert await thread_rows(services, thread["thread_id"]) == before
     # langgraph-api tells a client the message of only a few exception types.
@@ -227,16 +227,12 @@ async def test_a_run_cancelled_or_failing_under_langgraph_dev_stores_its_turn_fa
     other = f"{workspace}-m"
     await services.db.claim_embedding_model(other, "local:some-other-model")
     thread = await client.threads.create()
-    errors = [
-        part.data
-        async for part in client.runs.stream(
-            thread["thread_id"],
-            "convrag",
-            input={"message": "What is Prasad Chaudhari's salary?"},
-            context={"workspace_id": other, "llm_model": "none"},
-        )
-        if part.event == "error"
-    ]
+    errors = await _run_errors(
+        client,
+        thread["thread_id"],
+        {"message": "What is Prasad Chaudhari's salary?"},
+        {"workspace_id": other, "llm_model": "none"},
+    )
     assert errors and errors[0]["error"] == "EmbeddingMismatch", errors
     [turn] = await services.db.turn_details(other, thread["thread_id"])
     assert turn.status == "failed" and turn.error is not None
