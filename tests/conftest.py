@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ for _var in (
 
 from convrag.config import Settings  # noqa: E402
 from convrag.services import Services, open_services  # noqa: E402
+from convrag.testing.openai_stub import OpenAIStub, Reply  # noqa: E402
 from tests.serving import scratch_dir  # noqa: E402
 
 
@@ -74,6 +76,19 @@ def use_stub_llm(services: Services, monkeypatch: pytest.MonkeyPatch, base_url: 
             }
         ),
     )
+
+
+@asynccontextmanager
+async def stub_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch, *rules: tuple[str, Reply]
+) -> AsyncIterator[OpenAIStub]:
+    """An OpenAI-compatible stub for the block, the services' LLM (:func:`use_stub_llm`):
+    a prompt gets the reply of the first rule whose text it holds."""
+    async with OpenAIStub() as stub:
+        for prompt_holds, reply in rules:
+            stub.add_rule(prompt_holds, reply)
+        use_stub_llm(services, monkeypatch, stub.base_url)
+        yield stub
 
 
 async def checkpoint_count(services: Services, thread_id: str) -> int:

@@ -26,7 +26,7 @@ from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import checkpoint_count, use_stub_llm
+from tests.conftest import checkpoint_count, stub_llm, use_stub_llm
 from tests.documents.samples import docx_bytes, pdf_bytes
 from tests.graph.conftest import EMPLOYEES
 
@@ -344,15 +344,11 @@ async def test_the_rate_limit_answers_429_with_retry_after(
 async def slow_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
-    async with OpenAIStub() as stub:
-        stub.add_rule(
-            "CURRENT QUESTION",
-            Reply(
-                content="Prasad Chaudhari's basic salary is $80,000 [1], as the record shows.",
-                token_delay_s=0.15,
-            ),
-        )
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(
+        content="Prasad Chaudhari's basic salary is $80,000 [1], as the record shows.",
+        token_delay_s=0.15,
+    )
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         yield stub
 
 
@@ -1254,9 +1250,7 @@ async def _answering_llm(
     def reply(request: dict[str, Any]) -> str:
         return answer(str(request["messages"][0]["content"]))
 
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content=reply))
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", Reply(content=reply))) as stub:
         yield stub
 
 
@@ -1336,12 +1330,8 @@ async def stalling_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """An LLM that takes a second to its first token, and keep-alives every 0.2 s."""
-    async with OpenAIStub() as stub:
-        stub.add_rule(
-            "CURRENT QUESTION",
-            Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0),
-        )
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0)
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         monkeypatch.setattr(
             services, "settings", services.settings.model_copy(update={"sse_keepalive_s": 0.2})
         )
@@ -1728,12 +1718,8 @@ async def counting_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """An LLM that answers and reports its token usage, as OpenAI does."""
-    async with OpenAIStub() as stub:
-        stub.add_rule(
-            "CURRENT QUESTION",
-            Reply(content="Prasad Chaudhari's salary is $120,000 [1]."),
-        )
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].")
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         yield stub
 
 

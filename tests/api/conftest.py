@@ -11,7 +11,7 @@ import pytest
 
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
+from tests.conftest import stub_llm
 from tests.test_server import app_server, base_url, tenant
 
 __all__ = ["app_server", "base_url", "endless_llm", "held_vector_delete", "tenant"]
@@ -22,9 +22,8 @@ async def endless_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """An LLM that streams an answer far longer than any test waits for."""
-    async with OpenAIStub() as stub:
-        stub.add_rule("CURRENT QUESTION", Reply(content="Salary " * 400, token_delay_s=0.5))
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(content="Salary " * 400, token_delay_s=0.5)
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         yield stub
 
 

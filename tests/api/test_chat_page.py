@@ -36,7 +36,7 @@ from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
 from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
+from tests.conftest import stub_llm, use_stub_llm
 
 T = TypeVar("T")
 
@@ -79,10 +79,7 @@ async def _drive_answered_by(
 ) -> T:
     """``drive(base_url, key)`` in a worker thread (Selenium blocks) while a stub LLM gives
     the first of ``replies`` whose text its prompt holds."""
-    async with OpenAIStub() as stub:
-        for prompt_holds, reply in replies:
-            stub.add_rule(prompt_holds, reply)
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    async with stub_llm(services, monkeypatch, *replies):
         return await asyncio.to_thread(drive, base_url, tenant["key"])
 
 

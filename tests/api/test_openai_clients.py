@@ -21,7 +21,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from convrag.api.schemas import MAX_MESSAGE_CHARS
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import use_stub_llm
+from tests.conftest import stub_llm
 from tests.test_server import rate_limited
 
 QUESTION = "What is Prasad Chaudhari's salary?"
@@ -253,11 +253,8 @@ async def rewriting_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """A stub LLM: the answer prompt gets an answer citing its first source."""
-    async with OpenAIStub() as stub:
-        stub.add_rule(
-            "CURRENT QUESTION", Reply(content="Prasad Chaudhari's basic salary is $80,000 [1].")
-        )
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(content="Prasad Chaudhari's basic salary is $80,000 [1].")
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         yield stub
 
 

@@ -27,7 +27,7 @@ from convrag.services import Services
 from convrag.stores.conversations import ANSWERING, BEING_DELETED
 from convrag.stores.database import Database
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import checkpoint_count, use_stub_llm
+from tests.conftest import checkpoint_count, stub_llm
 from tests.serving import free_port
 from tests.test_server import sse_events
 
@@ -74,12 +74,8 @@ async def slow_llm(
 ) -> AsyncIterator[OpenAIStub]:
     """An LLM whose answer takes a few seconds, token by token (a bound, not a measure:
     long enough for a request to land while it streams)."""
-    async with OpenAIStub() as stub:
-        reply = Reply(
-            content="Prasad Chaudhari's basic salary is $80,000 [1]. " * 3, token_delay_s=0.2
-        )
-        stub.add_rule("CURRENT QUESTION", reply)
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    reply = Reply(content="Prasad Chaudhari's basic salary is $80,000 [1]. " * 3, token_delay_s=0.2)
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
         yield stub
 
 

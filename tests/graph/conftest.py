@@ -17,7 +17,7 @@ from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub
 from convrag.testing.serper_stub import SerperStub
 from convrag.web import WebSearch
-from tests.conftest import use_stub_llm
+from tests.conftest import stub_llm
 
 SAMPLES = Path(str(resources.files("convrag") / "sample_docs"))
 EMPLOYEES = (SAMPLES / "employee_data.txt").read_text()
@@ -53,8 +53,7 @@ async def doc_id(services: Services, workspace: str, name: str) -> str:
 @pytest.fixture
 async def llm(services: Services, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenAIStub]:
     """An OpenAI-compatible stub; the services' settings point langchain-openai at it."""
-    async with OpenAIStub() as stub:
-        use_stub_llm(services, monkeypatch, stub.base_url)
+    async with stub_llm(services, monkeypatch) as stub:
         yield stub
 
 
