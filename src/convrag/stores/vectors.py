@@ -18,6 +18,7 @@ has two too (see ``BENCHMARKS.md``):
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import re
@@ -538,8 +539,10 @@ class Bm25sKeywordIndex:
         return hits
 
 
+@functools.cache
 def _bm25s() -> Any:
-    """bm25s (imported when first used: it is slow to import), quiet.
+    """bm25s (imported when first used: it is slow to import), quieted once per process
+    (setting a logger's level clears every logger's cache: not a thing to do per search).
 
     It sets its own logger to DEBUG on import, so every index build printed a line
     wherever a root handler exists (the CLI's evaluations). And its tokenizer makes a tqdm
