@@ -15,10 +15,13 @@ from convrag.text.sentences import sentence_ends
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A piece of a document as stored and embedded; ``page`` is its 1-based PDF page."""
+    """A piece of a document as stored and embedded; ``page`` is its 1-based PDF page,
+    ``heading`` the path of section headings it sits under (outermost first, the
+    document's title not included)."""
 
     text: str
     page: int | None = None
+    heading: tuple[str, ...] = ()
 
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
