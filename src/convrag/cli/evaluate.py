@@ -205,3 +205,98 @@ def eval_rewrite(
         raise fail(exc) from exc
     write_json(report, out_file)
     out.print(rewrite_table(report))
+
+
+def _setting_default(name: str) -> int:
+    """A setting's built-in default (not the environment's value): the scores of one
+    corpus stay comparable across machines."""
+    from convrag.config import Settings
+
+    value = Settings.model_fields[name].default
+    assert isinstance(value, int)
+    return value
+
+
+def _document_readers(
+    names: list[str], from_dirs: list[str], size: int, overlap: int
+) -> dict[str, Any]:
+    """The readers to score by name: ``convrag`` reads with convrag, another NAME reads a
+    library's Markdown from bench-out/reading/NAME, and NAME=DIR from DIR."""
+    from convrag.evaluation.documents import convrag_reader, markdown_dir_reader
+
+    folders: dict[str, Path] = {}
+    for name in names:
+        folders[name] = Path("bench-out/reading") / name
+    for pair in from_dirs:
+        name, sep, where = pair.partition("=")
+        if not sep or not name or not where:
+            raise fail(f"--from-dir {pair!r}: expected NAME=DIR")
+        folders[name] = Path(where)
+    readers: dict[str, Any] = {}
+    for name, folder in folders.items():
+        if name == "convrag" and name in names:
+            readers[name] = convrag_reader(
+                size,
+                overlap,
+                max_bytes=_setting_default("max_file_bytes"),
+                max_decompressed=_setting_default("max_decompressed_bytes"),
+                max_records=_setting_default("max_records_per_file"),
+            )
+        elif not folder.is_dir():
+            raise fail(f"reader {name!r}: no folder {folder} (run benchmarks/reading_libraries.py)")
+        else:
+            readers[name] = markdown_dir_reader(folder, size, overlap)
+    return readers
+
+
+@eval_app.command("documents")
+def eval_documents(
+    corpus: Annotated[
+        Path,
+        typer.Option(metavar="DIR", help="Files with <stem>.expect.json beside each."),
+    ] = Path("tests/documents/corpus"),
+    out_file: OutOpt = None,
+    chunk_size: Annotated[
+        int, typer.Option(metavar="N", help="Chunk size (CHUNK_SIZE's default).")
+    ] = _setting_default("chunk_size"),
+    chunk_overlap: Annotated[
+        int, typer.Option(metavar="N", help="Chunk overlap (CHUNK_OVERLAP's default).")
+    ] = _setting_default("chunk_overlap"),
+    reader: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reader",
+            metavar="NAME",
+            help="Score this reader (repeatable): convrag, or a library whose Markdown "
+            "benchmarks/reading_libraries.py wrote to bench-out/reading/NAME. "
+            "Default: convrag (when no --from-dir is given).",
+        ),
+    ] = None,
+    from_dir: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--from-dir",
+            metavar="NAME=DIR",
+            help="Score Markdown files <stem>.md (and <stem>.title) in DIR as reader NAME "
+            "(repeatable).",
+        ),
+    ] = None,
+) -> None:
+    """Document reading quality: whole sentences, headings, terms, page furniture and
+    titles of each reader's chunks, against the corpus's expectations."""
+    from convrag.evaluation.documents import evaluate_documents, scores_table
+    from convrag.evaluation.report import write_json
+
+    if not corpus.is_dir():
+        raise fail(f"--corpus {corpus}: no such directory")
+    if chunk_overlap >= chunk_size:
+        raise fail(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size")
+    names = reader or ([] if from_dir else ["convrag"])
+    readers = _document_readers(names, from_dir or [], chunk_size, chunk_overlap)
+    report = evaluate_documents(
+        corpus, readers, settings={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
+    )
+    if not report["files"]:
+        raise fail(f"--corpus {corpus}: no <stem>.expect.json with its document file")
+    write_json(report, out_file)
+    out.print(scores_table(report))
