@@ -82,5 +82,5 @@ def test_a_page_without_a_main_element_keeps_its_headings_and_drops_its_sidebar(
         "</a></li></ul></div></body></html>",
     )
     lines = load_path(page, max_bytes=10**6)[0].text.split("\n\n")
-    assert lines[0] == "Travel rules" and lines[2] == "Hotels"
+    assert lines[0] == "# Travel rules" and lines[2] == "## Hotels"
     assert "Related articles" not in lines and "cookies" not in " ".join(lines)

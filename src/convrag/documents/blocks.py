@@ -1,6 +1,11 @@
-"""What the format readers share: cleaned lines, paragraphs joined into a text, tables as
-Markdown rows, and the look of a line that starts a list item or a table row (which the
-PDF reader and the chunker both keep on its own line)."""
+"""What the format readers share: cleaned lines, paragraphs joined into a text, headings
+and code blocks marked as Markdown does (``## Heading``, fenced code), tables as Markdown
+rows, and the look of a line that starts a list item or a table row (which the PDF reader
+and the chunker both keep on its own line).
+
+Every reader writes its text in this small Markdown dialect, so that the chunker finds
+the section headings of any format the same way (:func:`heading_of`) and never takes a
+``# comment`` inside a code block for one (:data:`FENCE`)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,44 @@ from collections.abc import Sequence
 
 LIST_ITEM = re.compile(r"^(?:[-*•◦▪·–]\s|\(?\d{1,3}[.)]\s|\(?[a-z][.)]\s|\|)")
 """A line that starts a list item or a table row."""
+
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+"""An ATX heading line: ``## Installation``."""
+
+FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
+"""A line that opens or closes a fenced code block."""
+
+_PERMALINK = re.compile(r"[\s¶#🔗]+$")
+
+
+def heading_line(level: int, text: str) -> str:
+    """``text`` as a heading of ``level`` (1-6): ``## text``; empty when ``text`` is.
+
+    Documentation generators end headings with a permalink sign (Sphinx's "¶"), which is
+    not part of the heading."""
+    text = _PERMALINK.sub("", clean_line(text))
+    return f"{'#' * min(max(level, 1), 6)} {text}" if text else ""
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line, else None."""
+    match = HEADING.match(line)
+    return (len(match.group(1)), match.group(2)) if match else None
+
+
+def code_block(text: str) -> str:
+    """Preformatted text as a fenced block: its lines kept as they are (trailing spaces
+    and blank edges aside), a fence longer than any run of backticks inside it."""
+    lines = [line.rstrip() for line in text.replace("\t", "    ").split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return ""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence, *lines, fence])
 
 
 def markdown_rows(rows: Sequence[Sequence[str]], *, header: bool) -> str:

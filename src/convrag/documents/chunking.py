@@ -1,5 +1,6 @@
 """Chunks: documents cut into pieces of at most a given size on paragraph and sentence
-boundaries, a PDF page at a time, consecutive chunks sharing whole sentences."""
+boundaries, a section and a PDF page at a time, consecutive chunks sharing whole
+sentences, each chunk knowing the headings it sits under."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from convrag.documents.blocks import LIST_ITEM
+from convrag.documents.blocks import FENCE, LIST_ITEM, heading_of
 from convrag.documents.load import SourceDocument
 from convrag.text.sentences import sentence_ends
 
@@ -155,14 +156,73 @@ def _pack(text: str, units: Sequence[_Unit], size: int, overlap: int) -> list[st
     return chunks
 
 
+@dataclass(frozen=True, slots=True)
+class Section:
+    """The text under one heading (its heading lines first, unmarked), and the path of
+    headings it sits under, outermost first."""
+
+    heading: tuple[str, ...]
+    text: str
+
+
+class Outline:
+    """The headings in force as a document is read: a heading closes every heading of its
+    level or deeper, and then stands under those above it."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[int, str]] = []
+
+    def enter(self, level: int, text: str) -> None:
+        while self._open and self._open[-1][0] >= level:
+            self._open.pop()
+        self._open.append((level, text))
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self._open)
+
+    def sections(self, text: str) -> list[Section]:
+        """``text`` cut at its heading lines (``## Heading``, none inside a fenced code
+        block). A run of headings with no text between them starts one section, each
+        heading a paragraph of its own; a heading with nothing under it before the text
+        ends is left out."""
+        out: list[Section] = []
+        lines: list[str] = []
+        has_body = fenced = after_heading = False
+        path = self.path
+        for line in text.split("\n"):
+            found = None if fenced else heading_of(line)
+            if FENCE.match(line):
+                fenced = not fenced
+            if found is None:
+                if after_heading and line.strip() and lines[-1].strip():
+                    lines.append("")
+                lines.append(line)
+                has_body = has_body or bool(line.strip())
+                after_heading = after_heading and not line.strip()
+                continue
+            if has_body:
+                out.append(Section(path, "\n".join(lines).strip()))
+                lines, has_body = [], False
+            self.enter(*found)
+            path = self.path
+            lines.extend(["", found[1]] if lines else [found[1]])
+            after_heading = True
+        if has_body:
+            out.append(Section(path, "\n".join(lines).strip()))
+        return out
+
+
 class Chunker:
     """Cuts documents into chunks of at most ``chunk_size`` characters on paragraph and
-    sentence boundaries, a PDF page at a time.
+    sentence boundaries, a section and a PDF page at a time.
 
     A chunk ends mid-sentence only when one sentence is longer than ``chunk_size``.
-    Consecutive chunks share up to ``chunk_overlap`` characters of whole sentences. A
-    text that fits in one chunk is that chunk, unchanged (trimmed): its chunk id stays
-    the same across versions of this splitter.
+    Consecutive chunks of a section share up to ``chunk_overlap`` characters of whole
+    sentences. A chunk never spans two sections: it carries the path of headings it sits
+    under, and its heading lines read as plain lines. A text without headings that fits
+    in one chunk is that chunk, unchanged (trimmed): its chunk id stays the same across
+    versions of this splitter.
     """
 
     def __init__(self, chunk_size: int, chunk_overlap: int) -> None:
@@ -174,14 +234,18 @@ class Chunker:
         self.chunk_overlap = chunk_overlap
 
     def chunks(self, doc: SourceDocument) -> list[Chunk]:
-        """The document's chunks in order; a PDF's never span two pages."""
-        if doc.pages:
-            return [
-                Chunk(text, page)
-                for page, page_text in enumerate(doc.pages, start=1)
-                for text in self._split(page_text)
-            ]
-        return [Chunk(text) for text in self._split(doc.text)]
+        """The document's chunks in order; a PDF's never span two pages, and a heading
+        stays in force from one page to the next."""
+        outline = Outline()
+        pages = doc.pages or (doc.text,)
+        return [
+            Chunk(text, page if doc.pages else None, section.heading)
+            for page, page_text in enumerate(pages, start=1)
+            for section in (
+                outline.sections(page_text) if doc.headings_marked else [Section((), page_text)]
+            )
+            for text in self._split(section.text)
+        ]
 
     def split(self, doc: SourceDocument) -> list[str]:
         """The texts of :meth:`chunks`."""

@@ -3,16 +3,23 @@ items and tables (as Markdown rows) in order."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from convrag.documents.blocks import clean_line, join_blocks, looks_like_header, markdown_rows
+from convrag.documents.blocks import (
+    clean_line,
+    heading_line,
+    join_blocks,
+    looks_like_header,
+    markdown_rows,
+)
 from convrag.documents.load import IngestError, over_decompressed_limit
 
 
 def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:
     """A Word document's title (its document property, else an opening paragraph in the
-    Title style) and its body text: paragraphs in order, headings as their own paragraphs,
+    Title style) and its body text: paragraphs in order, headings marked ``## Heading``,
     list items as ``- item``, tables as Markdown rows. Page headers, footers and comments
     are not the document's text.
 
@@ -51,11 +58,25 @@ def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None
                 style = item.style.name if item.style is not None else ""
                 if not blocks and style == "Title" and "\n" not in text:
                     opening = text
-                blocks.append(f"- {text}" if listed or style.startswith("List") else text)
+                blocks.append(_docx_block(text, style, listed))
         title = clean_line(document.core_properties.title or "") or opening
     except Exception as exc:  # python-docx raises zip, XML and lookup errors alike
         raise _not_docx(path, exc) from exc
     return title, join_blocks(blocks)
+
+
+_HEADING_STYLE = re.compile(r"^(?:Heading|Überschrift|Titre|Título|Titolo|Kop)\s*(\d)$", re.I)
+"""Word's built-in heading styles ("Heading 2"), which localised Words name in their own
+language."""
+
+
+def _docx_block(text: str, style: str, listed: bool) -> str:
+    """A paragraph as the text has it: a heading marked by its level (the Title style as
+    level one), a list item as ``- item``, else as it is."""
+    heading = _HEADING_STYLE.match(style)
+    if (heading or style == "Title") and "\n" not in text:
+        return heading_line(int(heading.group(1)) if heading else 1, text)
+    return f"- {text}" if listed or style.startswith("List") else text
 
 
 def _not_docx(path: Path, exc: Exception) -> IngestError:

@@ -10,14 +10,11 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from convrag.documents.blocks import clean_line
 
 SUPPORTED = (
     ".txt",
@@ -42,7 +39,10 @@ class SourceDocument:
 
     ``pages`` holds a PDF's text page by page (``pages[0]`` is page 1, empty for a page
     without text), so that chunks can keep to a page and name it; ``text`` is then the
-    pages joined by blank lines. Other formats have no pages.
+    pages joined by blank lines. Other formats have no pages. ``headings_marked`` says
+    that the text marks its section headings as Markdown does (``## Heading``, code in
+    fenced blocks), as the readers of HTML, Markdown, Word and PDF files write it; plain
+    text and JSONL records are taken as they are, a line starting with "# " included.
     """
 
     source: str
@@ -50,6 +50,7 @@ class SourceDocument:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     pages: tuple[str, ...] = ()
+    headings_marked: bool = False
 
 
 def _suffix(path: Path) -> str:
@@ -333,7 +334,7 @@ def load_path(
 def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[SourceDocument]:
     # The format readers raise IngestError from this module: imported here, not above.
     from convrag.documents.docx import docx_text
-    from convrag.documents.html import html_text
+    from convrag.documents.html import html_text, markdown_text
     from convrag.documents.pdf import pdf_pages
 
     source = str(path.resolve())
@@ -352,6 +353,7 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
         return [doc for _, doc in numbered]
     pages: tuple[str, ...] = ()
     title: str | None = path.stem
+    marked = suffix != ".txt"
     if suffix == ".pdf":
         pdf_title, page_texts = pdf_pages(path, raw)
         pages = tuple(page_texts)
@@ -371,10 +373,11 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
             )
         html_title, text = html_text(_decode(path, raw))
         title = html_title or path.stem
+    elif suffix in (".md", ".markdown"):
+        md_title, text = markdown_text(_decode(path, raw))
+        title = md_title or path.stem
     else:
         text = _decode(path, raw)
-        if suffix in (".md", ".markdown"):
-            title = _markdown_title(text) or path.stem
     if "\x00" in text:
         raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
     if not text.strip():
@@ -383,14 +386,7 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     metadata: dict[str, Any] = {"path": source, "format": suffix}
     if pages:
         metadata["pages"] = len(pages)
-    return [SourceDocument(source, title, text, metadata, pages)]
-
-
-def _markdown_title(text: str) -> str | None:
-    """A Markdown document's title: its first line, when that is a level-one heading."""
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    match = re.match(r"#\s+(.+?)(?:\s+#+)?$", first)
-    return clean_line(match.group(1)) or None if match else None
+    return [SourceDocument(source, title, text, metadata, pages, headings_marked=marked)]
 
 
 def expand_paths(
