@@ -142,7 +142,7 @@ def test_the_corpus_scores_convrag_and_a_library_folder(tmp_path: Path) -> None:
     ours, theirs = report["readers"]["convrag"], report["readers"]["lib"]
     assert ours["overall"]["sentence_integrity"] == 1.0
     assert ours["overall"]["title_accuracy"] == 1.0
-    assert ours["overall"]["furniture_rate"] == 0.5  # pump's one chunk; tank's is clean
+    assert ours["overall"]["counts"]["furniture"] == 1  # the chunk with pump's last line
     assert set(ours["by_kind"]) == {"manual", "web"}
     assert theirs["overall"]["sentence_integrity"] == 0.5
     assert theirs["documents"]["tank.md"]["error"] == "ValueError: cannot parse"
@@ -163,3 +163,18 @@ def test_the_command_writes_the_report(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["settings"] == {"chunk_size": 800, "chunk_overlap": 100}
     missing = CliRunner().invoke(app, [*args, "--reader", "nosuchlib"])
     assert missing.exit_code == 2
+
+
+def test_a_format_the_library_does_not_read_is_left_out(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    _write(corpus, "a", "md", f"# A\n\n{S1}\n", {"title": "A", "sentences": [{"text": S1}]})
+    _write(corpus, "b", "md", f"# B\n\n{S2}\n", {"title": "B", "sentences": [{"text": S2}]})
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "a.md").write_text(f"Title A\n=======\n\n{S1}\n")
+    (lib / "b.skip").write_text("format .md not read")
+    report = evaluate_documents(corpus, {"lib": markdown_dir_reader(lib, 800, 100)}, settings={})
+    lib_report = report["readers"]["lib"]
+    assert lib_report["skipped"] == ["b.md"]
+    assert lib_report["overall"]["counts"]["documents"] == 1
+    assert lib_report["documents"]["a.md"]["title"]["got"] == "Title A"

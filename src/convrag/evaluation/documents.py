@@ -71,6 +71,11 @@ class ReaderFailed(Exception):
     """A reader's failure reported as it was recorded (a library's saved error)."""
 
 
+class ReaderSkipped(Exception):
+    """A format the reader does not read (a PDF-only library given HTML): the file is left
+    out of that reader's scores rather than counted as lost."""
+
+
 # --- normalisation -----------------------------------------------------------------
 
 _TYPOGRAPHIC = str.maketrans(
@@ -349,10 +354,13 @@ def _failed(exp: Expectation, error: str) -> DocScore:
     return score
 
 
-def read_and_score(exp: Expectation, reader: Reader) -> DocScore:
-    """Read one file with ``reader`` and score it; a reader's exception loses the file."""
+def read_and_score(exp: Expectation, reader: Reader) -> DocScore | None:
+    """Read one file with ``reader`` and score it; a reader's exception loses the file,
+    and a format it does not read gives None."""
     try:
         doc = reader(exp.path)
+    except ReaderSkipped:
+        return None
     except ReaderFailed as exc:
         return _failed(exp, str(exc))
     except Exception as exc:  # any library failure is a score of zero, with its reason
@@ -365,8 +373,12 @@ def _reader_report(corpus: list[Expectation], reader: Reader) -> dict[str, Any]:
     per document."""
     overall, kinds = Tally(), dict[str, Tally]()
     documents: dict[str, Any] = {}
+    skipped: list[str] = []
     for exp in corpus:
         score = read_and_score(exp, reader)
+        if score is None:
+            skipped.append(exp.path.name)
+            continue
         overall.add(score.tally)
         kinds.setdefault(exp.kind, Tally()).add(score.tally)
         documents[exp.path.name] = score.report(exp.title)
@@ -375,6 +387,7 @@ def _reader_report(corpus: list[Expectation], reader: Reader) -> dict[str, Any]:
         "overall": overall.report(),
         "by_kind": by_kind,
         "macro_over_kinds": _macro([t.scores() for t in kinds.values()]),
+        "skipped": skipped,
         "documents": documents,
     }
 
@@ -428,26 +441,35 @@ def convrag_reader(
     return read
 
 
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.+?)(?:\s+#+)?\s*$", re.MULTILINE)
+_HEADING = re.compile(
+    r"^ {0,3}#{1,6}[ \t]+(?P<atx>.+?)(?:[ \t]+#+)?[ \t]*$"
+    r"|^ {0,3}(?P<setext>\S[^\n]*)\n {0,3}(?:=+|-+)[ \t]*$",
+    re.MULTILINE,
+)
 
 
 def markdown_title(text: str) -> str | None:
-    """The first ATX (``#``) heading of a Markdown text, as plain words."""
-    match = _ATX_HEADING.search(text)
-    return (normalise(match.group(1)) or None) if match else None
+    """The first heading of a Markdown text (``#`` or underlined), as plain words."""
+    match = _HEADING.search(text)
+    return (normalise(match.group("atx") or match.group("setext")) or None) if match else None
 
 
 def markdown_dir_reader(folder: Path, chunk_size: int, chunk_overlap: int) -> Reader:
     """A library's reading, saved as ``<stem>.md`` (and ``<stem>.title`` when the library
     gave a title) in ``folder``, cut by convrag's :class:`Chunker` as a Markdown
-    document. A ``<stem>.error`` file, or no ``<stem>.md``, loses the file."""
+    document. A ``<stem>.error`` file, or no ``<stem>.md``, loses the file; a
+    ``<stem>.skip`` file (a format the library does not read) leaves it out."""
     from convrag.documents.chunking import Chunker
     from convrag.documents.load import SourceDocument
 
     chunker = Chunker(chunk_size, chunk_overlap)
 
     def read(path: Path) -> ReadDoc:
-        md, title_file, error = (folder / (path.stem + s) for s in (".md", ".title", ".error"))
+        md, title_file, error, skip = (
+            folder / (path.stem + s) for s in (".md", ".title", ".error", ".skip")
+        )
+        if skip.is_file():
+            raise ReaderSkipped(skip.read_text(encoding="utf-8").strip())
         if error.is_file():
             raise ReaderFailed(error.read_text(encoding="utf-8").strip()[:500])
         if not md.is_file():
