@@ -27,21 +27,25 @@ def test_a_docx_gives_paragraphs_headings_lists_and_tables_in_order(docs_dir: Pa
     )
 
 
-def test_a_docx_without_a_title_property_is_titled_by_its_opening_title_paragraph(
+def test_a_docx_without_a_title_property_is_titled_by_its_opening_title_or_heading(
     docs_dir: Path,
 ) -> None:
     import docx
 
-    titled, plain = docx.Document(), docx.Document()
+    titled, headed, plain = docx.Document(), docx.Document(), docx.Document()
     titled.add_heading("Company car policy", level=0)
     titled.add_paragraph("Directors get an executive car.")
-    plain.add_heading("Grades", level=1)
+    headed.add_heading("Grades", level=1)
+    headed.add_paragraph("Directors get an executive car.")
     plain.add_paragraph("Directors get an executive car.")
-    for name, document in (("titled.docx", titled), ("car_policy.docx", plain)):
+    plain.add_heading("Grades", level=1)
+    pairs = (("titled.docx", titled), ("grades.docx", headed), ("car_policy.docx", plain))
+    for name, document in pairs:
         buf = io.BytesIO()
         document.save(buf)
         (docs_dir / name).write_bytes(buf.getvalue())
     assert load_path(docs_dir / "titled.docx", max_bytes=10**6)[0].title == "Company car policy"
+    assert load_path(docs_dir / "grades.docx", max_bytes=10**6)[0].title == "Grades"
     assert load_path(docs_dir / "car_policy.docx", max_bytes=10**6)[0].title == "car_policy"
 
 

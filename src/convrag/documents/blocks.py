@@ -21,15 +21,19 @@ HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
 """A line that opens or closes a fenced code block."""
 
-_PERMALINK = re.compile(r"[\s¶#🔗]+$")
+_PERMALINK = re.compile(r"[\s¶#🔗\ue000-\uf8ff]+$")
+"""A heading's permalink sign: Sphinx's "¶", an icon font's private-use glyph."""
+
+
+def without_permalink(text: str) -> str:
+    """A heading's text, cleaned, less the permalink sign that documentation generators
+    end it with, which is not part of the heading."""
+    return _PERMALINK.sub("", clean_line(text))
 
 
 def heading_line(level: int, text: str) -> str:
-    """``text`` as a heading of ``level`` (1-6): ``## text``; empty when ``text`` is.
-
-    Documentation generators end headings with a permalink sign (Sphinx's "¶"), which is
-    not part of the heading."""
-    text = _PERMALINK.sub("", clean_line(text))
+    """``text`` as a heading of ``level`` (1-6): ``## text``; empty when ``text`` is."""
+    text = without_permalink(text)
     return f"{'#' * min(max(level, 1), 6)} {text}" if text else ""
 
 

@@ -19,9 +19,9 @@ from convrag.documents.load import IngestError, over_decompressed_limit
 
 def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:
     """A Word document's title (its document property, else an opening paragraph in the
-    Title style) and its body text: paragraphs in order, headings marked ``## Heading``,
-    list items as ``- item``, tables as Markdown rows. Page headers, footers and comments
-    are not the document's text.
+    Title style or a level-one heading) and its body text: paragraphs in order, headings
+    marked ``## Heading``, list items as ``- item``, tables as Markdown rows. Page
+    headers, footers and comments are not the document's text.
 
     A .docx is a zip archive: one whose parts expand past ``max_decompressed`` bytes in
     all is refused before any part is read (a "zip bomb"). The sizes are those the archive
@@ -56,9 +56,10 @@ def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None
                 pPr = item._p.pPr
                 listed = pPr is not None and pPr.numPr is not None
                 style = item.style.name if item.style is not None else ""
-                if not blocks and style == "Title" and "\n" not in text:
+                block = _docx_block(text, style, listed)
+                if not blocks and block.startswith("# "):
                     opening = text
-                blocks.append(_docx_block(text, style, listed))
+                blocks.append(block)
         title = clean_line(document.core_properties.title or "") or opening
     except Exception as exc:  # python-docx raises zip, XML and lookup errors alike
         raise _not_docx(path, exc) from exc

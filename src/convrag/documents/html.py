@@ -15,8 +15,10 @@ from convrag.documents.blocks import (
     clean_line,
     code_block,
     heading_line,
+    heading_of,
     join_blocks,
     markdown_rows,
+    without_permalink,
 )
 
 _HTML_NEVER_CONTENT = (
@@ -31,8 +33,17 @@ _HTML_NEVER_CONTENT = (
 )
 """Elements that never hold a page's text: metadata, code, styling, frames, menus."""
 
-_HTML_CHROME_ROLES = ("navigation", "banner", "contentinfo", "search")
+_HTML_CHROME_ROLES = ("navigation", "banner", "contentinfo", "search", "doc-backlink")
 """ARIA roles of page chrome, for sites that mark their menus with ``role`` only."""
+
+_CHROME_NAME = re.compile(
+    r"(?:^|[-_\s])(?:nav|navbar|navigation|nav-panel|breadcrumbs?|sidebar|sphinxsidebar"
+    r"|related|footer|header|menu|toc|section-toc|pagination|pager|skip-link|cookies?"
+    r"|cookie-banner|banner|social|share|headerlink|permalink)(?:$|[-_\s])",
+    re.I,
+)
+"""Class or id names of page chrome, as documentation generators and sites name it
+(Texinfo's navigation panel is a ``div.header``; Sphinx's sidebar ``div.sphinxsidebar``)."""
 
 _HTML_BLOCKS = frozenset(
     {
@@ -88,46 +99,73 @@ inline and stays inside its sentence."""
 def html_text(html: str) -> tuple[str | None, str]:
     """The page's title and its main content as text, headings marked ``## Heading``.
 
-    trafilatura decides what the main content is (navigation, headers, footers, sidebars
-    and cookie banners go) and gives it as a tree of blocks; that tree is read here
-    (:func:`blocks_text`), not as trafilatura's own text, which keeps the source's line
-    breaks inside a paragraph wherever it holds inline code, and drops headings and a
-    definition's term. Tables are rendered here as Markdown rows rather than by
-    trafilatura, whose filter for share buttons drops any cell that reads "Mail", "PDF",
-    "Print", "Google" and the like: each table is swapped for a placeholder paragraph
-    first, so it is kept exactly when trafilatura keeps the place it stood in. A page too
-    small for trafilatura to find main content in (a fragment with a paragraph or two)
-    gives its whole body instead.
+    Page chrome goes first: scripts, styles, menus, the page's own header and footer,
+    and elements whose class or id names them chrome (navigation panels, sidebars,
+    breadcrumbs, tables of contents, permalinks). The main content is the element a page
+    marks as such (``<main>``, ``role="main"``, its one ``<article>``), as documentation
+    generators do; a page that marks none is read whole, less the blocks that trafilatura
+    does not count as main content (:func:`_kept_by_trafilatura`). The text is read here
+    (:func:`blocks_text`), not taken from trafilatura, which keeps the source's line
+    breaks inside a paragraph wherever it holds inline code and drops headings and a
+    definition's term. Tables become Markdown rows.
     """
-    import trafilatura
     from bs4 import BeautifulSoup
 
-    # trafilatura logs an ERROR for every page it finds no main content in; such a page
-    # is ingested all the same (the fallback below), so the message would mislead.
-    logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
     soup = BeautifulSoup(html, "html.parser")
     title = _html_title(soup)
     _drop_html_chrome(soup)
+    main = _marked_main(soup)
+    if main is not None:
+        return title, join_blocks(blocks_text(main))
     tables = _tables_to_placeholders(soup)
-    for pre in soup.find_all("pre"):
-        if pre.find("code") is None:  # trafilatura reads a <pre> without one as a quote
-            pre.string = pre.get_text("")
-            pre.string.wrap(soup.new_tag("code"))
-    found = trafilatura.bare_extraction(
-        str(soup),
+    blocks = _kept_by_trafilatura(blocks_text(soup.body or soup), str(soup))
+    return title, join_blocks([tables.get(b, b) for b in blocks])
+
+
+def _marked_main(soup: Any) -> Any:
+    """The element a page marks as its main content, if any."""
+    found = soup.find("main") or soup.find(attrs={"role": "main"})
+    if found is None:
+        articles = soup.find_all("article")
+        found = articles[0] if len(articles) == 1 else None
+    return found
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _kept_by_trafilatura(blocks: list[str], html: str) -> list[str]:
+    """The blocks whose words trafilatura finds in the page's main content (most of
+    them), and the headings of kept blocks. A page too small for trafilatura to find
+    main content in (a fragment with a paragraph or two) keeps every block."""
+    import trafilatura
+
+    # trafilatura logs an ERROR for every page it finds no main content in; such a page
+    # is read whole, so the message would mislead.
+    logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+    main = trafilatura.extract(
+        html,
         include_comments=False,
         include_tables=False,
         include_images=False,
-        include_links=False,
-        include_formatting=True,
         deduplicate=False,
-        with_metadata=False,
         favor_recall=True,
     )
-    body = getattr(found, "body", None)
-    main = _from_trafilatura(body) if body is not None and len(body) else None
-    blocks = blocks_text(main if main is not None else soup.body or soup)
-    return title, join_blocks([tables.get(b, b) for b in blocks])
+    if not main or not main.strip():
+        return blocks
+    found = set(_WORD.findall(main.casefold()))
+    kept: list[str] = []
+    waiting: list[str] = []  # headings, until the block under them is kept or not
+    for block in blocks:
+        if heading_of(block):
+            waiting.append(block)
+            continue
+        words = _WORD.findall(block.casefold())
+        if words and sum(w in found for w in words) >= 0.6 * len(words):
+            kept.extend(waiting)
+            kept.append(block)
+        waiting = []
+    return kept
 
 
 def _tables_to_placeholders(soup: Any) -> dict[str, str]:
@@ -148,79 +186,25 @@ def _tables_to_placeholders(soup: Any) -> dict[str, str]:
     return tables
 
 
-_TRAFILATURA_TAGS = {
-    "quote": "blockquote",
-    "lb": "br",
-    "hi": "em",
-    "ref": "a",
-    "del": "del",
-    "row": "tr",
-    "cell": "td",
-}
-"""trafilatura's names for elements, as HTML names them (``head``, ``list``, ``item``
-and ``code`` depend on their attributes: :func:`_html_name`)."""
-
-
-def _html_name(element: Any) -> str:
-    """The HTML name of an element of trafilatura's tree."""
-    tag, rend = element.tag, str(element.get("rend") or "")
-    if tag == "head":
-        return rend if re.fullmatch(r"h[1-6]", rend) else "h2"
-    if tag == "list":
-        return {"dl": "dl", "ol": "ol"}.get(rend, "ul")
-    if tag == "item":
-        return rend[:2] if rend[:2] in ("dt", "dd") else "li"
-    if tag == "code":  # a code block stands on its own; inline code sits in a paragraph
-        parent = element.getparent()
-        alone = (
-            parent is None
-            or parent.tag in ("body", "quote")
-            or (
-                len(parent) == 1
-                and not (parent.text or "").strip()
-                and not (element.tail or "").strip()
-                and "\n" in "".join(element.itertext()).strip()
-            )
-        )
-        return "pre" if alone else "code"
-    if tag == "graphic":
-        return "img"
-    return str(_TRAFILATURA_TAGS.get(tag, tag))
-
-
-def _from_trafilatura(body: Any) -> Any:
-    """trafilatura's tree of the main content as an HTML tree that :func:`blocks_text`
-    reads like any page."""
-    from bs4 import BeautifulSoup
-    from lxml import etree
-
-    renamed = {element: _html_name(element) for element in body.iter()}
-    for element, name in renamed.items():
-        element.tag = name
-        element.attrib.clear()
-    return BeautifulSoup(etree.tostring(body, encoding="unicode", method="html"), "html.parser")
-
-
 def _html_title(soup: Any) -> str | None:
     """The page's first ``<h1>`` when its ``<title>`` holds it (a title is often "Page —
-    Site documentation"), else its ``<title>``, else its first ``<h1>``, else None."""
+    Site documentation") or it holds the ``<title>`` ("Class StopWatch" for "StopWatch"),
+    else its ``<title>``, else its first ``<h1>``, else None."""
     texts = [
-        _PERMALINK_TAIL.sub("", " ".join(tag.get_text(" ").split())) if tag is not None else ""
+        without_permalink(tag.get_text(" ")) if tag is not None else ""
         for tag in (soup.title, soup.find("h1"))
     ]
     stated, first = texts
-    if first and stated and first.casefold() in stated.casefold():
+    if first and stated and (first.casefold() in stated.casefold() or stated in first):
         return first
     return stated or first or None
 
 
-_PERMALINK_TAIL = re.compile(r"[\s¶#🔗]+$")
-
-
 def _drop_html_chrome(soup: Any) -> None:
-    """Remove what is never content: scripts, styles, menus, and the page's own header
-    and footer (those inside an ``<article>`` or ``<main>`` hold its title and notes,
-    and stay)."""
+    """Remove what is never content: scripts, styles, menus, the page's own header and
+    footer (those inside an ``<article>`` or ``<main>`` hold its title and notes, and
+    stay), and elements named as chrome by their class or id, unless they hold the page's
+    main content or its top headings."""
     from bs4.element import Tag
 
     doomed: list[Tag] = list(soup.find_all(_HTML_NEVER_CONTENT))
@@ -228,9 +212,25 @@ def _drop_html_chrome(soup: Any) -> None:
         t for t in soup.find_all(("header", "footer")) if not t.find_parent(("article", "main"))
     ]
     doomed += soup.find_all(attrs={"role": list(_HTML_CHROME_ROLES)})
+    doomed += [t for t in soup.find_all(_named_chrome) if not t.find(_CONTENT_HOLDERS)]
     for tag in doomed:
         if not tag.decomposed:
             tag.decompose()
+
+
+_CONTENT_HOLDERS = ("main", "article", "h1", "h2")
+_NEVER_CHROME = frozenset({"body", "html", "main", "article", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _named_chrome(tag: Any) -> bool:
+    """Whether an element's class or id names it page chrome (:data:`_CHROME_NAME`)."""
+    if tag.name in _NEVER_CHROME or tag.get("role") == "main":
+        return False
+    classes = tag.get("class") or []
+    names = " ".join(
+        [*classes, str(tag.get("id") or "")] if classes else [str(tag.get("id") or "")]
+    )
+    return bool(names.strip()) and bool(_CHROME_NAME.search(names))
 
 
 class _Blocks:

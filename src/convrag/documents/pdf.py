@@ -1,13 +1,18 @@
 """PDF files page by page: each page's text layer, its wrapped lines joined back into
-paragraphs, headings kept apart from the sentences after them, running headers, footers
-and page numbers left out; and the document's title."""
+paragraphs, headings found by their type size and marked, page furniture left out
+(running headers and footers, page numbers, a title page, table-of-contents and index
+lines); and the document's title."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from convrag.documents.blocks import LIST_ITEM, clean_line
+from convrag.documents.blocks import LIST_ITEM, clean_line, heading_line, heading_of
 from convrag.documents.load import IngestError
 
 _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
@@ -15,26 +20,44 @@ _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
 
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s*\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?|\d{1,4}\s*(?:of|/)\s*\d{1,4}"
-    r"|[-–—]\s*\d{1,4}\s*[-–—])$",
+    r"|[-–—]\s*\d{1,4}\s*[-–—]|[ivxlc]{1,7})$",
     re.I,
 )
-"""A line that is plainly a page number ("Page 7", "Page 7 of 12", "7 of 12", "- 7 -"); a
-bare "7" counts only when it recurs at the same edge of most pages."""
+"""A line that is plainly a page number ("Page 7", "Page 7 of 12", "7 of 12", "- 7 -",
+"iv"); a bare "7" counts when the pages' numbers run in step with the pages."""
+
+_NUMBER_AT_EDGE = re.compile(r"^(\d{1,4})\s|\s(\d{1,4})$|^(\d{1,4})$")
+"""A printed page number leading or ending a header or footer line ("12 GNU Grep",
+"Chapter 2: Invoking grep 3")."""
+
+_LEADER = re.compile(r"(?:\.\s?){4,}\s*(?:\d{1,4}|[ivxlc]{1,7})$|…{2,}\s*\d{1,4}$", re.I)
+"""A table-of-contents or index line: a title, dot leaders, a page number."""
 
 _EDGE = 2
 """How many lines at the top and at the bottom of a page can be a running header or
 footer."""
 
+_HEADING_SIZE = 1.05
+"""How much larger than the body text a line's type must be to read as a heading."""
+
 _FILE_NAME = re.compile(r"\.(?:pdf|docx?|odt|rtf|txt|pptx?|xlsx?|indd)$", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A line of a page's text layer and the size its type is set in (most of it)."""
+
+    text: str
+    size: float
 
 
 def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
     """The document's title, if it has one, and the text of each page in order (empty
-    for a page without a text layer).
+    for a page without a text layer, or holding only furniture).
 
     The title is the document property when it is a real title (not empty, not
-    "Untitled", not a file name as exporters write it). The first line is not taken for
-    one: it is as often a section heading.
+    "Untitled", not a file name as exporters write it), else the largest type on the
+    first page when that page is a title page.
     """
     import io
     import logging
@@ -47,13 +70,7 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         reader = PdfReader(io.BytesIO(raw))
-        pages = [
-            [
-                clean_line(line)
-                for line in (page.extract_text() or "").replace("\x00", "").splitlines()
-            ]
-            for page in reader.pages
-        ]
+        pages = [_page_lines(page) for page in reader.pages]
         info = reader.metadata
         stated = _real_title(str(info.title or "") if info is not None else "", path)
     except FileNotDecryptedError as exc:
@@ -65,8 +82,84 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
         raise IngestError(
             f"{path}: not a readable PDF ({exc}); export or print it to PDF again"
         ) from exc
-    texts = [_pdf_page_text(lines) for lines in _without_running_lines(pages)]
-    return stated, texts
+    body = _body_size(pages)
+    shown = _title_page(pages[0], body) if pages else None
+    if shown is not None:
+        pages[0] = []
+    pages = _without_contents_and_index(_without_running_lines(pages, body))
+    levels = _heading_levels(pages, body)
+    texts = [_pdf_page_text(_marked(lines, levels)) for lines in pages]
+    return stated or shown, _across_pages(texts)
+
+
+def _across_pages(texts: list[str]) -> list[str]:
+    """Pages whose last sentence runs on to the next page end with all of it: the next
+    page's opening paragraph joins the page it starts on, so that no sentence is cut
+    at a page break (its chunk names the page it starts on)."""
+    out = list(texts)
+    for i in range(len(out) - 1):
+        head, _, rest = out[i + 1].partition("\n\n")
+        last = out[i].rpartition("\n\n")[2]
+        if not last or not head or heading_of(head) or _TERMINAL.search(last):
+            continue
+        if not (head[:1].islower() or last.endswith((",", "-", "–", "("))):
+            continue
+        if LIST_ITEM.match(head) or last.startswith("|") or "\n" in last:
+            continue
+        out[i] = out[i][: len(out[i]) - len(last)] + _joined(last, head)
+        out[i + 1] = rest
+    return out
+
+
+def _page_lines(page: Any) -> list[_Line]:
+    """A page's text lines, each with the size of most of its type (the text matrix's
+    scale times the font size)."""
+    parts: list[tuple[str, float]] = []
+
+    def visit(text: str, cm: Sequence[float], tm: Sequence[float], _font: Any, size: float) -> None:
+        scale = (tm[0] ** 2 + tm[1] ** 2) ** 0.5 * (cm[0] ** 2 + cm[1] ** 2) ** 0.5
+        parts.append((text.replace("\x00", ""), round(float(size) * scale * 2) / 2))
+
+    page.extract_text(visitor_text=visit)
+    lines: list[_Line] = []
+    text: list[str] = []
+    sizes: Counter[float] = Counter()
+    for piece, size in parts:
+        for k, segment in enumerate(piece.split("\n")):
+            if k:
+                lines.append(_Line(clean_line("".join(text)), _most(sizes)))
+                text, sizes = [], Counter()
+            text.append(segment)
+            sizes[size] += len(segment.strip())
+    lines.append(_Line(clean_line("".join(text)), _most(sizes)))
+    return lines
+
+
+def _most(sizes: Counter[float]) -> float:
+    return sizes.most_common(1)[0][0] if sizes and sizes.most_common(1)[0][1] else 0.0
+
+
+def _body_size(pages: Sequence[Sequence[_Line]]) -> float:
+    """The type size most of the document's characters are set in."""
+    sizes: Counter[float] = Counter()
+    for lines in pages:
+        for line in lines:
+            sizes[line.size] += len(line.text)
+    return _most(sizes)
+
+
+def _title_page(lines: Sequence[_Line], body: float) -> str | None:
+    """The title a first page shows in its largest type, when that page is a title page:
+    a few short lines, none of them a sentence, the largest set well above the body."""
+    filled = [line for line in lines if line.text]
+    if not filled or len(filled) > 12 or body <= 0:
+        return None
+    if any(len(line.text) > 90 for line in filled):
+        return None
+    top = max(line.size for line in filled)
+    if top < body * 1.4:
+        return None
+    return clean_line(" ".join(line.text for line in filled if line.size == top)) or None
 
 
 def _real_title(title: str, path: Path) -> str | None:
@@ -79,45 +172,127 @@ def _real_title(title: str, path: Path) -> str | None:
     return title
 
 
-def _without_running_lines(pages: list[list[str]]) -> list[list[str]]:
+def _edges(lines: Sequence[_Line]) -> tuple[list[int], list[int]]:
+    filled = [k for k, line in enumerate(lines) if line.text]
+    return filled[:_EDGE], filled[-_EDGE:]
+
+
+def _printed_number(text: str) -> int | None:
+    match = _NUMBER_AT_EDGE.search(text) if len(text) <= 80 else None
+    return int(next(g for g in match.groups() if g)) if match else None
+
+
+def _numbering(pages: Sequence[Sequence[_Line]]) -> set[int]:
+    """The offsets (printed number less page index) that the page numbers at the pages'
+    edges keep over at least three pages: numbers that run in step with the pages."""
+    offsets: Counter[int] = Counter()
+    for i, lines in enumerate(pages):
+        top, bottom = _edges(lines)
+        offsets.update({n - i for k in top + bottom if (n := _printed_number(lines[k].text))})
+    return {offset for offset, n in offsets.items() if n >= 3}
+
+
+def _without_running_lines(pages: list[list[_Line]], body: float) -> list[list[_Line]]:
     """Each page's lines less its running header and footer: a line within the first or
-    last two of a page that repeats, figures aside, at the same edge of most pages
-    (at least two), and a plain page number at either edge."""
+    last two of a page that repeats, figures aside, at the same edge of several pages
+    (three, or most of them), one that holds a page number running in step with the
+    pages, and a plain page number at either edge. A line set larger than the body is a
+    heading, never furniture."""
 
-    def shape(line: str) -> str:
-        return re.sub(r"\d+", "#", line.lower())
+    def shape(line: _Line) -> str:
+        return re.sub(r"\d+", "#", line.text.lower())
 
-    def edges(lines: list[str]) -> tuple[list[int], list[int]]:
-        filled = [k for k, line in enumerate(lines) if line]
-        return filled[:_EDGE], filled[-_EDGE:]
-
-    counted = sum(1 for lines in pages if any(lines))
-    seen: dict[tuple[str, str], int] = {}
+    counted = sum(1 for lines in pages if any(line.text for line in lines))
+    seen: Counter[tuple[str, str]] = Counter()
     for lines in pages:
-        for edge, found in zip(("top", "bottom"), edges(lines), strict=True):
-            for key in {(edge, shape(lines[k])) for k in found}:
-                seen[key] = seen.get(key, 0) + 1
-    repeated = {key for key, n in seen.items() if n >= 2 and n >= 0.6 * counted}
-    out: list[list[str]] = []
-    for lines in pages:
+        for edge, found in zip(("top", "bottom"), _edges(lines), strict=True):
+            seen.update({(edge, shape(lines[k])) for k in found})
+    repeated = {key for key, n in seen.items() if n >= 3 or (n >= 2 and n >= 0.6 * counted)}
+    offsets = _numbering(pages)
+    out: list[list[_Line]] = []
+    for i, lines in enumerate(pages):
         drop = {
             k
-            for edge, found in zip(("top", "bottom"), edges(lines), strict=True)
+            for edge, found in zip(("top", "bottom"), _edges(lines), strict=True)
             for k in found
-            if (edge, shape(lines[k])) in repeated or _PAGE_NUMBER.match(lines[k])
+            if lines[k].size < body * _HEADING_SIZE
+            and (
+                (edge, shape(lines[k])) in repeated
+                or _PAGE_NUMBER.match(lines[k].text)
+                or (_printed_number(lines[k].text) or -(10**6)) - i in offsets
+            )
         }
         out.append([line for k, line in enumerate(lines) if k not in drop])
     return out
+
+
+def _without_contents_and_index(pages: list[list[_Line]]) -> list[list[_Line]]:
+    """Pages less their table-of-contents and index lines (dot leaders to a page
+    number); a page mostly made of them is left out whole, its heading with it."""
+    out: list[list[_Line]] = []
+    for lines in pages:
+        filled = [line for line in lines if line.text]
+        leaders = [line for line in filled if _LEADER.search(line.text)]
+        if filled and len(leaders) >= 0.4 * len(filled):
+            out.append([])
+        else:
+            out.append([line for line in lines if not _LEADER.search(line.text)])
+    return out
+
+
+def _heading_levels(pages: Sequence[Sequence[_Line]], body: float) -> dict[float, int]:
+    """Heading levels by type size: each size well above the body's that sets a short
+    line without end punctuation is a level, the largest level one."""
+    sizes = {
+        line.size
+        for lines in pages
+        for line in lines
+        if body > 0 and line.size >= body * _HEADING_SIZE and _heading_text(line.text)
+    }
+    return {size: level for level, size in enumerate(sorted(sizes, reverse=True), start=1)}
+
+
+def _heading_text(text: str) -> bool:
+    return 0 < len(text) <= 120 and not _TERMINAL.search(text) and not LIST_ITEM.match(text)
+
+
+def _marked(lines: Sequence[_Line], levels: dict[float, int]) -> list[str]:
+    """A page's lines as text, headings marked ``## Heading`` (a heading set over two
+    lines joined); a body line that would read as a marked heading is indented."""
+    out: list[str] = []
+    previous: _Line | None = None
+    for line in lines:
+        level = levels.get(line.size) if _heading_text(line.text) else None
+        if level is None:
+            out.append(" " + line.text if heading_of(line.text) else line.text)
+        elif previous is not None and previous.size == line.size and out and heading_of(out[-1]):
+            out[-1] = f"{out[-1]} {line.text}"
+        else:
+            out.append(heading_line(level, line.text))
+        previous = line if level is not None else None
+    return out
+
+
+def _joined(current: str, line: str) -> str:
+    """A paragraph and the line that continues it: a word hyphenated across the break
+    ("unspec-" / "ified") made whole again, a hyphen that ends a compound's first part
+    ("lowercase-" / "Uppercase") kept, else a space between them."""
+    if re.search(r"[a-z]-$", current) and line[:1].islower():
+        return current[:-1] + line
+    if current.endswith("-"):
+        return current + line
+    return f"{current} {line}"
 
 
 def _pdf_page_text(lines: list[str]) -> str:
     """A page's extracted lines as paragraphs.
 
     A PDF has lines, not paragraphs. Lines that wrap a paragraph are joined with a
-    space. A short line without end punctuation that the next line does not continue is
-    a heading: it becomes its own paragraph, or it would read as the first words of the
-    sentence after it. A short line that ends a sentence ends its paragraph; list items
-    and table rows keep their own lines.
+    space. A marked heading is a paragraph of its own. A short line without end
+    punctuation that the next line does not continue reads as a heading too: it becomes
+    its own paragraph, or it would read as the first words of the sentence after it. A
+    short line that ends a sentence ends its paragraph; list items and table rows keep
+    their own lines.
     """
     width = max((len(line) for line in lines), default=0)
 
@@ -127,9 +302,11 @@ def _pdf_page_text(lines: list[str]) -> str:
     paragraphs: list[str] = []
     current = last = ""
     for k, line in enumerate(lines):
-        if not line:
+        if not line or heading_of(line):
             if current:
                 paragraphs.append(current)
+            if line:
+                paragraphs.append(line)
             current = last = ""
             continue
         if current:
@@ -144,7 +321,7 @@ def _pdf_page_text(lines: list[str]) -> str:
             if LIST_ITEM.match(line) and not line[0].islower():
                 current += "\n" + line
             elif not ended and (line[0].islower() or full(last)):
-                current += line if current.endswith("-") else " " + line
+                current = _joined(current, line)
             elif heading or not (full(last) or (not ended and len(last) > 80)):
                 paragraphs.append(current)
                 current = line
