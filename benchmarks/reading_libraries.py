@@ -290,9 +290,8 @@ def _convert_one(convert: Converter, path: Path, folder: Path) -> dict[str, Any]
 
 def convert(corpus: Path, names: list[str]) -> None:
     """Convert every document of ``corpus`` with each library in ``names``."""
-    files = sorted(
-        p for p in corpus.iterdir() if p.suffix.lower() in SUFFIXES and ".expect" not in p.name
-    )
+    stems = [p.name.removesuffix(".expect.json") for p in corpus.glob("*.expect.json")]
+    files = sorted(p for stem in stems for s in SUFFIXES if (p := corpus / (stem + s)).is_file())
     signal.signal(signal.SIGALRM, _timeout)
     for name in names:
         folder = OUT / name
@@ -300,9 +299,10 @@ def convert(corpus: Path, names: list[str]) -> None:
         start = time.monotonic()
         converter = LIBRARIES[name]()
         loaded = round(time.monotonic() - start, 2)
-        runs = [_convert_one(converter, path, folder) for path in files]
-        for run in runs:
-            print(name, run, flush=True)
+        runs = []
+        for path in files:
+            runs.append(_convert_one(converter, path, folder))
+            print(name, runs[-1], flush=True)
         report = {"library": name, "import_seconds": loaded, "files": runs}
         (folder / "_run.json").write_text(json.dumps(report, indent=2))
 

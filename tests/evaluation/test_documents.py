@@ -71,6 +71,9 @@ def test_whitespace_quotes_and_markdown_syntax_do_not_count() -> None:
     doc = ReadDoc(None, [ChunkView(chunk), ChunkView('It’s "fine" - really.')])
     assert score_document(exp, doc).tally.found == 2
     assert normalise("snake_case _stays_ `code`") == "snake_case stays code"
+    assert normalise("The [open source][1] [tool] runs `` :role:`x` ``.") == (
+        "The open source tool runs :role:x."
+    )
 
 
 def test_headings_are_checked_on_the_last_element_without_section_numbers() -> None:

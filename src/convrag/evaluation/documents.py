@@ -13,7 +13,9 @@ terms and documents; also per kind of document and averaged over kinds):
 
 - ``sentence_integrity``: share of expected sentences found whole inside one chunk;
 - ``heading_accuracy``: of those found, share inside a chunk whose heading path ends
-  with the expected heading;
+  with the expected heading (section numbers and case aside); a sentence whose heading
+  is the document's title also counts in a chunk with an empty path, as chunk heading
+  paths leave the title out;
 - ``term_attachment``: share of defined terms found in the same chunk as, and at most
   200 characters before, the start of their definition;
 - ``furniture_rate``: share of chunks that hold a line of page furniture (a listed line,
@@ -106,24 +108,28 @@ _TYPOGRAPHIC = str.maketrans(
 )
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_REFERENCE = re.compile(r"\]\[[^\]]*\]")
+_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?](?:\s|$))")
 _EMPHASIS_UNDERSCORE = re.compile(r"(?<!\w)_+|_+(?!\w)")
 _WHITESPACE = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
     """``text`` as sentences are compared: NFKC (ligatures, no-break spaces), plain
-    quotes and dashes, Markdown links as their text, no emphasis marks, backticks or
-    backslash escapes, and single spaces.
+    quotes and dashes, Markdown links as their text (inline or by reference), no
+    emphasis marks, backticks, square brackets or backslash escapes, no space before a
+    full stop or comma (a code span's padding), and single spaces.
 
     Every reader's chunks and the expectations pass through this same function, so that
     a library's Markdown syntax costs it nothing and only the words count.
     """
     text = unicodedata.normalize("NFKC", text).translate(_TYPOGRAPHIC)
     text = _IMAGE_OR_LINK.sub(r"\1", text)
-    text = _ESCAPE.sub(r"\1", text)
-    text = text.replace("`", "").replace("*", "")
+    text = _ESCAPE.sub(r"\1", _REFERENCE.sub("]", text))
+    for mark in "`*[]":
+        text = text.replace(mark, "")
     text = _EMPHASIS_UNDERSCORE.sub("", text)
-    return _WHITESPACE.sub(" ", text).strip()
+    return _SPACE_BEFORE_STOP.sub("", _WHITESPACE.sub(" ", text)).strip()
 
 
 _SECTION_NUMBER = re.compile(r"^(?:§\s*)?\d+(?:\.\d+)*\.?\s+")
