@@ -280,6 +280,7 @@ def stored_state(
             url=s.get("url"),
             score=float(s.get("score") or 0.0),
             page=s.get("page"),
+            section=s.get("section"),
         )
         for s in turn.sources
     ]

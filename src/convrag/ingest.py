@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from convrag.documents import Chunker, IngestError, SourceDocument, load_path
+from convrag.documents import Chunk, Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import ChildDied, EmbeddingMismatch, Matrix
 from convrag.ids import check_id, chunk_id_for, document_id_for
+from convrag.records import section_path
 from convrag.stores.base import INTERRUPTED_AFTER, RESUME_LOCK
 from convrag.stores.documents import DocumentWrite
 from convrag.stores.vectors import VectorIndex, VectorRow
@@ -131,10 +132,13 @@ async def ingest_documents(
             else:
                 report.added += 1
         if writes:
-            # Titles help retrieval of short passages; the stored text stays the chunk alone.
-            embed_inputs: list[str] = []
-            for w in writes:
-                embed_inputs.extend(f"{w.title}\n{t}" if w.title else t for _, _, t in w.chunks)
+            embed_inputs = [
+                embedding_input(w.title, meta.get("heading"), text)
+                for w in writes
+                for (_, _, text), meta in zip(
+                    w.chunks, w.chunk_metadata or [{}] * len(w.chunks), strict=True
+                )
+            ]
             vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
             # Tens of thousands of rows for a large file: built off the event loop.
             rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
@@ -221,10 +225,27 @@ def document_writes(
                 content_hash,
                 doc.metadata,
                 [(chunk_id_for(doc_id, i, c.text), i, c.text) for i, c in enumerate(pieces)],
-                chunk_metadata=[{} if c.page is None else {"page": c.page} for c in pieces],
+                chunk_metadata=[_chunk_metadata(c) for c in pieces],
             )
         )
     return writes
+
+
+def _chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What Postgres keeps of a chunk beside its text: its PDF page, its headings."""
+    meta: dict[str, Any] = {}
+    if chunk.page is not None:
+        meta["page"] = chunk.page
+    if chunk.heading:
+        meta["heading"] = list(chunk.heading)
+    return meta
+
+
+def embedding_input(title: str | None, heading: Sequence[str] | None, text: str) -> str:
+    """What a chunk is embedded as: its document's title and the headings it sits under
+    before its text (a contextual chunk header: they help short passages, and a question
+    that names a section), while the stored text stays the chunk alone."""
+    return "\n".join(p for p in (title, section_path(heading, title), text) if p)
 
 
 def _with_vectors(
@@ -290,11 +311,10 @@ async def reindex_workspace(
     chunks = await services.db.reindexable_chunks(workspace_id)
     for start in range(0, len(chunks), REINDEX_BATCH):
         part = chunks[start : start + REINDEX_BATCH]
-        # The same input ingest embeds: the document's title before the chunk's text.
-        vectors = await services.bulk.embed([f"{t}\n{x}" if t else x for _, _, x, t in part])
+        vectors = await services.bulk.embed([embedding_input(t, h, x) for *_, x, t, h in part])
         rows = [
             VectorRow(cid, did, text, vec.tolist())
-            for (cid, did, text, _), vec in zip(part, vectors, strict=True)
+            for (cid, did, text, *_), vec in zip(part, vectors, strict=True)
         ]
         await asyncio.to_thread(services.index.upsert, workspace_id, rows)
         blobs = [(cid, vec.tobytes()) for (cid, *_), vec in zip(part, vectors, strict=True)]

@@ -22,8 +22,23 @@ SourceType = Literal["chunk", "document", "web", "memory"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 """Which lists a search runs: both fused, or the dense or the keyword list alone."""
 
+SECTION_SEPARATOR = " › "
+"""Between the headings of a passage's section path ("Spec › 2.12 Checking order")."""
+
 SNIPPET_CHARS = 300
 """How much of a source's text clients see as its snippet."""
+
+
+def section_path(heading: Sequence[str] | None, title: str | None) -> str | None:
+    """The headings a passage sits under as one line ("Install › Linux"), less an opening
+    heading that only repeats the document's title; None when there are none.
+
+    It is shown with the source, and embedded and keyword-indexed with the passage (a
+    contextual chunk header): a question that names a section finds its passages."""
+    parts = [h for h in heading or () if h]
+    if parts and title and parts[0].casefold() == title.casefold():
+        parts = parts[1:]
+    return SECTION_SEPARATOR.join(parts) or None
 
 
 def snippet(text: str) -> str:
@@ -56,6 +71,9 @@ class Source(TypedDict):
     """The reranker's score, when one rescored the candidates."""
     page: NotRequired[int | None]
     """The 1-based PDF page of the chunk; absent or None when the source has no pages."""
+    section: NotRequired[str | None]
+    """The headings the chunk sits under (:func:`section_path`); absent or None when its
+    document has none."""
 
 
 class Citation(TypedDict):
@@ -108,6 +126,8 @@ class SourceOut(TypedDict):
     snippet: str
     page: NotRequired[int | None]
     """The 1-based PDF page of the passage; None when the source has no pages."""
+    section: NotRequired[str | None]
+    """The headings the passage sits under ("Install › Linux"); None when it has none."""
 
 
 def source_out(n: int, src: Source) -> SourceOut:
@@ -122,6 +142,7 @@ def source_out(n: int, src: Source) -> SourceOut:
         score=round(float(src["score"]), 6),
         snippet=snippet(src["text"]),
         page=src.get("page"),
+        section=src.get("section"),
     )
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
 from convrag.ids import check_id
-from convrag.records import SearchMode, Source, SourceType
+from convrag.records import SearchMode, Source, SourceType, section_path
 from convrag.stores.database import Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
@@ -47,6 +47,8 @@ class SearchResult(Hit):
     """The chunk's document title, when the in-process engines know it (else None)."""
     page: int | None = None
     """The chunk's 1-based PDF page, when known."""
+    section: str | None = None
+    """The headings the chunk sits under, when known (:func:`section_path`)."""
 
     def as_source(self) -> Source:
         """The result as one numbered source of the answer."""
@@ -62,6 +64,7 @@ class SearchResult(Hit):
             bm25_score=self.bm25_score,
             anchored=self.anchored,
             page=self.page,
+            section=self.section,
         )
 
     def as_json(self) -> dict[str, object]:
@@ -73,6 +76,16 @@ class SearchResult(Hit):
             "dense_score": None if self.dense_score is None else round(self.dense_score, 6),
             "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 6),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """What a chunk's hits are labelled with, from Postgres: its document's title, its
+    PDF page, and the headings it sits under."""
+
+    title: str | None
+    page: int | None
+    section: str | None
 
 
 def rrf_fuse(
@@ -149,8 +162,8 @@ class HybridSearcher:
         self._embeddings: dict[str, asyncio.Future[Matrix]] = {}
         # Finished vectors, not futures: a future belongs to the event loop that made it.
         self._recent: dict[str, list[float]] = {}
-        self._labels: dict[str, tuple[int, dict[str, tuple[str | None, int | None]]]] = {}
-        """Per workspace: the version loaded, and each chunk's (title, page)."""
+        self._labels: dict[str, tuple[int, dict[str, Label]]] = {}
+        """Per workspace: the version loaded, and each chunk's labels."""
 
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` now, to overlap work that comes before the search.
@@ -203,10 +216,16 @@ class HybridSearcher:
 
     async def _rebuild(self, workspace_id: str, version: int) -> None:
         rows = await self.db.chunk_rows(workspace_id)
-        self._labels[workspace_id] = (version, {r.id: (r.title, r.page) for r in rows})
+        labels = {r.id: Label(r.title, r.page, section_path(r.heading, r.title)) for r in rows}
+        self._labels[workspace_id] = (version, labels)
         triples = [(r.id, r.document_id, r.text) for r in rows]
         if self.keywords is not None:
-            await asyncio.to_thread(self.keywords.build, workspace_id, version, triples)
+            # A chunk's section path is keyword-indexed with it (its text stays the hit's).
+            indexed = [
+                f"{section}\n{text}" if (section := labels[cid].section) else text
+                for cid, _, text in triples
+            ]
+            await asyncio.to_thread(self.keywords.build, workspace_id, version, triples, indexed)
         if self.dense is not None:
             if all(r.embedding is not None for r in rows):
                 matrix = np.empty((len(rows), self.index.dim), dtype=np.float32)
@@ -310,7 +329,7 @@ class HybridSearcher:
         pool = candidates or max(4 * top_k, 20)
         if mode != "bm25":
             self.prefetch(query)  # the embedding runs while the index state is read
-        labels: dict[str, tuple[str | None, int | None]] = {}
+        labels: dict[str, Label] = {}
         if self.dense is not None or self.keywords is not None:
             # In-process engines follow the workspace's index_version (one cheap query).
             version, model = await self.db.index_state(workspace_id)
@@ -355,8 +374,8 @@ class HybridSearcher:
                 for r in fused
             ]
         return [
-            replace(r, title=labels[r.chunk_id][0], page=labels[r.chunk_id][1])
-            if r.chunk_id in labels
+            replace(r, title=label.title, page=label.page, section=label.section)
+            if (label := labels.get(r.chunk_id)) is not None
             else r
             for r in fused[:top_k]
         ]
@@ -404,6 +423,7 @@ async def lookup_document_content(
                     source_type="document",
                     title=row.title,
                     page=row.page,
+                    section=section_path(row.heading, row.title),
                 ),
             )
     return list(found.values())[:limit]

@@ -634,6 +634,7 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
             score=round(float(s.get("score") or 0.0), 6),
             snippet=snippets.get(int(s["n"]), ""),
             page=s.get("page"),
+            section=s.get("section"),
         )
         for s in turn.sources
     ]

@@ -18,7 +18,7 @@ from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
 from convrag.nodes.policy import ms_since
-from convrag.records import Source, sources_out
+from convrag.records import Source, section_path, sources_out
 from convrag.state import MergeUpdate, State
 
 _FRESH = re.compile(
@@ -102,13 +102,18 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
             merged.append(src)
     kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
     # One lookup brings what the hits lack (the in-process engines label theirs): a
-    # chunk's title, and its PDF page.
+    # chunk's title, its PDF page and its section.
     unlabelled = [
         s["id"] for s in kept if s["source_type"] in ("chunk", "document") and s["title"] is None
     ]
     stored = {c.id: c for c in await services.db.get_chunks(state["workspace_id"], unlabelled)}
     kept = [
-        {**s, "title": s["title"] or stored[s["id"]].title, "page": stored[s["id"]].page}
+        {
+            **s,
+            "title": s["title"] or stored[s["id"]].title,
+            "page": stored[s["id"]].page,
+            "section": section_path(stored[s["id"]].heading, stored[s["id"]].title),
+        }
         if s["id"] in stored
         else s
         for s in kept

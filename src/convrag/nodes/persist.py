@@ -63,6 +63,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
             "url": s["url"],
             "score": float(s["score"]),
             "page": s.get("page"),
+            "section": s.get("section"),
             "cited": n in cited,
         }
         for n, s in enumerate(sources, start=1)

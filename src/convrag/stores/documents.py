@@ -71,6 +71,8 @@ class ChunkRow:
     source: str | None = None
     page: int | None = None
     """The 1-based PDF page the chunk is on; None for other formats."""
+    heading: list[str] | None = None
+    """The headings it sits under, outermost first; None for a document without any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,8 @@ class IndexedChunk:
     """Its vector as stored beside it (float32 bytes); None when only Milvus has it."""
     title: str | None
     page: int | None
+    heading: list[str] | None = None
+    """The headings it sits under, outermost first; None for a document without any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +405,8 @@ class DocumentStore(PooledStore):
             rows = await (
                 await conn.execute(
                     """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
-                              c.embedding, d.title, (c.metadata->>'page')::int AS page
+                              c.embedding, d.title, (c.metadata->>'page')::int AS page,
+                              c.metadata->'heading' AS heading
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
                     (workspace_id,),
@@ -423,7 +428,8 @@ class DocumentStore(PooledStore):
             rows = await (
                 await conn.execute(
                     """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page,
+                              c.metadata->'heading' AS heading
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s AND c.id = ANY(%s::uuid[])""",
                     (workspace_id, ids),
@@ -439,7 +445,8 @@ class DocumentStore(PooledStore):
             rows = await (
                 await conn.execute(
                     """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page
+                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page,
+                              c.metadata->'heading' AS heading
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s AND c.text ~* %s
                        ORDER BY d.updated_at DESC, c.position LIMIT %s""",

@@ -440,13 +440,25 @@ class Bm25sKeywordIndex:
         entry = self._cache.get(workspace_id)
         return entry is not None and entry[0] == version
 
-    def build(self, workspace_id: str, version: int, rows: list[tuple[str, str, str]]) -> None:
+    def build(
+        self,
+        workspace_id: str,
+        version: int,
+        rows: list[tuple[str, str, str]],
+        indexed: Sequence[str] | None = None,
+    ) -> None:
+        """Index ``rows`` (chunk id, document id, text) by ``indexed``, the text of each
+        as it is keyword-indexed (its section path before it), else by their text; hits
+        carry the row's text."""
         bm25s = _bm25s()
         stemmer = self._stemmer()
         retriever: Any = None
         if rows:
             tokens = bm25s.tokenize(
-                [r[2] for r in rows], stopwords="en", stemmer=stemmer, show_progress=False
+                list(indexed) if indexed is not None else [r[2] for r in rows],
+                stopwords="en",
+                stemmer=stemmer,
+                show_progress=False,
             )
             retriever = bm25s.BM25()
             retriever.index(tokens, show_progress=False)

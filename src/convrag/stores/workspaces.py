@@ -87,19 +87,22 @@ class WorkspaceStore(PooledStore):
             return 0, None
         return int(row["index_version"]), row["embedding_model"]
 
-    async def reindexable_chunks(self, workspace_id: str) -> list[tuple[str, str, str, str | None]]:
-        """Every (chunk_id, document_id, text, document title) of a workspace, in document
-        order: what ingest embedded, to embed again."""
+    async def reindexable_chunks(
+        self, workspace_id: str
+    ) -> list[tuple[str, str, str, str | None, list[str] | None]]:
+        """Every (chunk_id, document_id, text, document title, headings) of a workspace,
+        in document order: what ingest embedded, to embed again."""
         async with self.pool.connection() as conn:
             rows = await (
                 await conn.execute(
-                    """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title
+                    """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title,
+                              c.metadata->'heading' AS heading
                        FROM chunks c JOIN documents d ON d.id = c.document_id
                        WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
                     (workspace_id,),
                 )
             ).fetchall()
-        return [(r["id"], r["d"], r["text"], r["title"]) for r in rows]
+        return [(r["id"], r["d"], r["text"], r["title"], r["heading"]) for r in rows]
 
     async def store_reindexed(
         self, workspace_id: str, vectors: Sequence[tuple[str, bytes]], model: str | None = None

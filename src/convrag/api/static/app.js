@@ -325,8 +325,10 @@
     return source.type === "web" ? "Web result" : "Document";
   }
 
+  /** Where in its document a source is: the headings it sits under, its PDF page. */
   function pageOf(source) {
-    return source.page !== undefined && source.page !== null ? `page ${source.page}` : "";
+    const page = source.page !== undefined && source.page !== null ? `page ${source.page}` : "";
+    return [source.section || "", page].filter(Boolean).join(" · ");
   }
 
   /** The longest text known for a source: the citation's passage or the source snippet. */
