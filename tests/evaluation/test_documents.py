@@ -150,6 +150,7 @@ def test_the_corpus_scores_convrag_and_a_library_folder(tmp_path: Path) -> None:
     assert theirs["overall"]["sentence_integrity"] == 0.5
     assert theirs["documents"]["tank.md"]["error"] == "ValueError: cannot parse"
     assert theirs["documents"]["pump.md"]["title"]["got"] == "Pump Manual"
+    assert theirs["overall"]["heading_accuracy"] == 1.0  # S1 under "## Operation"
     assert "| lib |" in scores_table(report)
 
 

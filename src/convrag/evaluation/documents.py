@@ -463,8 +463,9 @@ def markdown_title(text: str) -> str | None:
 def markdown_dir_reader(folder: Path, chunk_size: int, chunk_overlap: int) -> Reader:
     """A library's reading, saved as ``<stem>.md`` (and ``<stem>.title`` when the library
     gave a title) in ``folder``, cut by convrag's :class:`Chunker` as a Markdown
-    document. A ``<stem>.error`` file, or no ``<stem>.md``, loses the file; a
-    ``<stem>.skip`` file (a format the library does not read) leaves it out."""
+    document (its ``#`` headings the chunks' heading paths, as for convrag's readers).
+    A ``<stem>.error`` file, or no ``<stem>.md``, loses the file; a ``<stem>.skip`` file
+    (a format the library does not read) leaves it out."""
     from convrag.documents.chunking import Chunker
     from convrag.documents.load import SourceDocument
 
@@ -483,7 +484,8 @@ def markdown_dir_reader(folder: Path, chunk_size: int, chunk_overlap: int) -> Re
         text = md.read_text(encoding="utf-8")
         given = title_file.read_text(encoding="utf-8").strip() if title_file.is_file() else ""
         title = given or markdown_title(text)
-        doc = SourceDocument(str(path), title, text, {"path": str(path), "format": ".md"})
+        meta = {"path": str(path), "format": ".md"}
+        doc = SourceDocument(str(path), title, text, meta, headings_marked=True)
         return ReadDoc(title, [ChunkView(c.text, tuple(c.heading)) for c in chunker.chunks(doc)])
 
     return read
