@@ -8,9 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def pdf_bytes(pages: Sequence[Sequence[str]], *, title: str | None = None) -> bytes:
-    """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading), and
-    ``title`` as its document property when given.
+def pdf_bytes(
+    pages: Sequence[Sequence[str | tuple[str, int]]], *, title: str | None = None
+) -> bytes:
+    """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading; a
+    ``(text, size)`` pair is set in that size, its leading to match), and ``title`` as its document property
+    when given.
 
     Written by hand, so tests need no PDF-making library: a catalog, a page tree, a
     font, then a page and its content stream per page, and the cross-reference table.
@@ -24,8 +27,9 @@ def pdf_bytes(pages: Sequence[Sequence[str]], *, title: str | None = None) -> by
     for i, lines in enumerate(pages):
         ops = ["BT", "/F1 11 Tf", "14 TL", "72 720 Td"]
         for line in lines:
-            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(f"({escaped}) Tj T*")
+            text, size = (line, 11) if isinstance(line, str) else line
+            escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(f"/F1 {size} Tf {round(size * 1.3)} TL ({escaped}) Tj T*")
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1")
         objects.append(

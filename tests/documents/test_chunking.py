@@ -87,3 +87,27 @@ def test_a_sentence_longer_than_a_chunk_is_cut_between_words() -> None:
 def test_a_text_that_fits_in_one_chunk_is_that_chunk_unchanged(text: str) -> None:
     """Chunk ids hash the chunk text; cached evaluation pools rely on them not moving."""
     assert Chunker(800, 100).split(SourceDocument("s", "t", text)) == [text.strip()]
+
+
+def test_chunks_keep_to_a_section_and_carry_its_heading_path() -> None:
+    from convrag.documents import Chunker, SourceDocument
+
+    text = (
+        "# Spec\n\nIntro.\n\n## 2 Rules\n\n### 2.12 Checking order\n\nCheck the name first."
+        "\n\n```\n# a comment, not a heading\n```\n\n## 3 Other\n\nDone."
+    )
+    doc = SourceDocument("s", "Spec", text, headings_marked=True)
+    chunks = Chunker(500, 50).chunks(doc)
+    assert [(c.heading, c.text) for c in chunks] == [
+        (("Spec",), "Spec\n\nIntro."),
+        (
+            ("Spec", "2 Rules", "2.12 Checking order"),
+            "2 Rules\n\n2.12 Checking order\n\nCheck the name first.\n\n"
+            "```\n# a comment, not a heading\n```",
+        ),
+        (("Spec", "3 Other"), "3 Other\n\nDone."),
+    ]
+    plain = SourceDocument("s", None, "# of users\n\nTen.")  # a .txt or JSONL record
+    assert [(c.heading, c.text) for c in Chunker(500, 50).chunks(plain)] == [
+        ((), "# of users\n\nTen.")
+    ]

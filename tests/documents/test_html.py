@@ -84,3 +84,68 @@ def test_a_page_without_a_main_element_keeps_its_headings_and_drops_its_sidebar(
     lines = load_path(page, max_bytes=10**6)[0].text.split("\n\n")
     assert lines[0] == "# Travel rules" and lines[2] == "## Hotels"
     assert "Related articles" not in lines and "cookies" not in " ".join(lines)
+
+
+def test_a_paragraph_reads_whole_however_its_source_wraps_around_inline_elements(
+    docs_dir: Path,
+) -> None:
+    para = (
+        "<p>Packages that ship a program must have\nits binary in <code>python3-foo</code>"
+        " and\nnowhere else; press <kbd>C-x</kbd>\nthen <em>save</em>, see\n"
+        '<a href="/x">the\nguide</a>.</p>'
+    )
+    for wrapper in ("<main>{}</main>", '<div class="body">{}</div>', "{}"):
+        page = write(docs_dir, "p.html", f"<html><body>{wrapper.format(para)}</body></html>")
+        assert load_path(page, max_bytes=10**6)[0].text == (
+            "Packages that ship a program must have its binary in python3-foo and nowhere "
+            "else; press C-x then save, see the guide."
+        )
+
+
+def test_a_definition_list_keeps_each_term_before_its_definition(docs_dir: Path) -> None:
+    page = write(
+        docs_dir,
+        "groups.html",
+        "<main><h1>Groups</h1><dl><dt><code>shadow</code></dt><dd><p>/etc/shadow is\n"
+        "readable by this group.</p><p>Use it with care.</p></dd><dt>staff</dt><dt>adm</dt>"
+        "<dd>Allows local changes.</dd></dl></main>",
+    )
+    assert load_path(page, max_bytes=10**6)[0].text == (
+        "# Groups\n\nshadow: /etc/shadow is readable by this group.\n\nUse it with care.\n\n"
+        "staff, adm: Allows local changes."
+    )
+
+
+def test_headings_are_marked_code_fenced_and_navigation_panels_left_out(docs_dir: Path) -> None:
+    page = write(
+        docs_dir,
+        "invoking.html",
+        '<html><head><title>Invoking sed (GNU sed)</title></head><body><div class="header">'
+        "<p>Next: <a href='n.html'>Scripts</a>, Up: <a href='i.html'>Top</a></p></div>"
+        '<h2 class="chapter">2 Running sed<a class="headerlink" href="#r">¶</a></h2>'
+        "<p>This chapter covers how to run sed and which options it takes.</p>"
+        '<pre class="example"># not a heading\nsed -n 45p file.txt\n</pre>'
+        '<ul class="section-toc"><li><a href="#o">Overview</a></li></ul></body></html>',
+    )
+    doc = load_path(page, max_bytes=10**6)[0]
+    assert doc.title == "Invoking sed (GNU sed)"
+    assert doc.text == (
+        "## 2 Running sed\n\nThis chapter covers how to run sed and which options it takes."
+        "\n\n```\n# not a heading\nsed -n 45p file.txt\n```"
+    )
+
+
+def test_a_readme_is_titled_by_its_setext_heading_past_its_badges(docs_dir: Path) -> None:
+    readme = write(
+        docs_dir,
+        "README.md",
+        "[![CI](https://ci.example/b.svg)](https://ci.example)\n\nFoo Tool\n========\n\n"
+        "A tool that does `things` with\n[links](http://x) and *emphasis*.\n\nUse\n---\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\n# comment\nfoo --bar\n```\n",
+    )
+    doc = load_path(readme, max_bytes=10**6)[0]
+    assert doc.title == "Foo Tool"
+    assert doc.text == (
+        "# Foo Tool\n\nA tool that does things with links and emphasis.\n\n## Use\n\n"
+        "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n```\n# comment\nfoo --bar\n```"
+    )

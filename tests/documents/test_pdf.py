@@ -84,3 +84,40 @@ def test_a_pdf_without_a_title_property_is_titled_by_its_file_name(docs_dir: Pat
     path = docs_dir / "remote_work.pdf"
     path.write_bytes(pdf_bytes([["Trains", "Book tickets through the travel desk."]]))
     assert load_path(path, max_bytes=10**6)[0].title == "remote_work"
+
+
+def test_contents_and_index_lines_are_left_out_and_headings_found_by_type_size(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "manual.pdf"
+    body = "The pump moves water from the lower tank to the upper tank at night."
+    pages: list[list[str | tuple[str, int]]] = [
+        [("Pump Manual", 24), ("version 2.1, May 2026", 11)],
+        ["Contents", "1 Operation . . . . . . . . . . 1", "2 Care . . . . . . . . . . . . 2"],
+        ["1", ("1 Operation", 16), body, "It runs while the float switch is closed."],
+        ["Chapter 1: Operation 2", ("2 Care", 16), "Clean the filter every month."],
+        ["Chapter 2: Care 3", "Index", "filter . . . . . . . 2", "float switch . . . . 1"],
+    ]
+    path.write_bytes(pdf_bytes(pages))
+    doc = load_path(path, max_bytes=10**6)[0]
+    assert doc.title == "Pump Manual"  # the title page's largest type, the property empty
+    assert doc.pages[0] == doc.pages[1] == doc.pages[4] == ""
+    assert doc.pages[2].startswith(f"# 1 Operation\n\n{body}")
+    assert doc.pages[3] == "# 2 Care\n\nClean the filter every month."
+
+
+def test_a_sentence_that_runs_on_to_the_next_page_is_read_whole_on_its_first(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "notes.pdf"
+    pages = [
+        ["Staff may work remotely three days a week, with the approval of their own"],
+        ["manager and of the team lead.", "Requests go through the portal."],
+    ]
+    path.write_bytes(pdf_bytes(pages))
+    doc = load_path(path, max_bytes=10**6)[0]
+    assert doc.pages == (
+        "Staff may work remotely three days a week, with the approval of their own "
+        "manager and of the team lead.",
+        "Requests go through the portal.",
+    )

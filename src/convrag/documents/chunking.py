@@ -206,7 +206,7 @@ class Outline:
                 lines, has_body = [], False
             self.enter(*found)
             path = self.path
-            lines.extend(["", found[1]] if lines else [found[1]])
+            lines.extend(["", found[1]] if lines and lines[-1].strip() else [found[1]])
             after_heading = True
         if has_body:
             out.append(Section(path, "\n".join(lines).strip()))

@@ -1,0 +1,29 @@
+"""The reading bars on the repository's corpus of real documents (tests/documents/corpus:
+Sphinx, Texinfo, MkDocs and Javadoc HTML, READMEs, PDF manuals, a .docx)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from convrag.evaluation.documents import convrag_reader, evaluate_documents
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def test_every_corpus_document_reads_whole_without_furniture_under_its_headings() -> None:
+    reader = convrag_reader(
+        800, 100, max_bytes=50 * 2**20, max_decompressed=200 * 2**20, max_records=10
+    )
+    report = evaluate_documents(CORPUS, {"convrag": reader}, settings={})
+    overall = report["readers"]["convrag"]["overall"]
+    documents = report["readers"]["convrag"]["documents"]
+    failures = {
+        name: (doc["missing_sentences"][:3], doc["wrong_heading"][:3], doc["furniture_chunks"][:3])
+        for name, doc in documents.items()
+        if doc["missing_sentences"] or doc["wrong_heading"] or doc["furniture_chunks"]
+    }
+    assert overall["counts"]["documents"] >= 10 and overall["counts"]["errors"] == 0
+    assert overall["sentence_integrity"] >= 0.98, failures
+    assert overall["heading_accuracy"] >= 0.95, failures
+    assert overall["furniture_rate"] <= 0.01, failures
+    assert overall["title_accuracy"] == 1.0, {n: d["title"] for n, d in documents.items()}
