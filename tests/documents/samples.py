@@ -12,8 +12,8 @@ def pdf_bytes(
     pages: Sequence[Sequence[str | tuple[str, int]]], *, title: str | None = None
 ) -> bytes:
     """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading; a
-    ``(text, size)`` pair is set in that size, its leading to match), and ``title`` as its document property
-    when given.
+    ``(text, size)`` pair is set in that size, its leading to match), and ``title`` as
+    its document property when given.
 
     Written by hand, so tests need no PDF-making library: a catalog, a page tree, a
     font, then a page and its content stream per page, and the cross-reference table.
