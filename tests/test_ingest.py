@@ -22,6 +22,7 @@ from convrag.ingest import (
     delete_document,
     ingest_documents,
     reindex_workspace,
+    reread_workspace,
     resume_stopped_uploads,
 )
 from convrag.search import HybridSearcher
@@ -354,7 +355,7 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     row = await services.db.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
     assert all(ws != workspace for ws, _ in await services.db.stopped_uploads())
-    assert not saved.parent.exists()  # ingested: the file and its directory are gone
+    assert saved.is_file()  # ingested: kept as the document's original
 
 
 async def test_processes_starting_together_resume_each_stopped_upload_once(
@@ -477,3 +478,44 @@ async def test_a_processing_document_is_deleted_only_once_no_live_ingest_could_h
         )
     assert await delete_document(services, workspace, doc_id)
     assert await services.db.get_document(workspace, doc_id) is None
+
+
+MANUAL = (
+    "<html><head><title>Pump manual</title></head><body><main><h1>Pump manual</h1>"
+    "<p>The pump starts at dusk.</p><h2>2.12 Recommended checking order</h2><p>Check the"
+    "\n<code>float-switch</code> first,\nthen the filter.</p></main></body></html>"
+)
+
+
+async def test_a_chunk_is_found_by_its_section_heading_and_carries_it(
+    services: Services, workspace: str, docs_dir: Path
+) -> None:
+    await _ingest(services, workspace, write(docs_dir, "pump.html", MANUAL))
+    hits = await services.searcher.search(workspace, "recommended checking order", top_k=1)
+    assert hits[0].text.endswith("Check the float-switch first, then the filter.")
+    assert hits[0].section == "2.12 Recommended checking order"  # the title left out
+    keyword = await services.searcher.search(workspace, "recommended", top_k=1, mode="bm25")
+    assert keyword and keyword[0].section == "2.12 Recommended checking order"
+
+
+async def test_reread_reads_each_original_again_and_names_those_that_are_gone(
+    services: Services, workspace: str, docs_dir: Path
+) -> None:
+    path = write(docs_dir, "pump.html", MANUAL)
+    # As a reader that cut a paragraph at each source line break stored it.
+    old = SourceDocument(
+        str(path.resolve()),
+        "Pump manual",
+        "Check the float-switch first,\n\nthen the filter.",
+        {"path": str(path.resolve()), "format": ".html"},
+    )
+    gone = docs_dir / "gone.md"
+    gone_doc = SourceDocument(str(gone.resolve()), "Gone", "Lost.", {"path": str(gone.resolve())})
+    await ingest_documents(services, workspace, [old, gone_doc])
+    await accept_upload(services, workspace, "notes.md", b"# Notes\n\nThe office opens at 8.")
+    await services.drain()
+    report = (await reread_workspace(services, workspace)).as_json()
+    assert (report["files"], report["updated"], report["unchanged"]) == (2, 1, 1)
+    assert report["missing"] == [str(gone.resolve())]
+    hits = await services.searcher.search(workspace, "float-switch filter", top_k=1)
+    assert "Check the float-switch first, then the filter." in hits[0].text

@@ -560,7 +560,8 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
             await asyncio.sleep(0.1)
         assert doc["status"] == "ready" and doc["n_chunks"] == 1
         uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
-        assert list(uploads.rglob("*")) == []  # the saved file went when its ingest ended
+        # The saved file stays as the document's original (reindex --reread reads it).
+        assert [p.name for p in uploads.rglob("*") if p.is_file()] == ["policy.md"]
         bad = await client.post(
             f"{base_url}/v1/documents",
             headers=_auth(tenant),
@@ -577,6 +578,7 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 404
+        assert list(uploads.rglob("*")) == []  # the original went with its document
 
 
 @pytest.fixture
@@ -632,7 +634,7 @@ async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_fo
     assert list(uploads.rglob("*")) == []
 
 
-async def test_uploaded_files_last_only_until_their_ingest_ends_and_refused_ones_leave_nothing(
+async def test_an_upload_keeps_one_original_a_reupload_replaces_it_and_refused_ones_leave_nothing(
     base_url: str, tenant: dict[str, str], services: Services
 ) -> None:
     uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
@@ -651,7 +653,9 @@ async def test_uploaded_files_last_only_until_their_ingest_ends_and_refused_ones
             for d in resp.json()["documents"]:
                 assert (await _until_ready(client, base_url, tenant, d["id"]))["status"] == "ready"
         await services.drain()
-        assert list(uploads.rglob("*")) == []
+        kept = sorted(p.name for p in uploads.rglob("*") if p.is_file())
+        assert kept == ["handbook.md", "records.jsonl"]
+        assert "Version two" in next(uploads.rglob("handbook.md")).read_text()
         for name, data, code in (
             ("empty.txt", b"", 422),
             ("bad.jsonl", b'{"title": "no id"}', 422),
@@ -662,7 +666,7 @@ async def test_uploaded_files_last_only_until_their_ingest_ends_and_refused_ones
                 f"{base_url}/v1/documents", files={"file": (name, data)}, headers=_auth(tenant)
             )
             assert resp.status_code == code, resp.text
-    assert list(uploads.rglob("*")) == []
+    assert sorted(p.name for p in uploads.rglob("*") if p.is_file()) == kept
 
 
 async def test_a_one_record_jsonl_upload_is_keyed_by_its_id_and_a_reupload_replaces_the_record(
@@ -786,7 +790,8 @@ async def test_a_docx_upload_is_ingested_in_the_background(
                 break
             await asyncio.sleep(0.1)
     assert doc["status"] == "ready", doc
-    assert doc["title"] == "Onboarding guide" and doc["n_chunks"] == 1
+    # One chunk per section: "Onboarding" and "After the first week".
+    assert doc["title"] == "Onboarding guide" and doc["n_chunks"] == 2
 
 
 async def _pdf_travel_tenant(services: Services, tmp_path: Path) -> dict[str, str]:

@@ -70,6 +70,15 @@ class IngestReport:
             "chunks_written": self.chunks_written,
         }
 
+    def merge(self, other: IngestReport) -> None:
+        """Add another run's counts to these."""
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.moved += other.moved
+        self.chunks_written += other.chunks_written
+        self.document_ids.extend(other.document_ids)
+
 
 ProgressFn = Callable[[int], None]
 ChunkProgressFn = Callable[[str, int, int], Awaitable[None]]
@@ -342,9 +351,10 @@ async def accept_upload(
     documents are recorded as ``processing`` first, then ``ready`` by the ingest or
     ``failed`` with the error, which the caller polls for.
 
-    The saved file lives only as long as its ingest: it is what a shutdown's stopped
-    ingest resumes from, and nothing reads it once the chunks are stored (a document's
-    text is its chunks). A refused upload leaves neither file nor directory behind.
+    The saved file is the document's original: a shutdown's stopped ingest resumes from
+    it, and :func:`reread_workspace` reads it again with a newer reader. It goes with the
+    last document read from it, or when a later upload of the same name replaces it. A
+    refused or failed upload leaves neither file nor directory behind.
     """
     settings = services.settings
     upload_dir = settings.data_dir / "uploads" / workspace_id / uuid.uuid4().hex
@@ -393,27 +403,16 @@ def is_jsonl(name: str) -> bool:
 
 async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> list[str]:
     """Read a saved upload, record its documents ``processing`` and ingest them in the
-    background, removing the file when the ingest ends (see :func:`accept_upload`)."""
+    background; the file stays as their original, unless the ingest fails (see
+    :func:`accept_upload`)."""
     settings = services.settings
-    filename = path.name
-    try:
-        docs = await services.bulk.run(
-            load_path,
-            path,
-            max_bytes=settings.max_file_bytes,
-            max_decompressed_bytes=settings.max_decompressed_bytes,
-            max_records=settings.max_records_per_file,
-        )
-    except ChildDied as exc:
-        raise IngestError(f"{filename}: reading it stopped the file reader: {exc}") from exc
-    if not is_jsonl(filename):
-        # Each upload is saved under a fresh directory; naming the document by the file's
-        # name instead makes uploading the same name again replace it, as ingesting the
-        # same path again does. A .jsonl record is named by its _id, as on the CLI.
-        (doc,) = docs
-        meta = {k: v for k, v in doc.metadata.items() if k != "path"}
-        docs = [replace(doc, source=f"upload:{filename}", metadata={**meta, "filename": filename})]
+    docs = await _read_upload(services, path)
     ids = list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
+    replaced = {
+        str(row["upload_path"])
+        for row in await services.db.get_documents(workspace_id, ids)
+        if row.get("upload_path") and row["upload_path"] != str(path)
+    }
 
     async def mark(status: str, error: str | None = None) -> None:
         for d in docs:
@@ -443,10 +442,103 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
             raise
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
-        await asyncio.to_thread(_remove_upload, settings.data_dir, path)
+            await asyncio.to_thread(_remove_upload, settings.data_dir, path)
+            return
+        for old in replaced:  # an upload of the same name replaced this original
+            if not await services.db.upload_in_use(workspace_id, old):
+                await asyncio.to_thread(_remove_upload, settings.data_dir, Path(old))
 
-    services.spawn(run(), ingest_of=filename)
+    services.spawn(run(), ingest_of=path.name)
     return ids
+
+
+async def _read_upload(services: Services, path: Path) -> list[SourceDocument]:
+    """The documents of a saved upload, named as uploads are (:func:`accept_upload`)."""
+    settings = services.settings
+    filename = path.name
+    try:
+        docs = await services.bulk.run(
+            load_path,
+            path,
+            max_bytes=settings.max_file_bytes,
+            max_decompressed_bytes=settings.max_decompressed_bytes,
+            max_records=settings.max_records_per_file,
+        )
+    except ChildDied as exc:
+        raise IngestError(f"{filename}: reading it stopped the file reader: {exc}") from exc
+    if is_jsonl(filename):
+        return docs
+    # Each upload is saved under a fresh directory; naming the document by the file's
+    # name instead makes uploading the same name again replace it, as ingesting the
+    # same path again does. A .jsonl record is named by its _id, as on the CLI.
+    (doc,) = docs
+    meta = {k: v for k, v in doc.metadata.items() if k != "path"}
+    return [replace(doc, source=f"upload:{filename}", metadata={**meta, "filename": filename})]
+
+
+@dataclass
+class RereadReport:
+    """What :func:`reread_workspace` did: files read again, and documents left as they
+    were because their original is gone."""
+
+    files: int = 0
+    ingest: IngestReport = field(default_factory=IngestReport)
+    missing: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"files": self.files, **self.ingest.as_json(), "missing": self.missing}
+
+
+async def _originals(services: Services, workspace_id: str) -> tuple[dict[str, bool], list[str]]:
+    """``{original file: whether it is a saved upload}`` of the workspace's documents,
+    and the sources of those whose original is gone."""
+    found: dict[str, bool] = {}
+    missing: list[str] = []
+    for row in await services.db.list_documents(workspace_id):
+        upload = row.get("upload_path")
+        from_file = _read_from_file(str(row["source"]), row.get("metadata"))
+        path = upload or (str(row["source"]) if from_file else None)
+        if path is not None and await asyncio.to_thread(Path(path).is_file):
+            found[path] = bool(upload)
+        elif path is not None or not str(row["source"]).startswith("upload:"):
+            missing.append(str(row["source"]))
+    return found, missing
+
+
+async def reread_workspace(
+    services: Services,
+    workspace_id: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> RereadReport:
+    """Read every document's original again with this version's readers, and store what
+    changed (new text, new chunks, their vectors), so that a workspace gets a better
+    reader without anything uploaded again. Originals are the kept uploads and the files
+    documents were ingested from; a document whose original is gone (a .jsonl record
+    ingested from a file since moved, say) is left as it is and named in the report.
+    ``progress`` gets the files done so far and their number."""
+    check_id(workspace_id)
+    originals, missing = await _originals(services, workspace_id)
+    report = RereadReport(missing=missing)
+    settings = services.settings
+    for done, (original, uploaded) in enumerate(sorted(originals.items()), start=1):
+        path = Path(original)
+        if uploaded:
+            docs = await _read_upload(services, path)
+        else:
+            docs = await services.bulk.run(
+                load_path,
+                path,
+                max_bytes=settings.max_file_bytes,
+                max_decompressed_bytes=settings.max_decompressed_bytes,
+                max_records=settings.max_records_per_file,
+            )
+        part = await ingest_documents(services, workspace_id, docs)
+        report.ingest.merge(part)
+        report.files += 1
+        if progress is not None:
+            progress(done, len(originals))
+    return report
 
 
 def failure_reason(exc: Exception) -> str:

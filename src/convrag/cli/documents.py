@@ -169,24 +169,37 @@ def search(
 @app.command()
 def reindex(
     workspace: WorkspaceOpt,
+    reread: Annotated[
+        bool,
+        typer.Option(
+            "--reread",
+            help="Read every document's original file again with this version's readers "
+            "(kept uploads and ingested files) and store what changed.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Embed a workspace again with the configured EMBEDDING_MODEL, from the chunk texts
     kept in Postgres (no file is read), and record that model as the workspace's. Needed
-    after changing EMBEDDING_MODEL: vectors of two models cannot be compared."""
-    from convrag.ingest import reindex_workspace
+    after changing EMBEDDING_MODEL: vectors of two models cannot be compared. With
+    --reread, read the documents' originals again instead: a newer reader's text,
+    headings and chunks, without uploading anything again."""
+    from convrag.ingest import reindex_workspace, reread_workspace
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
         async with open_services() as services:
             await note_if_empty(services, workspace)
-            with progress_bar("chunks", quiet=quiet) as bar:
-                task = bar.add_task("reindex", total=None)
-                n = await reindex_workspace(
-                    services,
-                    workspace,
-                    progress=lambda done, total: bar.update(task, completed=done, total=total),
-                )
+            with progress_bar("files" if reread else "chunks", quiet=quiet) as bar:
+                task = bar.add_task("reread" if reread else "reindex", total=None)
+
+                def step(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                if reread:
+                    report = await reread_workspace(services, workspace, progress=step)
+                    return {"workspace": workspace, **report.as_json()}
+                n = await reindex_workspace(services, workspace, progress=step)
             return {"workspace": workspace, "chunks": n, "model": services.embedder.name}
 
     print(json.dumps(run_command(go)))

@@ -261,13 +261,12 @@ class DocumentStore(PooledStore):
         return [(r["workspace_id"], r["upload_path"]) for r in rows]
 
     async def upload_in_use(self, workspace_id: str, upload_path: str) -> bool:
-        """Whether a document of the workspace is still read from the saved upload
-        ``upload_path`` (the other records of a ``.jsonl`` file)."""
+        """Whether a document of the workspace still keeps the saved upload
+        ``upload_path`` as its original (the other records of a ``.jsonl`` file)."""
         async with self.pool.connection() as conn:
             row = await (
                 await conn.execute(
-                    "SELECT 1 FROM documents WHERE workspace_id = %s AND upload_path = %s "
-                    "AND status = 'processing' LIMIT 1",
+                    "SELECT 1 FROM documents WHERE workspace_id = %s AND upload_path = %s LIMIT 1",
                     (workspace_id, upload_path),
                 )
             ).fetchone()
