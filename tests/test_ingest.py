@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -519,3 +520,36 @@ async def test_reread_reads_each_original_again_and_names_those_that_are_gone(
     assert report["missing"] == [str(gone.resolve())]
     hits = await services.searcher.search(workspace, "float-switch filter", top_k=1)
     assert "Check the float-switch first, then the filter." in hits[0].text
+
+
+async def test_the_document_text_of_every_corpus_document_holds_each_listed_sentence_whole(
+    services: Services, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document-text view (its chunks, their overlaps given once) reads whole
+    sentences for the reading corpus; the vectors do not matter here, so they are cheap."""
+    import json
+
+    from convrag.evaluation.documents import normalise
+
+    def cheap(texts: Sequence[str]) -> Matrix:
+        return np.ones((len(texts), services.embedder.dim), dtype=np.float32)
+
+    monkeypatch.setattr(services.bulk, "embed", _as_async(cheap))
+    corpus = Path(__file__).parent / "documents" / "corpus"
+    for expect in sorted(corpus.glob("*.expect.json")):
+        (path,) = [p for p in corpus.glob(expect.name.replace(".expect.json", ".*")) if p != expect]
+        report = await ingest_documents(services, workspace, load_path(path, max_bytes=10**8))
+        text = normalise(await services.db.document_text(workspace, report.document_ids[0]) or "")
+        broken = [
+            s["text"]
+            for s in json.loads(expect.read_text())["sentences"]
+            if normalise(s["text"]) not in text
+        ]
+        assert not broken, (path.name, broken[:3])
+
+
+def _as_async(fn: Any) -> Any:
+    async def call(*args: Any) -> Any:
+        return fn(*args)
+
+    return call
