@@ -1167,3 +1167,73 @@ async def test_an_answer_links_http_urls_in_a_new_tab_while_a_javascript_link_st
     _require_browser()
     replies = [("CURRENT QUESTION", Reply(content=LINKS_ANSWER))]
     await _drive_answered_by(replies, _drive_links, base_url, tenant, services, monkeypatch)
+
+
+#: The reading corpus: real documents with the sentences a reader must keep whole.
+READING_CORPUS = Path(__file__).resolve().parent.parent / "documents" / "corpus"
+#: A quoted passage that ends a sentence, a clause that introduces more, or a line.
+_WHOLE_END = re.compile(r"[.!?:;…)\]\"'”’]$")
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _drive_reading(base: str, key: str, asked: list[tuple[str, dict[str, list[str]]]]) -> int:
+    """Ask each question; for each answer that cites, the marked quote and its document's
+    text (blocking). Returns how many answers cited a source."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    cited = 0
+    with _chromium() as driver:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.05)
+        _open_with_key(driver, base, key)
+        for question, sentences in asked:
+            turn = _ask(driver, wait, question)
+            if not turn.find_elements(By.CSS_SELECTOR, ".answer-text a.cite"):
+                continue
+            cited += 1
+            _open_cite(driver, wait, turn)
+            title = driver.find_element(By.CSS_SELECTOR, "#panel-body .selected .panel-title")
+            marks = driver.execute_script(_TEXTS_JS, f"{SELECTED_CHUNK} mark")
+            driver.find_element(By.CSS_SELECTOR, "#panel-body .selected .load-text").click()
+            wait.until(
+                lambda d: d.find_element(By.ID, "document-text").get_attribute("textContent")
+            )
+            text = _words(
+                str(driver.find_element(By.ID, "document-text").get_attribute("textContent"))
+            )
+            for mark in marks:  # a quote is whole sentences (or whole lines) of its document
+                assert mark in text and _WHOLE_END.search(mark), (question, mark)
+            broken = [s for s in sentences.get(title.text, []) if _words(s) not in text]
+            assert not broken, (title.text, broken[:3])
+            driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+            wait.until(lambda d: not d.find_element(By.ID, "sources-panel").is_displayed())
+    return cited
+
+
+@pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")
+async def test_quotes_and_document_texts_of_the_reading_corpus_show_whole_sentences(
+    base_url: str, tenant: dict[str, str], services: Services
+) -> None:
+    import json
+
+    from convrag.documents import load_path
+    from convrag.ingest import ingest_documents
+
+    _require_browser()
+    asked: list[tuple[str, dict[str, list[str]]]] = []
+    sentences: dict[str, list[str]] = {}
+    for expect in sorted(READING_CORPUS.glob("*.expect.json")):
+        spec = json.loads(expect.read_text())
+        stem = expect.name.removesuffix(".expect.json")
+        (path,) = [p for p in READING_CORPUS.glob(f"{stem}.*") if p != expect]
+        (doc,) = load_path(path, max_bytes=10**8)
+        await ingest_documents(services, tenant["workspace"], [doc])
+        sentences[str(doc.title)] = [s["text"] for s in spec["sentences"]]
+        question = next(q["q"] for q in spec["questions"] if q["answerable"])
+        asked.append((question, sentences))
+    cited = await asyncio.to_thread(_drive_reading, base_url, tenant["key"], asked)
+    assert cited >= len(asked) // 2, cited
