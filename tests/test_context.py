@@ -27,7 +27,7 @@ def test_overrides_are_read_as_each_knobs_type() -> None:
     ("pair", "problem"),
     [
         ("feedback_weight", "expected NAME=VALUE"),
-        ("feedbackweight=0.2", "not a context knob; one of anchor_boost"),
+        ("feedbackweight=0.2", "not a context knob; one of anchor_weight"),
         ("workspace_id=other", "not a context knob"),
         ("services=x", "not a context knob"),
         ("feedback_weight=high", "feedback_weight=high: expected float"),
@@ -63,7 +63,7 @@ def test_a_context_from_json_reads_plain_strings_as_their_knobs_type() -> None:
         ({"llm_model": 3}, "llm_model: expected str or null, got 3"),
         ({"web_search": "always"}, "web_search: expected one of 'auto', 'on', 'off'"),
         ({"history_weight": [0.2]}, "history_weight: expected float, got list"),
-        ({"topk": 3}, "unknown key 'topk'; the knobs are anchor_boost"),
+        ({"topk": 3}, "unknown key 'topk'; the knobs are anchor_weight"),
         ({"services": None}, "unknown key 'services'"),
     ],
 )

@@ -26,6 +26,7 @@ from convrag.config import (
 )
 from convrag.ids import DEFAULT_WORKSPACE
 from convrag.llm import resolve_model
+from convrag.rewriting.gate import check_switches
 from convrag.services import Services
 
 DEFAULT_RELEVANCE_FLOOR = 0.415
@@ -44,6 +45,15 @@ DEFAULT_HISTORY_WEIGHT = 0.4
 DEFAULT_FEEDBACK_WEIGHT = 0.4
 """Chosen by measurement with ``convrag eval mtrag``: best on ClapNQ (0.2 on Cloud, 0.4 a
 close second), and a gain on the other domain in both directions (BENCHMARKS.md)."""
+
+
+DEFAULT_RAW_QUERY_WEIGHT = 1.0
+DEFAULT_REWRITE_QUERY_WEIGHT = 1.0
+DEFAULT_HISTORY_QUERY_WEIGHT = 1.0
+DEFAULT_ANCHOR_WEIGHT = 0.5
+"""The multi-query fusion's weights (:mod:`convrag.fusion`): fitted with
+``benchmarks/fit_fusion.py`` on each MTRAG domain and tested on the other (BENCHMARKS.md,
+issue 31)."""
 
 
 class KnobTypeError(ValueError):
@@ -204,11 +214,41 @@ class Context:
             "final ranking (0 ranks by the query alone; Milvus's dense engine searches twice)."
         },
     )
-    anchor_boost: float = field(
-        default=0.3,
+    raw_query_weight: float = field(
+        default=DEFAULT_RAW_QUERY_WEIGHT,
         metadata={
-            "description": "Additive boost for chunks of the previous "
-            "answer's documents on a follow-up."
+            "description": "On turns with history: weight of the raw message's own hybrid "
+            "list in the fusion of the turn's queries (the floor under the rewrite)."
+        },
+    )
+    rewrite_query_weight: float = field(
+        default=DEFAULT_REWRITE_QUERY_WEIGHT,
+        metadata={
+            "description": "On turns with history: weight of the rewrite's list (its dense "
+            "query mixes in the previous question by history_weight), when the rewrite "
+            "differs from the message and passed the gate."
+        },
+    )
+    history_query_weight: float = field(
+        default=DEFAULT_HISTORY_QUERY_WEIGHT,
+        metadata={
+            "description": "On turns with history: weight of the raw message's list with the "
+            "previous question mixed into its dense query (by history_weight)."
+        },
+    )
+    anchor_weight: float = field(
+        default=DEFAULT_ANCHOR_WEIGHT,
+        metadata={
+            "description": "On a follow-up: weight of the anchor list (the candidates from the "
+            "previous answer's documents, in fused order) beside the queries' lists; 0 "
+            "ignores which documents the previous answer cited."
+        },
+    )
+    rewrite_rules_off: str = field(
+        default="",
+        metadata={
+            "description": "Comma-separated rewrite rules to switch off (convrag.rewriting."
+            "RULES), to measure what each one earns; empty runs them all."
         },
     )
     repetition_threshold: float = field(
@@ -258,6 +298,18 @@ class Context:
             problems.append("history_weight must be within [0, 1]")
         if not 0.0 <= self.feedback_weight <= 2.0:
             problems.append("feedback_weight must be within [0, 2]")
+        for name in (
+            "raw_query_weight",
+            "rewrite_query_weight",
+            "history_query_weight",
+            "anchor_weight",
+        ):
+            if not 0.0 <= getattr(self, name) <= 4.0:
+                problems.append(f"{name} must be within [0, 4]")
+        try:
+            check_switches(r.strip() for r in self.rewrite_rules_off.split(",") if r.strip())
+        except ValueError as exc:
+            problems.append(f"rewrite_rules_off: {exc}")
         if not 0.0 <= self.sentence_band <= 1.0:
             problems.append("sentence_band must be within [0, 1]")
         if not 0.0 <= self.rare_term_penalty <= 0.1:

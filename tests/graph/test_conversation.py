@@ -92,18 +92,17 @@ def test_answer_sentences_must_be_at_least_one() -> None:
         Context(answer_sentences=0)
 
 
-async def test_a_follow_up_the_rules_cannot_resolve_carries_the_previous_question(
+async def test_a_continuation_searches_the_previous_question_as_the_page_shows_it(
     assistant: Assistant, seeded: str
 ) -> None:
+    """Not a glued string: the query shown is the one used, and one a user can read."""
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
     await assistant.ask("Who are the software engineers?", conv, workspace_id=seeded, context=ctx)
     state = await assistant.ask(
         "Can you elaborate more on that?", conv, workspace_id=seeded, context=ctx
     )
-    assert state["rewritten_query"] == (
-        "Can you elaborate more on that? (Who are the software engineers?)"
-    )
+    assert state["rewritten_query"] == "Who are the software engineers?"
 
 
 def _sections(state: dict[str, object]) -> set[int]:

@@ -356,17 +356,19 @@ async def test_without_an_llm_a_standalone_turn_is_unchanged(settings: Settings)
         ),
     ],
 )
-def test_an_unresolved_pronoun_is_kept_and_carries_the_previous_question(
+def test_an_unresolved_pronoun_is_kept_as_typed_never_glued_to_the_previous_question(
     message: str, history: list[HistoryTurn]
 ) -> None:
-    assert rules_rewrite(message, history) == f"{message} ({history[-1]['question']})"
+    """Retrieval sees the topic through the history-aware query, and the page shows a
+    question the user can read."""
+    assert rules_rewrite(message, history) == message
 
 
 def _rewritten(question: str, answer: str, query: str, n: int) -> HistoryTurn:
     return {**_turn(question, answer, n), "contextualized_query": query}
 
 
-def test_vague_follow_ups_carry_the_topic_question_without_nesting() -> None:
+def test_a_continuation_reuses_the_previous_standalone_question_without_nesting() -> None:
     first = "How do volcanic eruptions begin?"
     history = [
         _turn(first, "Volcanic eruptions begin when magma rises. [1]"),
@@ -377,7 +379,7 @@ def test_vague_follow_ups_carry_the_topic_question_without_nesting() -> None:
             2,
         ),
     ]
-    assert rules_rewrite("Tell me more", history) == f"Tell me more ({first})"
+    assert rules_rewrite("Tell me more", history) == first
 
 
 def test_a_what_about_follow_up_maps_onto_the_previous_turn_as_rewritten() -> None:

@@ -54,6 +54,19 @@ SetOpt = Annotated[
 ]
 
 
+WithoutOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--without",
+        metavar="RULE",
+        help="Switch a rewrite rule off (repeatable), to measure what it earns: one of "
+        "convrag.rewriting.gate.SWITCHES (continuation, gate, document_title, person, group, "
+        "topic, place, what_about, bare_wh, lead_fragment, compare, expand_name, others, "
+        "more_topic).",
+    ),
+]
+
+
 Step = Callable[[str, int, int], None]
 
 
@@ -99,12 +112,14 @@ def eval_mtrag(
     ] = None,
     limit: LimitOpt = None,
     knobs: SetOpt = None,
+    without: WithoutOpt = None,
 ) -> None:
     """Retrieval quality on MTRAG: baselines and convrag's pipeline, split by turn type."""
     from convrag.evaluation.mtrag import evaluate_mtrag
     from convrag.evaluation.report import retrieval_table, write_json
 
-    overrides = _overrides(knobs)
+    rules_off = [f"rewrite_rules_off={','.join(without)}"] if without else []
+    overrides = _overrides([*(knobs or []), *rules_off])
     report = _evaluate(
         lambda services, step: evaluate_mtrag(
             services,
@@ -193,6 +208,7 @@ def eval_rewrite(
     limit: Annotated[
         int | None, typer.Option(metavar="N", help="Only the first N questions.")
     ] = None,
+    without: WithoutOpt = None,
 ) -> None:
     """Rewrite quality: BLEU and token F1 of the rules rewrite against CANARD's human
     rewrites or MTRAG's rewrite_llm."""
@@ -200,7 +216,7 @@ def eval_rewrite(
     from convrag.evaluation.report import rewrite_table, write_json
 
     try:
-        report = evaluate_rewrite(data, limit=limit)
+        report = evaluate_rewrite(data, limit=limit, without=without or [])
     except ValueError as exc:
         raise fail(exc) from exc
     write_json(report, out_file)

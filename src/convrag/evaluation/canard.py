@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from convrag.evaluation.metrics import token_f1
-from convrag.rewriting import Turn, contextualize
+from convrag.rewriting import Turn, classify
+from convrag.rewriting.gate import check_switches, gated_rewrite
 
 
 def canard_turns(record: dict[str, Any], *, with_title: bool = True) -> list[Turn]:
@@ -66,10 +68,18 @@ def _cases(
 
 
 def evaluate_rewrite(
-    path: Path, *, limit: int | None = None, with_title: bool = True
+    path: Path,
+    *,
+    limit: int | None = None,
+    with_title: bool = True,
+    without: Collection[str] = (),
 ) -> dict[str, Any]:
-    """BLEU (sacrebleu, corpus level) and mean token F1 of each system."""
+    """BLEU (sacrebleu, corpus level) and mean token F1 of each system; convrag's is the
+    service's rules rewrite (gated, continuations reusing the previous question), with
+    the rules named in ``without`` switched off."""
     import sacrebleu
+
+    off = check_switches(without)
 
     if not path.is_file():
         raise ValueError(
@@ -85,7 +95,12 @@ def evaluate_rewrite(
     refs = [ref for *_, ref in cases]
     raw = [q for q, *_ in cases]
     started = time.perf_counter()
-    ours = [contextualize(q, history) for q, history, _ in cases]
+    ours = [
+        gated_rewrite(q, history, without=off)[0]
+        if classify(q, history) == "follow_up"
+        else q.strip()
+        for q, history, _ in cases
+    ]
     per_call_ms = (time.perf_counter() - started) * 1000 / len(cases)
 
     def score(hyps: list[str]) -> dict[str, float]:
@@ -98,5 +113,6 @@ def evaluate_rewrite(
         "dataset": dataset,
         "n": len(cases),
         "ms_per_rewrite": round(per_call_ms, 3),
+        "without": sorted(off),
         "systems": {"raw_question": score(raw), "convrag": score(ours)},
     }

@@ -1,37 +1,134 @@
-"""retrieve_vectors: hybrid dense + BM25 search, anchored to the last answer on a follow-up,
-then rescored by the reranker when one is configured."""
+"""retrieve_vectors: hybrid dense + BM25 search, then rescored by the reranker when one is
+configured.
+
+A first turn searches its message. A turn with history searches up to three queries and
+fuses their lists (:mod:`convrag.fusion`): the rewrite, the raw message as typed, and the
+raw message with the previous question mixed into its dense query; a follow-up adds the
+previous answer's documents as a list of their own. The raw message is always one of the
+queries (when it has a word to search), so the conversational layer's worst case is the
+raw last turn, not a garbled rewrite.
+"""
 
 from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
+from convrag.fusion import QueryList, fuse_queries
 from convrag.records import previous_question
 from convrag.rerank import rerank_sources
+from convrag.rewriting.gate import is_continuation
+from convrag.search import SearchResult
 from convrag.state import State, VectorHitsUpdate
+from convrag.text.tokens import content_words, tokenize
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    """One query of a turn: its text, whether its dense query mixes in the previous
+    question, and the weight of its list."""
+
+    name: str
+    text: str
+    mixed: bool
+    weight: float
+
+
+TurnKind = Literal["first_turn", "standalone", "follow_up"]
+
+PLANS: dict[TurnKind, tuple[str, ...]] = {
+    "first_turn": ("raw",),
+    "standalone": ("history",),
+    "follow_up": ("rewrite", "raw", "history"),
+}
+"""The lists each kind of turn searches. ``rewrite``: the standalone query (mixed with the
+previous question), only when it differs from the message; ``raw``: the message as typed;
+``history``: the message, mixed. A turn the rules call standalone keeps the one mixed
+query it searched before issue 31 (fitted: ``benchmarks/fit_fusion.py``); a first turn has
+nothing to mix."""
+
+
+def turn_kind(state: State) -> TurnKind:
+    """Which row of :data:`PLANS` a turn searches by."""
+    if not state.get("history"):
+        return "first_turn"
+    return "follow_up" if state.get("classification") == "follow_up" else "standalone"
+
+
+def plan_queries(message: str, query: str, kind: TurnKind, ctx: Context) -> list[PlannedQuery]:
+    """The queries a turn searches (:data:`PLANS`), the one whose words it shows first.
+
+    The raw message's lists need a content word and more than a continuation ("Why?",
+    "Can you elaborate?": the rewrite, the previous question, carries the topic). Lists
+    of weight 0 are left out, but never all of them: the first stays, at 1.
+    """
+    weights = {
+        "rewrite": ctx.rewrite_query_weight,
+        "raw": ctx.raw_query_weight,
+        "history": ctx.history_query_weight,
+    }
+    rewritten = _words(query) != _words(message)
+    wordy = bool(content_words(tokenize(message))) and not is_continuation(message)
+    planned = [
+        PlannedQuery(name, query if name == "rewrite" else message, name != "raw", weights[name])
+        for name in PLANS[kind]
+        if (rewritten if name == "rewrite" else wordy or not rewritten)
+    ]
+    if len(planned) == 1 or kind == "first_turn":
+        return [replace(planned[0], text=query, weight=1.0)]
+    kept = [q for q in planned if q.weight > 0]
+    return kept or [replace(planned[0], weight=1.0)]
+
+
+def _words(text: str) -> list[str]:
+    return [t.low for t in tokenize(text) if t.kind != "punct"]
+
+
+async def search_planned(
+    state: State, ctx: Context, planned: list[PlannedQuery], depth: int
+) -> tuple[list[QueryList], dict[str, float]]:
+    """Each planned query's hybrid list, ``depth`` deep, searched concurrently."""
+    history = state.get("history") or []
+    timings: dict[str, float] = {}
+
+    async def one(q: PlannedQuery) -> list[SearchResult]:
+        return await ctx.deps.searcher.search(
+            state["workspace_id"],
+            q.text,
+            top_k=depth,
+            context_query=previous_question(history) if q.mixed else None,
+            context_weight=ctx.history_weight if q.mixed else 0.0,
+            feedback_weight=ctx.feedback_weight,
+            timings=timings,
+        )
+
+    found = await asyncio.gather(*(one(q) for q in planned))
+    return [QueryList(q.name, hits, q.weight) for q, hits in zip(planned, found, strict=True)], (
+        timings
+    )
 
 
 async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHitsUpdate:
-    """Fused dense and keyword hits for the standalone query."""
+    """Fused dense and keyword hits of the turn's queries (see :func:`plan_queries`)."""
     ctx = runtime.context
-    follow_up = state.get("classification") == "follow_up"
-    history = state.get("history") or []
     services = ctx.deps
-    query = state.get("rewritten_query") or state["message"]
+    follow_up = state.get("classification") == "follow_up"
+    message = state["message"]
+    query = state.get("rewritten_query") or message
     wanted = max(2 * ctx.top_k, 10)
     reranker = services.reranker
-    timings: dict[str, float] = {}
-    results = await services.searcher.search(
-        state["workspace_id"],
-        query,
-        top_k=max(wanted, services.settings.rerank_top_n) if reranker else wanted,
+    depth = max(wanted, services.settings.rerank_top_n) if reranker else wanted
+    planned = plan_queries(message, query, turn_kind(state), ctx)
+    lists, timings = await search_planned(state, ctx, planned, depth)
+    results = fuse_queries(
+        lists,
         anchor_document_ids=state.get("anchor_document_ids", []) if follow_up else [],
-        anchor_boost=ctx.anchor_boost,
-        context_query=previous_question(history),
-        context_weight=ctx.history_weight,
-        feedback_weight=ctx.feedback_weight,
-        timings=timings,
-    )
+        anchor_weight=ctx.anchor_weight,
+    )[:depth]
     hits = [r.as_source() for r in results]
     if reranker is None:
         return VectorHitsUpdate(vector_hits=hits, timings=timings)

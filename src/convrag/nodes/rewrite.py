@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Collection
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -29,8 +30,9 @@ from convrag.events import RewriteEvent, emit
 from convrag.llm import attempt, chat_model
 from convrag.nodes.policy import ms_since
 from convrag.records import HistoryTurn
-from convrag.rewriting import Classification, Turn, classify, contextualize
+from convrag.rewriting import Classification, Turn, classify
 from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
+from convrag.rewriting.gate import gated_rewrite
 from convrag.state import RewriteMethod, RewriteUpdate, State
 from convrag.text.lexicon import AUX, WH
 from convrag.text.tokens import clean, content_words, storable, tokenize
@@ -67,10 +69,22 @@ class RewriteDecision(BaseModel):
         return value
 
 
-def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
-    """The deterministic contextualizer; a follow-up it cannot resolve ("Can you elaborate
-    more on that?", "Will it kill me?") carries the previous standalone question along, so
-    retrieval still sees the topic."""
+def rules_rewrite(message: str, history: list[HistoryTurn], without: Collection[str] = ()) -> str:
+    """The deterministic contextualizer's query (see :func:`rules_query`)."""
+    return rules_query(message, history, without)[0]
+
+
+def rules_query(
+    message: str, history: list[HistoryTurn], without: Collection[str] = ()
+) -> tuple[str, str | None]:
+    """The rules' standalone query, and the gate's check their rewrite failed (None when
+    it passed or nothing was rewritten).
+
+    A continuation ("Why not?", "Tell me more") is the previous standalone question; a
+    rewrite that changes nothing or fails the gate leaves the message as typed, and
+    retrieval still sees the topic through the history-aware query (never a glued string:
+    the query is the one the page shows). ``without`` switches rules off (measurement).
+    """
     # A greeting or a thanks names nothing a follow-up can point to ("Hi there!").
     history = [t for t in history if not is_no_retrieval(clean(t["question"]))]
     turns = [
@@ -82,10 +96,7 @@ def rules_rewrite(message: str, history: list[HistoryTurn]) -> str:
         )
         for t in history
     ]
-    query = contextualize(message, turns)
-    if _words(query) == _words(message) and history:
-        query = f"{message.strip()} ({standalone_question(history[-1])})"
-    return query
+    return gated_rewrite(message, turns, without=without)
 
 
 def standalone_question(turn: HistoryTurn) -> str:
@@ -99,11 +110,6 @@ def standalone_question(turn: HistoryTurn) -> str:
     if query.startswith(carried) and query.endswith(")"):
         query = query[len(carried) : -1]
     return split_pleasantries(query)[1]
-
-
-def _words(text: str) -> list[str]:
-    """The words of ``text``, lowercased: "what did he do" and "What did he do?" match."""
-    return [t.low for t in tokenize(text) if t.kind != "punct"]
 
 
 def parse_decision(text: str) -> tuple[RewriteDecision, None] | tuple[None, str]:
@@ -200,6 +206,18 @@ async def llm_rewrite(
     return (decision, None) if invalid is None else (None, invalid)
 
 
+def _by_rules(
+    message: str, history: list[HistoryTurn], ctx: Context, update: RewriteUpdate
+) -> tuple[str, RewriteMethod]:
+    """The rules' query and method ("unchanged" when the gate kept the message as
+    typed, which ``update``'s flags then say, as ``rewrite_rejected``)."""
+    off = [r.strip() for r in ctx.rewrite_rules_off.split(",") if r.strip()]
+    query, rejected = rules_query(message, history, off)
+    if rejected is not None:
+        update["flags"] = {**update.get("flags", {}), "rewrite_rejected": rejected}
+    return query, "unchanged" if query == message.strip() else "rules"
+
+
 async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
     """Classify the message and make it standalone: by the LLM on every turn after the
     first when one is configured, else (or when that call fails) by the rules."""
@@ -214,7 +232,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
     if model_name is None or not history or is_no_retrieval(clean(message)):
         classification = classify(message, turns)
         if classification == "follow_up" and model_name is None:
-            query, method = rules_rewrite(message, history), "rules"
+            query, method = _by_rules(message, history, ctx, update)
     else:
         start = time.perf_counter()
         decision, failure = await llm_rewrite(message, history, model_name, ctx)
@@ -229,8 +247,8 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             # worse than no LLM at all.
             classification, method = classify(message, turns), "fallback"
             if classification == "follow_up":
-                query = rules_rewrite(message, history)
-            update["flags"] = {"rewrite_fallback": failure}
+                query, _ = _by_rules(message, history, ctx, update)
+            update["flags"] = {**update.get("flags", {}), "rewrite_fallback": failure}
             update["errors"] = {"rewrite": failure or "error"}
     if classification != "no_retrieval" and ctx.rag_enabled:
         ctx.deps.searcher.prefetch(query)  # embedded while the graph moves on to the search

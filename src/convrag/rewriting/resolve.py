@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from convrag.rewriting.classify import (
@@ -77,7 +77,7 @@ from convrag.text.tokens import (
     tokenize,
 )
 
-__all__ = ["contextualize"]
+__all__ = ["RULES", "check_rules", "contextualize"]
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([?.!,;:])")
 _ELSE_RE = re.compile(r"\b(?:else|others?|another)\b", re.IGNORECASE)
@@ -91,7 +91,7 @@ _DEMONYM_RE = re.compile(r"(?:an|ese|ish|ic|i)$")
 _VAGUE_RE = re.compile(r"the [a-z][\w-]*")
 
 
-def contextualize(message: str, history: Sequence[Turn]) -> str:
+def contextualize(message: str, history: Sequence[Turn], *, without: Collection[str] = ()) -> str:
     """Return a standalone version of ``message`` given the earlier ``history`` (oldest first).
 
     Standalone messages, messages with no history and no-retrieval messages come back
@@ -100,6 +100,7 @@ def contextualize(message: str, history: Sequence[Turn]) -> str:
     the previous topic), and fragments are completed from the previous question. The original
     words are kept except replaced pronouns, the output stays short for BM25 and dense
     retrieval, and it is never empty (an empty message yields the previous question, if any).
+    ``without`` names rules of :data:`RULES` to switch off (to measure what each earns).
     """
     msg = clean(message)
     if not msg:
@@ -110,12 +111,24 @@ def contextualize(message: str, history: Sequence[Turn]) -> str:
     if not history or classify(msg, history) != "follow_up":
         return message.strip()
     prefix, core = split_pleasantries(msg)
-    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(name_documents(core, history[-1]), history)))
+    off = check_rules(without)
+    named = core if "document_title" in off else name_documents(core, history[-1])
+    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(named, history, off)))
     if not out:
         return msg
     if out == clean(_SPACE_PUNCT_RE.sub(r"\1", core)):
         return message.strip()  # nothing resolved: the user's own words, not a re-cased copy
     return prefix + _as_question(out, capitalize=not prefix)
+
+
+def check_rules(names: Collection[str]) -> frozenset[str]:
+    """``names`` as a set of rules, or ValueError naming the unknown ones and the rules."""
+    unknown = sorted(set(names) - set(RULES))
+    if unknown:
+        raise ValueError(
+            f"unknown rewrite rule {', '.join(unknown)}; the rules are {', '.join(RULES)}"
+        )
+    return frozenset(names)
 
 
 _DEMONSTRATIVE_RE = re.compile(r"\b(?:this|that)\s+([a-z]+)\b", re.IGNORECASE)
@@ -155,96 +168,172 @@ def _as_question(text: str, *, capitalize: bool) -> str:
     return text
 
 
-def _rewrite(msg: str, history: Sequence[Turn]) -> str:
-    """Rewrite a follow-up: map fragments onto the previous question, else resolve pronouns."""
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One follow-up as every rule sees it: the message, the history, the referents, the
+    previous question, and the message with its pronouns resolved."""
+
+    msg: str
+    history: Sequence[Turn]
+    refs: _Referents
+    prev_q: str | None
+    resolved: str
+    changed: bool
+
+
+def _rewrite(msg: str, history: Sequence[Turn], off: frozenset[str] = frozenset()) -> str:
+    """Rewrite a follow-up: the first rule of :data:`_RULES` (not in ``off``) that
+    applies, else the message with its pronouns resolved."""
     refs = _referents(history)
-    prev_q = _previous_question(history, refs)
-
-    m = WHAT_ABOUT_RE.match(msg)
-    if m:
-        rtoks = tokenize(m.group("rest"))
-        if rtoks and (rtoks[0].low in WH or rtoks[0].low in AUX):
-            # "what about why can't I ...?" wraps a full question: keep just that question.
-            resolved, _ = _resolve_pronouns(m.group("rest"), refs)
-            return resolved[0].upper() + resolved[1:]
-        rest, _ = _resolve_pronouns(m.group("rest"), refs)
-        mapped = _what_about(rest, prev_q, refs)
-        if mapped:
-            return mapped
-        resolved, changed = _resolve_pronouns(msg, refs)
-        topic = refs.topic
-        if changed or not topic or fold(topic) in fold(msg) or name_spans(rtoks):
-            return resolved  # "What about Romeo and Juliet?" names its own new subject
-        return _append_topic(resolved, topic, "for")
-
-    m = BARE_WH_RE.match(msg)
-    if m and prev_q:
-        wh = m.group("wh")
-        prev = strip_end(prev_q)
-        ptoks = tokenize(prev)
-        if ptoks and ptoks[0].low in WH:
-            body = prev[ptoks[0].end :].lstrip()
-            if len(ptoks) > 1 and ptoks[1].low in ("much", "many", "long", "often", "old"):
-                body = prev[ptoks[1].end :].lstrip()
-            return f"{wh[0].upper()}{wh[1:]} {body}?"
-        if ptoks and ptoks[0].low in AUX:
-            return f"{wh[0].upper()}{wh[1:]} {_lower_first(prev)}?"
-
-    lead = LEAD_CONJ_RE.match(msg)
-    if lead and prev_q:
-        rest = msg[lead.end() :]
-        rtoks = tokenize(rest)
-        is_fragment = (
-            bool(rtoks)
-            and (rtoks[0].low in PREPS or len(content_words(rtoks)) <= 2)
-            and not any(t.low in AUX for t in rtoks)
-        )
-        if is_fragment:
-            rest, _ = _resolve_pronouns(rest, refs)
-            rtoks = tokenize(rest)
-            mapped = _what_about(rest, prev_q, refs)
-            if mapped:
-                return mapped
-            if rtoks[0].low in PREPS and not _proper_names(rtoks):
-                # "and in 2010?" extends the question; "and sick leave?" would not read
-                # onto "Do unused days carry over?": that one carries the question instead.
-                swapped = _swap_last_phrase(prev_q, rest)
-                return swapped or f"{strip_end(prev_q)} {strip_end(rest)}?"
-
+    refs.off = off
     resolved, changed = _resolve_pronouns(msg, refs)
-    toks = tokenize(resolved)
-    low = fold(resolved)
+    ask = _Ask(msg, history, refs, _previous_question(history, refs), resolved, changed)
+    for name, rule in _RULES:
+        if name not in off:
+            out = rule(ask)
+            if out is not None:
+                return out
+    return resolved
 
-    people = _compared(history, conversation_context(history)) if COMPARATIVE_RE.search(msg) else []
+
+def _rule_what_about(a: _Ask) -> str | None:
+    """ "What about X?": X put into the previous question's frame, else the message with
+    the topic appended ("What about installation for OpenShift?")."""
+    m = WHAT_ABOUT_RE.match(a.msg)
+    if not m:
+        return None
+    rtoks = tokenize(m.group("rest"))
+    if rtoks and (rtoks[0].low in WH or rtoks[0].low in AUX):
+        # "what about why can't I ...?" wraps a full question: keep just that question.
+        resolved, _ = _resolve_pronouns(m.group("rest"), a.refs)
+        return resolved[0].upper() + resolved[1:]
+    rest, _ = _resolve_pronouns(m.group("rest"), a.refs)
+    mapped = _what_about(rest, a.prev_q, a.refs)
+    if mapped:
+        return mapped
+    topic = a.refs.topic
+    if a.changed or not topic or fold(topic) in fold(a.msg) or name_spans(rtoks):
+        return a.resolved  # "What about Romeo and Juliet?" names its own new subject
+    return _append_topic(a.resolved, topic, "for")
+
+
+def _rule_bare_wh(a: _Ask) -> str | None:
+    """ "Why?", "When?": the wh-word put in front of the previous question's body."""
+    m = BARE_WH_RE.match(a.msg)
+    if not m or not a.prev_q:
+        return None
+    wh = m.group("wh")
+    prev = strip_end(a.prev_q)
+    ptoks = tokenize(prev)
+    if ptoks and ptoks[0].low in WH:
+        body = prev[ptoks[0].end :].lstrip()
+        if len(ptoks) > 1 and ptoks[1].low in ("much", "many", "long", "often", "old"):
+            body = prev[ptoks[1].end :].lstrip()
+        return f"{wh[0].upper()}{wh[1:]} {body}?"
+    if ptoks and ptoks[0].low in AUX:
+        return f"{wh[0].upper()}{wh[1:]} {_lower_first(prev)}?"
+    return None
+
+
+def _rule_lead_fragment(a: _Ask) -> str | None:
+    """ "and in 2010?": a fragment after a conjunction completes the previous question."""
+    lead = LEAD_CONJ_RE.match(a.msg)
+    if not lead or not a.prev_q:
+        return None
+    rest = a.msg[lead.end() :]
+    rtoks = tokenize(rest)
+    is_fragment = (
+        bool(rtoks)
+        and (rtoks[0].low in PREPS or len(content_words(rtoks)) <= 2)
+        and not any(t.low in AUX for t in rtoks)
+    )
+    if not is_fragment:
+        return None
+    rest, _ = _resolve_pronouns(rest, a.refs)
+    rtoks = tokenize(rest)
+    mapped = _what_about(rest, a.prev_q, a.refs)
+    if mapped:
+        return mapped
+    if rtoks[0].low in PREPS and not _proper_names(rtoks):
+        # "and in 2010?" extends the question; "and sick leave?" would not read
+        # onto "Do unused days carry over?": that one carries the question instead.
+        swapped = _swap_last_phrase(a.prev_q, rest)
+        return swapped or f"{strip_end(a.prev_q)} {strip_end(rest)}?"
+    return None
+
+
+def _rule_compare(a: _Ask) -> str | None:
+    """ "Who earns more?": the people compared named ("... between A and B?")."""
+    if not COMPARATIVE_RE.search(a.msg):
+        return None
+    people = _compared(a.history, conversation_context(a.history))
+    toks = tokenize(a.resolved)
     if (
         len(people) >= 2
         and toks
         and toks[0].low in ("who", "whose")
-        and COMPARATIVE_RE.search(msg)
         and len(content_words(toks)) <= 2
-        and not any(fold(p) in low for p in people)
+        and not any(fold(p) in fold(a.resolved) for p in people)
     ):
-        return _append_topic(resolved, _join_names(people), "between")
+        return _append_topic(a.resolved, _join_names(people), "between")
+    return None
 
-    if not changed:
-        names = name_spans(toks)
-        expanded = _expand_partial(resolved, names, history)
-        if expanded != resolved:
-            return expanded
-        topic = refs.topic or refs.main
-        if topic and not names and not anaphors(toks) and fold(topic) not in low:
-            # Only a bare fragment ("any others?", "tell me more") gets the topic appended:
-            # a question with its own content words is better left alone than padded.
-            content = [t for t in content_words(toks) if t.low not in META_NOUNS]
-            if not content and _ELSE_RE.search(msg):
-                # "any others?" asks the previous question again, minus its answer.
-                besides = _besides(prev_q, history[-1].answer[:ANSWER_CHARS])
-                if besides:
-                    return besides
-                return _append_topic(resolved, refs.main or topic, "about")
-            if not content and MORE_RE.search(msg):
-                return _append_topic(resolved, topic, "about")  # "tell me more"
-    return resolved
+
+def _rule_expand_name(a: _Ask) -> str | None:
+    """A one-word name spelled out as the history spells it ("Dali" -> "Salvador Dali")."""
+    if a.changed:
+        return None
+    expanded = _expand_partial(a.resolved, name_spans(tokenize(a.resolved)), a.history)
+    return expanded if expanded != a.resolved else None
+
+
+def _bare_fragment_topic(a: _Ask) -> str | None:
+    """The topic a bare fragment ("any others?", "tell me more") may take, or None when
+    the message names or points to something of its own, or says a content word."""
+    toks = tokenize(a.resolved)
+    topic = a.refs.topic or a.refs.main
+    if a.changed or not topic or name_spans(toks) or anaphors(toks):
+        return None
+    if fold(topic) in fold(a.resolved):
+        return None
+    if [t for t in content_words(toks) if t.low not in META_NOUNS]:
+        return None  # a question with its own words is better left alone than padded
+    return topic
+
+
+def _rule_others(a: _Ask) -> str | None:
+    """ "any others?": the previous question again, minus the names it was answered with."""
+    topic = _bare_fragment_topic(a)
+    if topic is None or not _ELSE_RE.search(a.msg):
+        return None
+    besides = _besides(a.prev_q, a.history[-1].answer[:ANSWER_CHARS])
+    return besides or _append_topic(a.resolved, a.refs.main or topic, "about")
+
+
+def _rule_more_topic(a: _Ask) -> str | None:
+    """ "tell me more": the topic appended ("tell me more about BM25")."""
+    topic = _bare_fragment_topic(a)
+    if topic is None or not MORE_RE.search(a.msg):
+        return None
+    return _append_topic(a.resolved, topic, "about")
+
+
+_RULES: tuple[tuple[str, Callable[[_Ask], str | None]], ...] = (
+    ("what_about", _rule_what_about),
+    ("bare_wh", _rule_bare_wh),
+    ("lead_fragment", _rule_lead_fragment),
+    ("compare", _rule_compare),
+    ("expand_name", _rule_expand_name),
+    ("others", _rule_others),
+    ("more_topic", _rule_more_topic),
+)
+"""The fragment rules, tried in order; the first that applies rewrites the message."""
+
+PRONOUN_RULES = ("person", "group", "topic", "place")
+"""Pronoun resolution, by kind: "he/she", "they/their", "it/this/that", "there"."""
+
+RULES: tuple[str, ...] = ("document_title", *PRONOUN_RULES, *(name for name, _ in _RULES))
+"""Every rule a caller may switch off (``contextualize(..., without=...)``)."""
 
 
 @dataclass(slots=True)
@@ -259,6 +348,7 @@ class _Referents:
     topic: str | None  # what "it/that" most likely points to
     place: str | None
     main: str | None = None  # what the whole conversation is about
+    off: frozenset[str] = frozenset()  # pronoun kinds switched off (PRONOUN_RULES)
 
 
 def _referents(history: Sequence[Turn]) -> _Referents:
@@ -741,6 +831,15 @@ def _her_is_object(toks: tuple[Token, ...], k: int) -> bool:
     return nxt.kind == "punct" or nxt.low in FUNCTION_WORDS
 
 
+_KIND = {
+    **dict.fromkeys(("he", "him", "his", "she", "her", "hers"), "person"),
+    **dict.fromkeys(("they", "them", "their", "theirs"), "group"),
+    **dict.fromkeys(("it", "its", "this", "that", "these", "those"), "topic"),
+    "there": "place",
+}
+"""Each pronoun's kind in :data:`PRONOUN_RULES`."""
+
+
 def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
     """Replace the first anaphoric pronoun of each kind with its referent."""
     toks = tokenize(msg)
@@ -760,6 +859,8 @@ def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
         low = t.low
         repl: str | None = None
         end = t.end
+        if _KIND.get(low) in refs.off:
+            continue
         if low in ("he", "him", "his", "she", "her", "hers"):
             gender = "f" if low in FEMALE else "m"
             name = (refs.female if gender == "f" else refs.male) or refs.person

@@ -1,0 +1,99 @@
+"""The gate a rules rewrite passes, and the continuations that reuse the last question."""
+
+from __future__ import annotations
+
+import pytest
+
+from convrag.rewriting import Turn
+from convrag.rewriting.gate import SWITCHES, check_switches, gated_rewrite, is_continuation, rejects
+
+from .conftest import SALARY
+
+BROWSER = [
+    Turn("Do I have to use a certain browser to use this service?", "No, any browser works."),
+    Turn("Does it detect emotions?", "Yes: anger, disgust, fear, joy and sadness."),
+]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Why?",
+        "Why not?",
+        "How?",
+        "how so?",
+        "Tell me more",
+        "OK, and why?",
+        "Can you elaborate more on that?",
+        "explain further",
+    ],
+)
+def test_bare_continuations_are_recognised(message: str) -> None:
+    assert is_continuation(message)
+
+
+@pytest.mark.parametrize("message", ["Why is the sky blue?", "How do I reset it?", "More cats?"])
+def test_questions_with_words_of_their_own_are_no_continuation(message: str) -> None:
+    assert not is_continuation(message)
+
+
+def test_a_continuation_reuses_the_previous_standalone_question() -> None:
+    history = [Turn("And in Asia?", "50 dollars a day.", "What is the meal allowance in Asia?")]
+    assert gated_rewrite("Why not?", history) == ("What is the meal allowance in Asia?", None)
+    # switched off, the rules' own "why" rewrite runs instead
+    assert gated_rewrite("Why not?", history, without=["continuation"])[0] != (
+        "What is the meal allowance in Asia?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "rewrite", "check"),
+    [
+        (
+            "Why don't you provide that?",
+            "Why don't you provide the certain browser?",
+            "fixed_phrase",
+        ),
+        ("And how do I undo that?", "And how do I undo MIME?", "fixed_phrase"),
+        ("Why did it fail?", "What did the certain browser fail?", "type_changed"),
+        ("Is it free?", "the certain browser free", "not_a_question"),
+        (
+            "Does it detect disgust?",
+            "Does Watson Tone Analyzer detect disgust?",
+            "unsupported_referent",
+        ),
+    ],
+)
+def test_a_garbled_rewrite_is_rejected_by_name(message: str, rewrite: str, check: str) -> None:
+    assert rejects(message, rewrite, BROWSER) == check
+
+
+@pytest.mark.parametrize(
+    ("message", "rewrite", "history"),
+    [
+        ("What benefits does it offer?", "What benefits does the certain browser offer?", BROWSER),
+        ("What about her basic salary?", "What is Prasad Chaudhari's basic salary?", SALARY),
+        ("what about why can't I use it?", "Why can't I use the certain browser?", BROWSER),
+    ],
+)
+def test_a_well_formed_rewrite_passes(message: str, rewrite: str, history: list[Turn]) -> None:
+    assert rejects(message, rewrite, history) is None
+
+
+def test_a_rejected_rewrite_leaves_the_message_as_typed() -> None:
+    query, why = gated_rewrite("Why don't you provide that?", BROWSER)
+    assert (query, why) in {
+        ("Why don't you provide that?", "fixed_phrase"),
+        ("Why don't you provide that?", None),
+    }
+    assert gated_rewrite("What about her basic salary?", SALARY) == (
+        "What is Prasad Chaudhari's basic salary?",
+        None,
+    )
+
+
+def test_unknown_switches_are_refused_with_the_list() -> None:
+    assert check_switches(["gate", "topic"]) == {"gate", "topic"}
+    with pytest.raises(ValueError, match="the rules are continuation, gate"):
+        check_switches(["pronouns"])
+    assert "what_about" in SWITCHES
