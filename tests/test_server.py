@@ -1562,7 +1562,8 @@ async def test_an_export_holds_every_turn_with_its_citations_as_json_and_markdow
         assert "## 2. How are train tickets booked?" in md
         answer_at = md.index(first["answer"])
         sources_at = md.index("**Sources**", answer_at)
-        assert md.index("\n1. [", sources_at) < md.index("## 2.")
+        assert md.index("\n- [", sources_at) < md.index("## 2.")
+        assert "\n1. [" not in md  # listed by marker, not renumbered
         assert f"{hotel['marker']} **travel** (page 2, document `{hotel['document_id']}`)" in md
         bad = await client.get(url, params={"format": "pdf"}, headers=_auth(tenant))
         assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "query.format"

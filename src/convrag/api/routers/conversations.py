@@ -159,8 +159,8 @@ async def export_conversation(
 
 def to_markdown(export: ConversationExport) -> str:
     """The conversation as Markdown: a heading with its title, then each turn's question
-    and answer, the page's notes on it (not found, repetition), its citations as a
-    numbered list under the answer."""
+    and answer, the page's notes on it (not found, repetition), its citations listed
+    by their markers under the answer."""
     c = export.conversation
     started, active = (
         t.astimezone(UTC).strftime("%Y-%m-%d %H:%M") for t in (c.created_at, c.updated_at)
@@ -178,7 +178,9 @@ def to_markdown(export: ConversationExport) -> str:
             lines += ["", " ".join(f"_{note}_" for note in notes)]
         if turn.citations:
             lines += ["", "**Sources**", ""]
-            lines += [f"{n}. {_citation(t)}" for n, t in enumerate(turn.citations, start=1)]
+            # Listed by their markers ("[4]"), not renumbered: a list numbered 1, 2, 3
+            # beside markers [1], [2], [4] would point at the wrong source.
+            lines += [f"- {_citation(t)}" for t in turn.citations]
         if turn.feedback is not None:
             note = f": {_one_line(turn.feedback.comment)}" if turn.feedback.comment else ""
             lines += ["", f"_Rated {turn.feedback.rating}{note}_"]
