@@ -235,9 +235,11 @@ async def test_hostile_uploads_and_odd_ids_on_write_routes_get_4xx_and_the_serve
 # -- Milvus Lite ------------------------------------------------------------------------
 
 
-async def test_a_killed_milvus_lite_child_is_restarted_and_no_request_gets_a_5xx_meanwhile(
+async def test_a_killed_milvus_lite_child_is_restarted_no_request_gets_a_5xx_and_uploads_work(
     stack: Stack,
 ) -> None:
+    """The restarted child has the collection released: the service loads it again, and
+    reports the index unusable until it has (uploads failed until a service restart)."""
     url = stack.ensure_running().url
     _, headers = await _workspace_key(stack)
     async with httpx.AsyncClient(timeout=60) as client:
@@ -266,8 +268,13 @@ async def test_a_killed_milvus_lite_child_is_restarted_and_no_request_gets_a_5xx
         assert codes, "no request was sent while the Milvus Lite child was down"
         assert all(code < 500 for _, code in codes), codes
         await _wait_until_ok(client, "GET", f"{url}/healthz")
+        health = (await client.get(f"{url}/healthz")).json()
+        assert health["milvus"] is True, health
         after = await _ask(client, url, conv, headers, QUESTION)
         assert after.status_code == 200, after.text
+        await _upload(client, url, headers, "The giraffe house opens at nine on Sundays.")
+        listed = await client.get(f"{url}/v1/documents", headers=headers)
+        assert [d["status"] for d in listed.json()] == ["ready", "ready"], listed.text
 
 
 # -- PostgreSQL -------------------------------------------------------------------------

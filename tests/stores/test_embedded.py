@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,6 +131,71 @@ async def test_a_killed_milvus_lite_child_is_restarted_at_the_same_address(scrat
         assert client.list_collections() == []
         client.close()
     assert not state_file.exists()
+
+
+async def test_after_a_milvus_lite_restart_the_index_loads_its_collection_again(
+    scratch: Path,
+) -> None:
+    """A restarted Milvus Lite has every collection released: reads, deletes and the
+    health check load it again themselves instead of failing until a process restart."""
+    import asyncio
+    import signal
+
+    from convrag.stores.vectors import VectorIndex, VectorRow
+
+    def killed_and_restarted(pid: int) -> int:
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(600):
+            current = int(json.loads(state_file.read_text())["pid"])
+            if current != pid:
+                return current
+            time.sleep(0.1)
+        pytest.fail("the Milvus Lite child was not restarted")
+
+    async with ManagedMilvusLite.running(scratch, check_every_s=0.2) as uri:
+        state_file = scratch / "milvus" / "server.json"
+        index = VectorIndex.connect(uri, "chunks", 4, is_lite=True)
+        try:
+            index.setup()
+            index.upsert("ws", [VectorRow("c1", "d1", "one", [1.0, 0.0, 0.0, 0.0])])
+            pid = int(json.loads(state_file.read_text())["pid"])
+            pid = await asyncio.to_thread(killed_and_restarted, pid)
+            assert not index.client.is_loaded("chunks")
+            assert index.chunk_ids_of_document("ws", "d1") == ["c1"]
+            index.upsert("ws", [VectorRow("c2", "d2", "two", [0.0, 1.0, 0.0, 0.0])])
+            await asyncio.to_thread(killed_and_restarted, pid)
+            index.delete_document("ws", "d1")
+            assert [h.chunk_id for h in index.dense_search("ws", [0, 1, 0, 0], 5)] == ["c2"]
+            pid = int(json.loads(state_file.read_text())["pid"])
+            await asyncio.to_thread(killed_and_restarted, pid)
+            assert index.problem() is None and index.client.is_loaded("chunks")
+        finally:
+            index.client.close()
+
+
+def test_health_reports_a_released_collection_that_cannot_be_loaded_as_unusable(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convrag.stores.vectors import VectorIndex
+
+    with ManagedMilvusLite(scratch) as uri:
+        index = VectorIndex.connect(uri, "chunks", 4, is_lite=True)
+        try:
+            index.setup()
+            index.client.release_collection("chunks")
+
+            def refused(*_: object, **__: object) -> None:
+                raise RuntimeError("loading refused")
+
+            monkeypatch.setattr(index.client, "load_collection", refused)
+            assert index.problem() == (
+                "the Milvus collection 'chunks' is released and could not be loaded again"
+            )
+            assert index.ping() is False
+            monkeypatch.undo()
+            assert index.ping() is True
+        finally:
+            index.client.close()
 
 
 def test_a_process_holding_postgres_twice_keeps_it_until_its_last_handle_leaves(

@@ -23,13 +23,13 @@ import logging
 import math
 import re
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
 
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
@@ -41,6 +41,103 @@ _BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 KIND_CHUNK = "chunk"
 KIND_MEMORY = "memory"
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+COLLECTION_NOT_LOADED = 101
+"""Milvus's error code for a call on a collection that is not loaded (``released``)."""
+
+
+def collection_released(exc: BaseException) -> bool:
+    """Whether ``exc`` is Milvus refusing a read because the collection is not loaded: what
+    every search, query and delete met after a Milvus (Lite) restart, which starts with
+    every collection released."""
+    if not isinstance(exc, MilvusException):
+        return False
+    message = str(getattr(exc, "message", "") or exc).lower()
+    return exc.code == COLLECTION_NOT_LOADED or "released" in message or "not loaded" in message
+
+
+class ReloadingMilvusClient(MilvusClient):  # type: ignore[misc]  # pymilvus is untyped
+    """A Milvus client that loads a released collection again and retries the call once.
+
+    A Milvus (Lite) server started again (the embedded one's supervisor restarts a killed
+    child at the same port, in this process or in the ``serve --workers`` parent) has
+    every collection released: the gRPC channel reconnects by itself, but every query,
+    search and delete failed with "in state 'released'" until a process restart. Any
+    process that meets the error loads the collection again, whoever restarted the server.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reload_lock = threading.Lock()
+
+    def reload(self, collection: str) -> bool:
+        """Load ``collection`` unless it is loaded already; True when this call loaded it."""
+        with self._reload_lock:  # concurrent callers that met the error load it once
+            if self.is_loaded(collection):
+                return False
+            self.load_collection(collection)
+        log.warning(
+            "Milvus collection %r was released (its server restarted); loaded again", collection
+        )
+        return True
+
+    def is_loaded(self, collection: str) -> bool:
+        """Whether ``collection`` is loaded, so that searches and queries can run on it."""
+        from pymilvus.client.types import LoadState
+
+        return bool(self.get_load_state(collection).get("state") == LoadState.Loaded)
+
+    def reloading(self, collection: str, call: Callable[[], _T]) -> _T:
+        """``call()``, and once more after loading ``collection`` if it was released."""
+        try:
+            return call()
+        except MilvusException as exc:
+            if not collection_released(exc):
+                raise
+        self.reload(collection)
+        return call()
+
+    def search(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).search(collection_name, *args, **kwargs),
+        )
+
+    def hybrid_search(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).hybrid_search(
+                collection_name, *args, **kwargs
+            ),
+        )
+
+    def query(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).query(collection_name, *args, **kwargs),
+        )
+
+    def get(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).get(collection_name, *args, **kwargs),
+        )
+
+    def delete(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).delete(collection_name, *args, **kwargs),
+        )
+
+    def upsert(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.reloading(
+            collection_name,
+            lambda: super(ReloadingMilvusClient, self).upsert(collection_name, *args, **kwargs),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +165,9 @@ class VectorRow:
 class VectorIndex:
     """The Milvus collection of one deployment (all workspaces)."""
 
-    def __init__(self, client: MilvusClient, collection: str, dim: int, *, is_lite: bool) -> None:
+    def __init__(
+        self, client: ReloadingMilvusClient, collection: str, dim: int, *, is_lite: bool
+    ) -> None:
         self.client = client
         self.collection = collection
         self.dim = dim
@@ -86,7 +185,7 @@ class VectorIndex:
         # default); pymilvus pings every 10 s, so Lite answered GOAWAY "too_many_pings",
         # logged at error level. A Milvus server allows the 10 s keepalive.
         options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000}} if is_lite else {}
-        client = MilvusClient(uri=uri, token=token or "", **options)
+        client = ReloadingMilvusClient(uri=uri, token=token or "", **options)
         return cls(client, collection, dim, is_lite=is_lite)
 
     @classmethod
@@ -213,7 +312,11 @@ class VectorIndex:
         return [str(r["chunk_id"]) for r in res]
 
     def export_chunks(self, workspace_id: str) -> tuple[list[tuple[str, str, str]], Matrix]:
-        """Every chunk row of a workspace with its vector (for the in-process dense engine)."""
+        """Every chunk row of a workspace with its vector (for the in-process dense engine),
+        read again from the start if the collection was released on the way."""
+        return self.client.reloading(self.collection, lambda: self._export_chunks(workspace_id))
+
+    def _export_chunks(self, workspace_id: str) -> tuple[list[tuple[str, str, str]], Matrix]:
         rows: list[tuple[str, str, str]] = []
         vectors: list[list[float]] = []
         it = self.client.query_iterator(
@@ -303,12 +406,26 @@ class VectorIndex:
             self.client.delete(self.collection, ids=list(chunk_ids))
 
     def ping(self) -> bool:
-        """Whether Milvus answers (a metadata call; blocking, so run it in a thread)."""
+        """Whether the index is usable: Milvus answers and the collection is loaded. A
+        collection found released (its server restarted) is loaded again first, so a
+        health check both reports the index unusable until then and brings it back.
+        Blocking: run it in a thread."""
+        return self.problem() is None
+
+    def problem(self) -> str | None:
+        """What makes the index unusable now, in words, or None (see :meth:`ping`)."""
+        name = self.collection
         try:
-            self.client.has_collection(self.collection)
+            if not self.client.has_collection(name):
+                return f"the Milvus collection {name!r} does not exist"
         except Exception:
-            return False
-        return True
+            return "Milvus does not answer"
+        try:
+            self.client.reload(name)
+        except Exception as exc:
+            log.warning("loading the released Milvus collection %r failed: %s", name, exc)
+            return f"the Milvus collection {name!r} is released and could not be loaded again"
+        return None
 
 
 def rocchio(query: Matrix, first: Matrix, weight: float) -> Matrix:

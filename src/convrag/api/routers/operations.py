@@ -32,16 +32,18 @@ MIN_FREE_BYTES = 100 * 2**20
 @router.get("/healthz", response_model=HealthOut)
 @router.head("/healthz", include_in_schema=False)  # load balancers probe with HEAD
 async def healthz(services: ServicesDep, response: Response) -> HealthOut:
-    """Whether Postgres and Milvus answer and the data directory's disk has room."""
+    """Whether Postgres answers, the vector index is usable (Milvus answers and the
+    collection is loaded: a restarted Milvus has it released, and this check loads it
+    again) and the data directory's disk has room."""
     pg = await services.db.ping(timeout=HEALTH_TIMEOUT_S)
     try:
-        milvus = await asyncio.wait_for(asyncio.to_thread(services.index.ping), HEALTH_TIMEOUT_S)
+        index = await asyncio.wait_for(asyncio.to_thread(services.index.problem), HEALTH_TIMEOUT_S)
     except TimeoutError:
-        milvus = False
+        index = f"Milvus does not answer within {HEALTH_TIMEOUT_S:g} s"
     disk = await _disk_problem(services.settings.data_dir)
     problems = [
         *([] if pg else [f"PostgreSQL does not answer within {HEALTH_TIMEOUT_S:g} s"]),
-        *([] if milvus else [f"Milvus does not answer within {HEALTH_TIMEOUT_S:g} s"]),
+        *([index] if index else []),
         *([disk] if disk else []),
     ]
     if problems:
@@ -50,7 +52,7 @@ async def healthz(services: ServicesDep, response: Response) -> HealthOut:
     return HealthOut(
         status="degraded" if problems else "ok",
         postgres=pg,
-        milvus=milvus,
+        milvus=index is None,
         disk=disk is None,
         detail="; ".join(problems) or None,
     )
