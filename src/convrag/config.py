@@ -25,6 +25,11 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: The defaults of ``MAX_DECOMPRESSED_BYTES`` and ``MAX_RECORDS_PER_FILE``, also for
+#: callers that read a file outside a service (tests, benchmarks).
+DEFAULT_MAX_DECOMPRESSED_BYTES = 200 * 1024 * 1024
+DEFAULT_MAX_RECORDS = 200_000
+
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
 DenseEngine = Literal["auto", "numpy", "milvus"]
 
@@ -206,7 +211,7 @@ class Settings(BaseSettings):
         default=20 * 1024 * 1024, ge=1, validation_alias=AliasChoices("MAX_FILE_BYTES")
     )
     max_decompressed_bytes: int = Field(
-        default=200 * 1024 * 1024,
+        default=DEFAULT_MAX_DECOMPRESSED_BYTES,
         ge=1,
         validation_alias=AliasChoices("MAX_DECOMPRESSED_BYTES"),
         description="Largest decompressed size of a .jsonl.gz file or a .docx (read in "
@@ -214,7 +219,7 @@ class Settings(BaseSettings):
         "of an HTML page's parse tree (about 1 KiB a tag).",
     )
     max_records_per_file: int = Field(
-        default=200_000,
+        default=DEFAULT_MAX_RECORDS,
         ge=1,
         validation_alias=AliasChoices("MAX_RECORDS_PER_FILE"),
         description="Most records one .jsonl or .jsonl.gz file may hold: each becomes a "

@@ -165,3 +165,33 @@ def test_text_no_reader_sees_is_not_read(docs_dir: Path) -> None:
     assert load_path(page, max_bytes=10**6)[0].text == (
         "Visible rule: badges are blue.\n\nSmall print is read."
     )
+
+
+def test_a_heading_or_term_inside_a_permalink_is_kept_and_a_bare_sign_and_buttons_go(
+    docs_dir: Path,
+) -> None:
+    page = write(
+        docs_dir,
+        "man.html",
+        '<html><head><title>Version in semver - Rust</title></head><body><main>'
+        '<h1>Struct Version<button id="copy-path">Copy item path</button></h1>'
+        '<h2 id="NAME"><a class="permalink" href="#NAME">NAME</a></h2><p>ssh_config is read.</p>'
+        '<h2><a class="doc-anchor" href="#syntax">§</a>Syntax</h2><dl><dt id="Host">'
+        '<a class="permalink" href="#Host"><b>Host</b></a></dt><dd>Restricts what follows.</dd>'
+        "</dl></main></body></html>",
+    )
+    doc = load_path(page, max_bytes=10**6)[0]
+    assert doc.title == "Struct Version"  # most of the h1's words are in the <title>
+    assert doc.text == (
+        "# Struct Version\n\n## NAME\n\nssh_config is read.\n\n## Syntax\n\n"
+        "Host: Restricts what follows."
+    )
+
+
+def test_a_readme_whose_heading_is_a_logo_is_titled_by_its_alt_text(docs_dir: Path) -> None:
+    readme = write(
+        docs_dir,
+        "README.md",
+        '<h1 align="center"><img src="logo.svg" alt="Chalk"></h1>\n\n> Terminal string styling\n',
+    )
+    assert load_path(readme, max_bytes=10**6)[0].title == "Chalk"

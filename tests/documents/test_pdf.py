@@ -121,3 +121,25 @@ def test_a_sentence_that_runs_on_to_the_next_page_is_read_whole_on_its_first(
         "manager and of the team lead.",
         "Requests go through the portal.",
     )
+
+
+def test_a_contents_list_on_a_page_with_text_goes_with_its_title_and_real_hyphens_stay(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "guide.pdf"
+    pages: list[list[str | tuple[str, int]]] = [
+        [
+            ("How-to guides", 20),
+            ("Contents", 14),
+            "Key principles ........................ 2",
+            "Naming ................................ 3",
+            "Well-written guides are read most. A guide helps the user get a thing done. A how-",
+            "to guide is about work, and it is unspec-",
+            "ified what else it holds.",
+        ]
+    ]
+    path.write_bytes(pdf_bytes(pages))
+    assert load_path(path, max_bytes=10**6)[0].pages == (
+        "# How-to guides\n\nWell-written guides are read most. A guide helps the user get a "
+        "thing done. A how-to guide is about work, and it is unspecified what else it holds.",
+    )

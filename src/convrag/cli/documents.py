@@ -76,7 +76,13 @@ def ingest(
     unreadable: list[str] = []
     for f in files:
         try:
-            loaded.append((f, load_path(f, max_bytes=settings.max_file_bytes)))
+            docs = load_path(
+                f,
+                max_bytes=settings.max_file_bytes,
+                max_decompressed_bytes=settings.max_decompressed_bytes,
+                max_records=settings.max_records_per_file,
+            )
+            loaded.append((f, docs))
         except IngestError as exc:
             if f.resolve() in named:
                 raise fail(exc) from exc

@@ -21,7 +21,7 @@ HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
 """A line that opens or closes a fenced code block."""
 
-_PERMALINK = re.compile(r"[\s¶#🔗\ue000-\uf8ff]+$")
+_PERMALINK = re.compile(r"[\s§¶#🔗\ue000-\uf8ff]+$")
 """A heading's permalink sign: Sphinx's "¶", an icon font's private-use glyph."""
 
 

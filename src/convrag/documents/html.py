@@ -23,6 +23,7 @@ from convrag.documents.blocks import (
 
 _HTML_NEVER_CONTENT = (
     "head",
+    "button",
     "script",
     "style",
     "noscript",
@@ -31,7 +32,8 @@ _HTML_NEVER_CONTENT = (
     "iframe",
     "nav",
 )
-"""Elements that never hold a page's text: metadata, code, styling, frames, menus."""
+"""Elements that never hold a page's text: metadata, controls ("Copy item path"), code,
+styling, frames, menus."""
 
 _HTML_CHROME_ROLES = ("navigation", "banner", "contentinfo", "search", "doc-backlink")
 """ARIA roles of page chrome, for sites that mark their menus with ``role`` only."""
@@ -112,8 +114,9 @@ def html_text(html: str) -> tuple[str | None, str]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(html, "html.parser")
-    title = _html_title(soup)
+    stated = without_permalink(soup.title.get_text(" ")) if soup.title is not None else ""
     _drop_html_chrome(soup)
+    title = _html_title(stated, soup)
     main = _marked_main(soup)
     if main is not None:
         return title, join_blocks(blocks_text(main))
@@ -186,18 +189,27 @@ def _tables_to_placeholders(soup: Any) -> dict[str, str]:
     return tables
 
 
-def _html_title(soup: Any) -> str | None:
-    """The page's first ``<h1>`` when its ``<title>`` holds it (a title is often "Page —
-    Site documentation") or it holds the ``<title>`` ("Class StopWatch" for "StopWatch"),
-    else its ``<title>``, else its first ``<h1>``, else None."""
-    texts = [
-        without_permalink(tag.get_text(" ")) if tag is not None else ""
-        for tag in (soup.title, soup.find("h1"))
-    ]
-    stated, first = texts
-    if first and stated and (first.casefold() in stated.casefold() or stated in first):
+def _html_title(stated: str, soup: Any) -> str | None:
+    """The page's first ``<h1>`` when most of its words are in the page's ``<title>``
+    (a title is often "Page — Site documentation", or the h1 "Class StopWatch" of the
+    title "StopWatch"), else the ``<title>``, else the first ``<h1>``, else None. The h1
+    is read as headings are (its controls gone, a logo's alt text when it has no text)."""
+    h1 = soup.find("h1")
+    first = without_permalink(_heading_text(h1)) if h1 is not None else ""
+    words = [w for w in _WORD.findall(first.casefold()) if len(w) > 2]
+    shared = set(_WORD.findall(stated.casefold()))
+    if words and stated and sum(w in shared for w in words) * 2 >= len(words):
         return first
     return stated or first or None
+
+
+def _heading_text(tag: Any) -> str:
+    """A heading's text, or the alt text of the images it holds when it has none (a
+    README's logo as its title)."""
+    text = _spaces(tag.get_text(""))
+    if text.strip():
+        return text
+    return " ".join(str(img.get("alt") or "") for img in tag.find_all("img"))
 
 
 def _drop_html_chrome(soup: Any) -> None:
@@ -242,14 +254,24 @@ def _unseen(tag: Any) -> bool:
 
 
 def _named_chrome(tag: Any) -> bool:
-    """Whether an element's class or id names it page chrome (:data:`_CHROME_NAME`)."""
+    """Whether an element is page chrome by its name: a class naming it so
+    (:data:`_CHROME_NAME`; a man page's ``head`` and ``foot`` tables), an id that is
+    such a name whole (an id made from a heading's words, "configure-navigation", is
+    not), or a link holding nothing but a permalink sign ("¶", "§", "#")."""
     if tag.name in _NEVER_CHROME or tag.get("role") == "main":
         return False
-    classes = tag.get("class") or []
-    names = " ".join(
-        [*classes, str(tag.get("id") or "")] if classes else [str(tag.get("id") or "")]
-    )
-    return bool(names.strip()) and bool(_CHROME_NAME.search(names))
+    if tag.name == "a":  # a link is text: chrome only when it is a permalink sign alone
+        return not without_permalink(_PERMALINK_HEAD.sub("", tag.get_text(""))) and bool(
+            tag.get("href")
+        )
+    if _CHROME_NAME.fullmatch(str(tag.get("id") or "")):
+        return True
+    classes = [str(c) for c in tag.get("class") or []]
+    return any(c in _CHROME_CLASSES or _CHROME_NAME.search(c) for c in classes)
+
+
+_CHROME_CLASSES = frozenset({"head", "foot"})
+_PERMALINK_HEAD = re.compile(r"^[\s§¶#🔗\ue000-\uf8ff]+")
 
 
 class _Blocks:
@@ -293,7 +315,7 @@ def _whole(tag: Any, out: _Blocks) -> bool:
     name = tag.name
     if len(name) == 2 and name[0] == "h" and name[1] in "123456":
         out.flush()
-        if line := heading_line(int(name[1]), _spaces(tag.get_text(""))):
+        if line := heading_line(int(name[1]), _heading_text(tag)):
             out.add(line)
     elif name == "pre":
         out.flush()

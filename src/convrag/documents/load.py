@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from convrag.config import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_RECORDS
+
 SUPPORTED = (
     ".txt",
     ".md",
@@ -298,16 +300,16 @@ def load_path(
     path: Path,
     *,
     max_bytes: int,
-    max_decompressed_bytes: int | None = None,
-    max_records: int | None = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_records: int = DEFAULT_MAX_RECORDS,
 ) -> list[SourceDocument]:
     """Read one file into documents, or raise :class:`IngestError` naming the problem.
 
     ``max_bytes`` bounds the file as stored (``MAX_FILE_BYTES``), ``max_decompressed_bytes``
     what a ``.jsonl.gz`` or a ``.docx`` (a zip archive) expands to
     (``MAX_DECOMPRESSED_BYTES``), ``max_records`` the records of a JSONL file
-    (``MAX_RECORDS_PER_FILE``); ``None`` reads the setting from the environment, as the
-    CLI does. This is blocking work: async callers run it in a thread.
+    (``MAX_RECORDS_PER_FILE``): the caller passes its settings' values (nothing here reads
+    the environment). This is blocking work: async callers run it in a thread.
     """
     if not path.exists():
         raise IngestError(f"{path}: no such file or directory")
@@ -317,12 +319,6 @@ def load_path(
             f"{path}: unsupported format {suffix or '(no extension)'!r}; "
             f"supported: {', '.join(SUPPORTED)}"
         )
-    if max_decompressed_bytes is None or max_records is None:
-        from convrag.config import get_settings
-
-        settings = get_settings()
-        max_decompressed_bytes = max_decompressed_bytes or settings.max_decompressed_bytes
-        max_records = max_records or settings.max_records_per_file
     limits = Limits(max_bytes, max_decompressed_bytes, max_records)
     raw = _read_checked(path, max_bytes)
     try:

@@ -88,11 +88,12 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
         pages[0] = []
     pages = _without_contents_and_index(_without_running_lines(pages, body))
     levels = _heading_levels(pages, body)
-    texts = [_pdf_page_text(_marked(lines, levels)) for lines in pages]
-    return stated or shown, _across_pages(texts)
+    joiner = Joiner.of(pages)
+    texts = [_pdf_page_text(_marked(lines, levels), joiner) for lines in pages]
+    return stated or shown, _across_pages(texts, joiner)
 
 
-def _across_pages(texts: list[str]) -> list[str]:
+def _across_pages(texts: list[str], joiner: Joiner) -> list[str]:
     """Pages whose last sentence runs on to the next page end with all of it: the next
     page's opening paragraph joins the page it starts on, so that no sentence is cut
     at a page break (its chunk names the page it starts on)."""
@@ -106,7 +107,7 @@ def _across_pages(texts: list[str]) -> list[str]:
             continue
         if LIST_ITEM.match(head) or last.startswith("|") or "\n" in last:
             continue
-        out[i] = out[i][: len(out[i]) - len(last)] + _joined(last, head)
+        out[i] = out[i][: len(out[i]) - len(last)] + joiner.join(last, head)
         out[i + 1] = rest
     return out
 
@@ -150,11 +151,15 @@ def _body_size(pages: Sequence[Sequence[_Line]]) -> float:
 
 def _title_page(lines: Sequence[_Line], body: float) -> str | None:
     """The title a first page shows in its largest type, when that page is a title page:
-    a few short lines, none of them a sentence, the largest set well above the body."""
+    a few short lines, at most three short ones in body type (a version, a date), the
+    largest set well above the body."""
     filled = [line for line in lines if line.text]
     if not filled or len(filled) > 12 or body <= 0:
         return None
-    if any(len(line.text) > 90 for line in filled):
+    body_text = [line for line in filled if line.size < body * _HEADING_SIZE]
+    if any(len(line.text) > 90 for line in filled) or len(body_text) > 3:
+        return None
+    if any(len(line.text) > 60 for line in body_text):  # a paragraph, not a date line
         return None
     top = max(line.size for line in filled)
     if top < body * 1.4:
@@ -227,16 +232,26 @@ def _without_running_lines(pages: list[list[_Line]], body: float) -> list[list[_
 
 
 def _without_contents_and_index(pages: list[list[_Line]]) -> list[list[_Line]]:
-    """Pages less their table-of-contents and index lines (dot leaders to a page
-    number); a page mostly made of them is left out whole, its heading with it."""
+    """Pages less their table-of-contents and index lines (dot leaders to a page number)
+    and the short title above a run of them ("Contents", "Index"); a page made mostly of
+    them is left out whole."""
     out: list[list[_Line]] = []
     for lines in pages:
-        filled = [line for line in lines if line.text]
-        leaders = [line for line in filled if _LEADER.search(line.text)]
-        if filled and len(leaders) >= 0.4 * len(filled):
+        filled = [k for k, line in enumerate(lines) if line.text]
+        leaders = {k for k in filled if _LEADER.search(lines[k].text)}
+        if filled and len(leaders) >= 0.6 * len(filled):
             out.append([])
-        else:
-            out.append([line for line in lines if not _LEADER.search(line.text)])
+            continue
+        titles = {
+            before
+            for n, k in enumerate(filled)
+            if k in leaders
+            and n > 0
+            and (before := filled[n - 1]) not in leaders
+            and len(lines[before].text) <= 40
+            and not _TERMINAL.search(lines[before].text)
+        }
+        out.append([line for k, line in enumerate(lines) if k not in leaders | titles])
     return out
 
 
@@ -273,18 +288,43 @@ def _marked(lines: Sequence[_Line], levels: dict[float, int]) -> list[str]:
     return out
 
 
-def _joined(current: str, line: str) -> str:
-    """A paragraph and the line that continues it: a word hyphenated across the break
-    ("unspec-" / "ified") made whole again, a hyphen that ends a compound's first part
-    ("lowercase-" / "Uppercase") kept, else a space between them."""
-    if re.search(r"[a-z]-$", current) and line[:1].islower():
-        return current[:-1] + line
-    if current.endswith("-"):
-        return current + line
-    return f"{current} {line}"
+_COMPOUND = re.compile(r"\b([^\W\d_]+-[^\W\d_]+)\b")
+_BROKEN = re.compile(r"([^\W\d_]+)-$")
+_FIRST_WORD = re.compile(r"[^\W\d_]+")
 
 
-def _pdf_page_text(lines: list[str]) -> str:
+@dataclass(frozen=True, slots=True)
+class Joiner:
+    """Joins a paragraph and the line that continues it. A word broken at a line end
+    ("unspec-" / "ified") is made whole again, unless the document writes the joined
+    form with its hyphen elsewhere ("how-" / "to" where "how-to" appears whole): then the
+    hyphen was the word's own."""
+
+    compounds: frozenset[str]
+
+    @classmethod
+    def of(cls, pages: Sequence[Sequence[_Line]]) -> Joiner:
+        """The hyphenated words the document writes whole, inside a line."""
+        found = {
+            word.casefold()
+            for lines in pages
+            for line in lines
+            for word in _COMPOUND.findall(line.text)
+        }
+        return cls(frozenset(found))
+
+    def join(self, current: str, line: str) -> str:
+        broken = _BROKEN.search(current)
+        if broken and line[:1].islower():
+            rest = _FIRST_WORD.match(line)
+            word = f"{broken.group(1)}-{rest.group(0) if rest else ''}"
+            return current + line if word.casefold() in self.compounds else current[:-1] + line
+        if current.endswith("-"):
+            return current + line
+        return f"{current} {line}"
+
+
+def _pdf_page_text(lines: list[str], joiner: Joiner) -> str:
     """A page's extracted lines as paragraphs.
 
     A PDF has lines, not paragraphs. Lines that wrap a paragraph are joined with a
@@ -321,7 +361,7 @@ def _pdf_page_text(lines: list[str]) -> str:
             if LIST_ITEM.match(line) and not line[0].islower():
                 current += "\n" + line
             elif not ended and (line[0].islower() or full(last)):
-                current = _joined(current, line)
+                current = joiner.join(current, line)
             elif heading or not (full(last) or (not ended and len(last) > 80)):
                 paragraphs.append(current)
                 current = line
