@@ -173,7 +173,7 @@ def test_a_heading_or_term_inside_a_permalink_is_kept_and_a_bare_sign_and_button
     page = write(
         docs_dir,
         "man.html",
-        '<html><head><title>Version in semver - Rust</title></head><body><main>'
+        "<html><head><title>Version in semver - Rust</title></head><body><main>"
         '<h1>Struct Version<button id="copy-path">Copy item path</button></h1>'
         '<h2 id="NAME"><a class="permalink" href="#NAME">NAME</a></h2><p>ssh_config is read.</p>'
         '<h2><a class="doc-anchor" href="#syntax">§</a>Syntax</h2><dl><dt id="Host">'
