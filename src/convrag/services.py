@@ -134,6 +134,11 @@ child, and chunking a large file is one longer batch). Those still queued then a
 dropped; the one in hand is still finished before the process exits."""
 
 
+INGEST_PIDS = "ingest-pids"
+"""The data directory's folder where each process records its ingest child's pid, for a
+start after a crash to stop the child the crashed process left (``convrag.children``)."""
+
+
 def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
     if settings.keyword_engine != "auto":
         return settings.keyword_engine
@@ -205,6 +210,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                     settings.embedding_model,
                     settings.embedding_batch_size,
                     threads=settings.effective_ingest_threads,
+                    pid_dir=settings.data_dir / INGEST_PIDS,
                 )
             )
         reranker = None
