@@ -10,6 +10,13 @@ import pytest
 from psycopg.errors import DiskFull
 from psycopg_pool import PoolTimeout
 
+from convrag.api.errors import (
+    DATA_REFUSED,
+    DATABASE_DOWN,
+    DISK_FULL,
+    INTERNAL_FAILURE,
+    VECTOR_INDEX_DOWN,
+)
 from convrag.documents.load import size_text
 from convrag.services import Services
 
@@ -36,7 +43,44 @@ async def test_a_database_outage_is_a_retryable_503_with_a_json_body(
         )
     assert resp.status_code == 503
     assert resp.headers["retry-after"].isdigit()
-    assert "database is unavailable" in resp.json()["detail"]
+    assert resp.json() == {"detail": DATABASE_DOWN, "error": "database_unavailable"}
+    assert type(failure).__name__ not in resp.text
+
+
+@pytest.mark.parametrize(
+    ("failure", "detail"),
+    [
+        (RuntimeError("simulated failure"), INTERNAL_FAILURE),
+        (psycopg.OperationalError("server closed the connection"), DATABASE_DOWN),
+        (psycopg.DataError("cannot contain NUL (0x00) bytes: INSERT INTO"), DATA_REFUSED),
+    ],
+    ids=["internal", "database", "data-refused"],
+)
+async def test_a_failed_turns_503_gives_a_plain_reason_and_the_fix_not_an_exception_class(
+    base_url: str,
+    tenant: dict[str, str],
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    detail: str,
+) -> None:
+    async def down(*_: object, **__: object) -> None:
+        raise failure
+
+    auth = {"Authorization": f"Bearer {tenant['key']}", "Accept": "application/json"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.db, "complete_turn", down)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers=auth,
+        )
+    assert resp.status_code == 503, resp.text
+    assert resp.json()["detail"] == detail
+    assert type(failure).__name__ not in resp.text and "INSERT" not in resp.text
 
 
 async def test_a_json_turn_that_loses_the_database_midway_is_a_retryable_503(
@@ -85,7 +129,8 @@ async def test_a_full_disk_is_a_503_that_says_so_for_a_route_and_for_a_turn(
         turns = (await client.get(f"{base_url}/v1/conversations/{conv}", headers=auth)).json()
     for resp in (listed, asked):
         assert resp.status_code == 503, resp.text
-        assert resp.json()["detail"] == "the database is out of disk space"
+        assert resp.json()["detail"] == DISK_FULL
+    assert listed.json()["error"] == "disk_full"
     assert [(t["status"], t["error"]) for t in turns["turns"]] == [
         ("failed", "the database is out of disk space")
     ]
@@ -157,7 +202,8 @@ async def test_a_vector_index_outage_during_delete_is_503_and_deletes_nothing(
         monkeypatch.setattr(services.index, "delete_conversation", down)
         resp = await client.delete(f"{base_url}/v1/conversations/{conv}", headers=auth)
         assert resp.status_code == 503 and resp.headers["retry-after"].isdigit()
-        assert "vector index" in resp.json()["detail"] and "19530" not in resp.text
+        assert resp.json() == {"detail": VECTOR_INDEX_DOWN, "error": "vector_index_unavailable"}
+        assert "19530" not in resp.text and "MilvusException" not in resp.text
         assert (
             await client.get(f"{base_url}/v1/conversations/{conv}", headers=auth)
         ).status_code == 200

@@ -48,12 +48,12 @@ from starlette.routing import BaseRoute, Match
 
 from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
-from convrag.api.errors import RETRY_AFTER_S, no_route
+from convrag.api.errors import RETRY_AFTER_S, no_route, plain_reason
 from convrag.api.middleware import BodySizeLimit, EveryReply, body_limit, file_limit
 from convrag.api.routers import conversations, documents, messages, openai, operations, ui
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import STOP_CHANNEL, TurnRunner
-from convrag.assistant import OUT_OF_DISK, Assistant, open_assistant, out_of_disk
+from convrag.assistant import Assistant, open_assistant, out_of_disk
 from convrag.config import Settings
 from convrag.conversations import sweep_periodically
 from convrag.ingest import resume_stopped_uploads
@@ -461,16 +461,14 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
 
 async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
     """503 with ``Retry-After`` and a JSON body: a store is down or restarting (the pool
-    reconnects by itself), so the same request can simply be retried. The store's own
-    message, which names internal addresses, is not echoed."""
-    store = "vector index" if isinstance(exc, MilvusException) else "database"
-    detail = f"the {store} is unavailable or restarting; retry in a few seconds"
-    if out_of_disk(exc):  # an OperationalError too, but no restart will cure it
-        detail = OUT_OF_DISK
+    reconnects by itself), so the same request can simply be retried. Neither the store's
+    own message, which names internal addresses, nor its exception's class is echoed:
+    ``error`` says which store, ``detail`` what to do (:func:`plain_reason`)."""
+    store = "vector_index" if isinstance(exc, MilvusException) else "database"
     return JSONResponse(
         {
-            "detail": detail,
-            "error": type(exc).__name__,
+            "detail": plain_reason(exc),
+            "error": "disk_full" if out_of_disk(exc) else f"{store}_unavailable",
         },
         status_code=503,
         headers={"Retry-After": str(RETRY_AFTER_S)},

@@ -61,6 +61,55 @@ def unavailable(detail: str) -> HTTPException:
     )
 
 
+#: What a 503 says when a store is down: what happened, and what the client can do.
+DATABASE_DOWN = (
+    "the database is unavailable or restarting; retry in a few seconds (GET /healthz says "
+    "when it answers again)"
+)
+VECTOR_INDEX_DOWN = (
+    "the vector index is unavailable or restarting; retry in a few seconds (GET /healthz "
+    "says when it answers again)"
+)
+#: A full disk is no outage a retry outlasts: the operator must act.
+DISK_FULL = (
+    "the database is out of disk space; retrying will not help until the server's operator "
+    "frees space on the disk of its data directory"
+)
+DATA_REFUSED = (
+    "the database refused the data this answer produced; ask again in other words (the "
+    "server log says what it refused)"
+)
+INTERNAL_FAILURE = (
+    "the answer failed on an error inside the service; retry, and report it if it persists "
+    "(the server log has the details)"
+)
+
+
+def plain_reason(exc: BaseException) -> str:
+    """What a 503 tells a client about ``exc``: what happened, in plain words, and what to
+    do about it. Never the exception's class or message: a client can act on neither, and
+    a store's message names internal hosts and ports or quotes SQL (the log has both). An
+    error whose message is written for the client (a workspace to reindex) is kept."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+    from pymilvus import MilvusException
+
+    from convrag.assistant import out_of_disk
+    from convrag.embeddings import EmbeddingMismatch
+
+    if out_of_disk(exc):
+        return DISK_FULL
+    if isinstance(exc, EmbeddingMismatch):
+        return str(exc)
+    if isinstance(exc, MilvusException):
+        return VECTOR_INDEX_DOWN
+    if isinstance(exc, psycopg.DataError):
+        return DATA_REFUSED
+    if isinstance(exc, (psycopg.Error, PoolTimeout)):
+        return DATABASE_DOWN
+    return INTERNAL_FAILURE
+
+
 def unauthorized(detail: str) -> HTTPException:
     """A 401 asking for a Bearer key; ``detail`` says what is wrong with the one
     sent (never repeating it)."""

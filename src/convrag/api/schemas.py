@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from convrag.records import SourceOut
 from convrag.stores.conversations import CitedSource
@@ -358,11 +366,29 @@ class AnswerOut(BaseModel):
     timings_ms: dict[str, float]
 
 
+def shown_source(row: Any) -> Any:
+    """A document row with the ``source`` that clients see: a file ingested from the
+    server's disk (``convrag ingest``) by its file name, not its absolute path, which
+    tells every API key holder how the server's disk is laid out. The stored source (the
+    document's identity, which a re-ingest matches) is unchanged; an upload
+    (``upload:NAME``) and a record's ``_id`` are shown as they are."""
+    if not isinstance(row, Mapping):
+        return row
+    source = row.get("source")
+    metadata = row.get("metadata")
+    from_file = isinstance(metadata, Mapping) and metadata.get("path") == source
+    if isinstance(source, str) and (from_file or source.startswith("/")):
+        return {**row, "source": PurePath(source).name or source}
+    return row
+
+
 class DocumentOut(BaseModel):
-    """A document's row (of :meth:`Database.get_document` or :meth:`Database.list_documents`)."""
+    """A document's row (of :meth:`Database.get_document` or :meth:`Database.list_documents`),
+    its source as :func:`shown_source` shows it."""
 
     id: Annotated[str, BeforeValidator(str)]
     source: str
+    """An ingested file's name, an upload's ``upload:NAME`` or a record's ``_id``."""
     title: str | None
     status: str
     error: str | None
@@ -372,6 +398,11 @@ class DocumentOut(BaseModel):
     """How many chunks it has (while ``processing``, 0 until they are counted)."""
     created_at: datetime
     updated_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shown_source(cls, row: Any) -> Any:
+        return shown_source(row)
 
 
 UPLOAD_LISTED = 100

@@ -44,7 +44,7 @@ from typing import Any, cast
 
 from fastapi import HTTPException
 
-from convrag.api.errors import not_found, unavailable
+from convrag.api.errors import not_found, plain_reason, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
 from convrag.assistant import STOPPED_TURN, Assistant, conflicts, failure_reason
@@ -106,6 +106,9 @@ class TurnResult:
     stored: AnswerOut | None = None
     """The reply read back from the store, when the run failed after ``persist`` had
     stored its answer (:meth:`TurnRunner.answered_anyway`)."""
+    unavailable: str | None = None
+    """What the 503 of a failed turn says (:func:`~convrag.api.errors.plain_reason`): the
+    ``error`` event's short reason may name an exception's class."""
 
 
 class ConversationBusy(ConversationInUse):
@@ -455,6 +458,7 @@ class TurnRunner:
                 # quote SQL, hosts or a provider's reply.
                 message = failure_reason(exc) if code == "turn_failed" else str(exc)
                 result.error = {"code": code, "message": message[:500]}
+                result.unavailable = plain_reason(exc)
                 if request:  # the question stays stored, as `failed` with why
                     await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
                 put("error", result.error)
@@ -583,7 +587,9 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
             raise not_found("conversation", conversation_id)
         if result.error["code"] == "conflict":
             raise HTTPException(409, result.error["message"])
-        if result.error["code"] in ("turn_failed", "shutting_down"):
+        if result.error["code"] == "turn_failed":
+            raise unavailable(result.unavailable or result.error["message"])
+        if result.error["code"] == "shutting_down":
             raise unavailable(result.error["message"])
         if result.error["code"] == "stopped":
             raise HTTPException(409, f"the answer was stopped ({result.error['message']})")
