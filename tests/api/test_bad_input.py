@@ -305,6 +305,31 @@ async def test_a_text_part_that_is_not_text_and_a_nan_threshold_are_refused_sayi
 
 
 @pytest.mark.parametrize(
+    ("rag", "field"),
+    [({"threshold": False}, "rag.threshold"), ({"top_k": True}, "rag.top_k")],
+    ids=["threshold-false", "top-k-true"],
+)
+async def test_a_boolean_for_a_numeric_knob_is_a_422_naming_the_field_not_a_number(
+    base_url: str, tenant: dict[str, str], rag: dict[str, bool], field: str
+) -> None:
+    async with httpx.AsyncClient(timeout=60) as client:
+        conv = await _conversation(client, base_url, tenant)
+        asked = await _post(client, base_url, tenant, conv, {"content": "Salary?", "rag": rag})
+        chat = await client.post(
+            f"{base_url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "Salary?"}], "rag": rag, "n": True},
+            headers=_auth(tenant),
+        )
+        turns = await client.get(f"{base_url}/v1/conversations/{conv}", headers=_auth(tenant))
+    assert asked.status_code == 422, asked.text
+    (error,) = asked.json()["errors"]
+    assert error["field"] == field and "must be a number, not the boolean" in error["message"]
+    assert chat.status_code == 400, chat.text
+    assert "must be a number, not the boolean" in chat.json()["error"]["message"]
+    assert turns.json()["turns"] == []
+
+
+@pytest.mark.parametrize(
     ("header", "problem"),
     [
         (None, "missing API key"),

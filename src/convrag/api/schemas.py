@@ -164,12 +164,25 @@ def keyed_route_responses() -> dict[int | str, dict[str, Any]]:
     )
 
 
+def _not_a_boolean(value: Any) -> Any:
+    """``value`` unless it is ``true`` or ``false``: pydantic reads a boolean as the number
+    1 or 0, so ``rag.threshold: false`` was taken as 0.0 and ``top_k: true`` as 1, where the
+    client surely meant something else."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not the boolean {str(value).lower()}")
+    return value
+
+
+Number = BeforeValidator(_not_a_boolean)
+"""Put on a numeric field of a request: a boolean is refused (422 naming the field)."""
+
+
 class RagOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    top_k: int = Field(default=5, ge=1, le=50)
-    threshold: float = Field(
+    top_k: Annotated[int, Number] = Field(default=5, ge=1, le=50)
+    threshold: Annotated[float, Number] = Field(
         default=0.0,
         ge=0.0,
         le=1.0,
@@ -477,7 +490,9 @@ class ChatCompletionIn(BaseModel):
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     workspace_rag: RagOptions | None = Field(default=None, alias="rag")
-    n: int | None = Field(default=1, ge=1, description="One choice per request: only 1.")
+    n: Annotated[int | None, Number] = Field(
+        default=1, ge=1, description="One choice per request: only 1."
+    )
     tool_choice: str | dict[str, Any] | None = Field(
         default=None, description="`auto` or `none`: no tool is ever called."
     )
