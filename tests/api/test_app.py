@@ -8,6 +8,7 @@ from convrag.api.app import (
     SUPERVISED_STORES_ENV,
     SUPERVISOR_ENV,
     _summary,
+    retention_notice,
     supervised_stores,
 )
 from convrag.server import log_config
@@ -20,6 +21,19 @@ def test_the_startup_summary_names_the_stores_models_and_retention(services: Ser
     assert "PostgreSQL embedded" in line or "PostgreSQL external (DATABASE_URL)" in line
     assert f"embedder {services.embedder.name};" in line
     assert "LLM none (answers quote the documents)" in line and "retention keep forever" in line
+
+
+def test_the_start_says_conversations_are_kept_forever_naming_the_ttl_setting(
+    services: Services,
+) -> None:
+    kept = services.settings.model_copy(update={"conversation_ttl_days": None})
+    notice = retention_notice(kept)
+    assert notice is not None and "kept forever" in notice
+    assert "CONVERSATION_TTL_DAYS=N" in notice
+    off = services.settings.model_copy(update={"conversation_ttl_days": 0})
+    assert retention_notice(off) == notice
+    swept = services.settings.model_copy(update={"conversation_ttl_days": 30})
+    assert retention_notice(swept) is None
 
 
 def test_a_serve_worker_names_the_stores_its_serve_started_embedded_not_external(

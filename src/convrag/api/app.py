@@ -94,6 +94,22 @@ def _summary(services: Services, supervised: Collection[str] = ()) -> str:
     )
 
 
+def retention_notice(settings: Settings) -> str | None:
+    """The start's line saying that conversations are never deleted, naming the setting
+    that changes it; None when ``CONVERSATION_TTL_DAYS`` is set.
+
+    Keeping them is the deliberate default: deleting what users wrote, on a schedule
+    nobody chose, would be the surprise no operator can undo. But it is a choice an
+    operator must know they made: the conversations (and their checkpoints and memory
+    vectors) grow without bound."""
+    if settings.conversation_ttl_days:
+        return None
+    return (
+        "conversations are kept forever (CONVERSATION_TTL_DAYS is unset or 0): set "
+        "CONVERSATION_TTL_DAYS=N to delete those idle for N days (hourly, and at start)"
+    )
+
+
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     """The FastAPI app. Without ``services`` it opens (and on shutdown stops) the stores."""
 
@@ -105,6 +121,8 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
             )
             assistant.services.warm_after_ingest = True
             log.info("%s", _summary(assistant.services, supervised_stores()))
+            if notice := retention_notice(assistant.services.settings):
+                log.info("%s", notice)
             await _recover_interrupted(assistant.services)
             await _resume_stopped_uploads(assistant.services)
             supervisor = os.environ.get(SUPERVISOR_ENV)
