@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from convrag.answering.extractive import answer_length, extractive_answer
+from convrag.answering.guard import obeyed_instruction
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import (
@@ -47,6 +48,13 @@ _REFORMAT_WORDS = (
     "translate",
     "concise",
 )
+
+
+LEAKED_CANARY = "the answer leaked the system prompt's canary"
+OBEYED_SOURCE = "the answer followed an instruction found in a source"
+REFUSED = frozenset({LEAKED_CANARY, OBEYED_SOURCE})
+"""Why an LLM answer was refused as a hijack (:mod:`convrag.answering.guard`): the turn
+answers from the sources instead, and its ``answer_refused`` flag says why."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,9 @@ async def llm_draft(
             return LlmDraft(web_query=query or rewritten)
         content = reply.content if isinstance(reply.content, str) else ""
         if fence.leaked(content):
-            failure = "the answer leaked the system prompt's canary"
+            failure = LEAKED_CANARY
+        elif obeyed_instruction(content, state.get("sources") or [], question) is not None:
+            failure = OBEYED_SOURCE
         elif content.strip():
             return LlmDraft(text=content)
         else:
@@ -202,4 +212,7 @@ def may_replace_first(draft: Draft, first: Draft) -> bool:
 def fell_back(node: str, failure: str | None) -> DraftUpdate:
     """Flags and errors of an LLM failure answered extractively."""
     reason = failure or "error"
-    return DraftUpdate(flags={"extractive_fallback": reason}, errors={node: reason})
+    flags: dict[str, object] = {"extractive_fallback": reason}
+    if reason in REFUSED:
+        flags["answer_refused"] = reason
+    return DraftUpdate(flags=flags, errors={node: reason})

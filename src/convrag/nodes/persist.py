@@ -4,7 +4,9 @@
 answer and marks it ``done``.
 
 Only markers that resolve to a source are stored; the others are removed from the answer
-and counted. The turn id was fixed by load_history, so re-running this node after a crash
+and counted, as are the images and links whose URL is not a source's
+(:func:`~convrag.answering.guard.strip_foreign_links`, flag ``links_removed``). The
+turn id was fixed by load_history, so re-running this node after a crash
 never duplicates a turn. The turn is then embedded as conversation memory, off the hot
 path.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from convrag.answering.guard import strip_foreign_links
 from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
@@ -47,12 +50,16 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
     services = runtime.context.deps
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
-    answer, citations, unresolved = resolve_citations(draft, sources)
+    # Whatever the model was told: no image or link of its own making leaves the service.
+    links = strip_foreign_links(draft, sources)
+    answer, citations, unresolved = resolve_citations(links.answer, sources)
     for c in citations:  # the page travels with the citation into the reply and Postgres
         c["page"] = sources[c["source_index"] - 1].get("page")
     cited = {c["source_index"] for c in citations}
     flags = dict(state.get("flags") or {})
     flags.update({"unresolved_markers": unresolved, "repetition_unresolved": unresolved_repetition})
+    if links.removed:
+        flags["links_removed"] = links.removed
     stored_sources = [
         {
             "n": n,
