@@ -230,6 +230,22 @@ def fit(first: dict[str, Any], second: dict[str, Any]) -> None:
             )
 
 
+def joint(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """The weights with the best mean over both files (the defaults), and what each file
+    gets with them."""
+    scored = sorted(((sum(score(first, w)) + sum(score(second, w))) / 4, w) for w in GRID)
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    print("fit on both, top 5:")
+    for s, w in scored[:5]:
+        print(f"  {w}: {s:.4f}")
+    for run in (first, second):
+        base, mine = score(run, None), score(run, scored[0][1])
+        print(
+            f"  {run['domain']}: last turn {base[0]:.3f} / {base[1]:.3f}, "
+            f"fused {mine[0]:.3f} / {mine[1]:.3f}"
+        )
+
+
 def rules(runs: Sequence[dict[str, Any]], w: Weights) -> None:
     """Each switch off in turn, at weights ``w``: R@5 all / follow-ups per domain, and
     how many turns' rewrites it changes."""
@@ -260,7 +276,9 @@ def main() -> None:
         run = asyncio.run(record(args.data, args.domain))
         args.out.write_text(json.dumps(run))
     elif args.cmd == "fit":
-        fit(*(json.loads(f.read_text()) for f in args.files))
+        runs = [json.loads(f.read_text()) for f in args.files]
+        fit(*runs)
+        joint(*runs)
     else:
         rw, hist, anchor, lst, gate, alone = args.weights.split(",")
         w: Weights = (float(rw), float(hist), float(anchor), lst, gate == "true", alone)

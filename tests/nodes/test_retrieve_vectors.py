@@ -76,7 +76,17 @@ def test_a_standalone_turn_with_history_searches_its_message_mixed_with_the_hist
     planned = plan_queries(
         "Tell me about tomatoes", "Tell me about tomatoes", "standalone", Context()
     )
-    assert [(q.name, q.mixed, q.weight) for q in planned] == [("history", True, 1.0)]
+    assert [(q.name, q.mixed, q.weight) for q in planned] == [("message", True, 1.0)]
+    both = plan_queries("Tell me", "Tell me", "standalone", Context(standalone_raw_query=True))
+    assert [(q.name, q.mixed) for q in both] == [("raw", False), ("message", True)]
+
+
+def test_the_history_query_is_the_message_and_the_previous_question() -> None:
+    planned = plan_queries("Is it free?", "Is it free?", "follow_up", Context(), "What is Db2?")
+    assert [(q.name, q.text) for q in planned] == [
+        ("raw", "Is it free?"),
+        ("history", "Is it free? What is Db2?"),
+    ]
 
 
 def test_a_rewritten_follow_up_searches_the_rewrite_the_raw_question_and_the_history() -> None:

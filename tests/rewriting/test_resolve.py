@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from convrag.rewriting import Turn, contextualize
+from convrag.rewriting.gate import gated_rewrite
 from tests.rewriting.conftest import (
     BONE_MARROW,
     BURLESQUE,
@@ -131,9 +132,10 @@ def test_what_about_a_new_noun_phrase_reuses_a_what_is_frame() -> None:
     assert contextualize("what about his wife?", history) == "How old is Barack Obama's wife?"
 
 
-def test_tell_me_more_appends_the_previous_topic() -> None:
+def test_tell_me_more_is_left_to_the_continuation_which_reuses_the_previous_question() -> None:
     history = [Turn("What is BM25?", "BM25 is a ranking function.")]
-    assert contextualize("Tell me more", history) == "Tell me more about BM25"
+    assert contextualize("Tell me more", history) == "Tell me more"
+    assert gated_rewrite("Tell me more", history) == ("What is BM25?", None)
 
 
 def test_leading_thanks_is_kept_before_the_rewritten_follow_up() -> None:

@@ -61,8 +61,7 @@ WithoutOpt = Annotated[
         metavar="RULE",
         help="Switch a rewrite rule off (repeatable), to measure what it earns: one of "
         "convrag.rewriting.gate.SWITCHES (continuation, gate, document_title, person, group, "
-        "topic, place, what_about, bare_wh, lead_fragment, compare, expand_name, others, "
-        "more_topic).",
+        "topic, place, what_about, bare_wh, lead_fragment, compare, expand_name, others).",
     ),
 ]
 

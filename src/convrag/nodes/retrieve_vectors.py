@@ -1,12 +1,13 @@
 """retrieve_vectors: hybrid dense + BM25 search, then rescored by the reranker when one is
 configured.
 
-A first turn searches its message. A turn with history searches up to three queries and
-fuses their lists (:mod:`convrag.fusion`): the rewrite, the raw message as typed, and the
-raw message with the previous question mixed into its dense query; a follow-up adds the
-previous answer's documents as a list of their own. The raw message is always one of the
-queries (when it has a word to search), so the conversational layer's worst case is the
-raw last turn, not a garbled rewrite.
+A first turn searches its message; a turn the rules call standalone, its message with the
+previous question mixed into the dense query. A follow-up searches up to three queries and
+fuses their lists (:mod:`convrag.fusion`, :data:`PLANS`): the rewrite, the raw message as
+typed, and the message with the previous question (the history query); the previous
+answer's documents can join as a list of their own (``anchor_weight``). The raw message is
+always one of a follow-up's queries (when it has a word to search), so a garbled rewrite
+can push its hits down but not out.
 """
 
 from __future__ import annotations
@@ -42,14 +43,16 @@ TurnKind = Literal["first_turn", "standalone", "follow_up"]
 
 PLANS: dict[TurnKind, tuple[str, ...]] = {
     "first_turn": ("raw",),
-    "standalone": ("history",),
+    "standalone": ("message",),
     "follow_up": ("rewrite", "raw", "history"),
 }
-"""The lists each kind of turn searches. ``rewrite``: the standalone query (mixed with the
-previous question), only when it differs from the message; ``raw``: the message as typed;
-``history``: the message, mixed. A turn the rules call standalone keeps the one mixed
-query it searched before issue 31 (fitted: ``benchmarks/fit_fusion.py``); a first turn has
-nothing to mix."""
+"""The lists each kind of turn searches. ``rewrite``: the standalone query, only when it
+differs from the message; ``raw``: the message as typed; ``history``: the message and the
+previous question as one query (its keywords keep the topic a bare follow-up lacks);
+``message``: the message alone. All but ``raw`` mix the previous question's vector into
+the dense query (``history_weight``). A turn the rules call standalone keeps the one query
+it searched before issue 31, or adds the raw list (``standalone_raw_query``); a first turn
+has nothing to mix. Fitted with ``benchmarks/fit_fusion.py`` (BENCHMARKS.md)."""
 
 
 def turn_kind(state: State) -> TurnKind:
@@ -59,8 +62,11 @@ def turn_kind(state: State) -> TurnKind:
     return "follow_up" if state.get("classification") == "follow_up" else "standalone"
 
 
-def plan_queries(message: str, query: str, kind: TurnKind, ctx: Context) -> list[PlannedQuery]:
-    """The queries a turn searches (:data:`PLANS`), the one whose words it shows first.
+def plan_queries(
+    message: str, query: str, kind: TurnKind, ctx: Context, previous: str | None = None
+) -> list[PlannedQuery]:
+    """The queries a turn searches (:data:`PLANS`), the one whose words it shows first;
+    ``previous`` is the previous standalone question.
 
     The raw message's lists need a content word and more than a continuation ("Why?",
     "Can you elaborate?": the rewrite, the previous question, carries the topic). Lists
@@ -70,12 +76,18 @@ def plan_queries(message: str, query: str, kind: TurnKind, ctx: Context) -> list
         "rewrite": ctx.rewrite_query_weight,
         "raw": ctx.raw_query_weight,
         "history": ctx.history_query_weight,
+        "message": ctx.history_query_weight,
     }
+    texts = {"rewrite": query, "raw": message, "message": message}
+    texts["history"] = f"{message.strip()} {previous}" if previous else message
     rewritten = _words(query) != _words(message)
     wordy = bool(content_words(tokenize(message))) and not is_continuation(message)
+    names = PLANS[kind]
+    if kind == "standalone" and ctx.standalone_raw_query:
+        names = ("raw", "message")
     planned = [
-        PlannedQuery(name, query if name == "rewrite" else message, name != "raw", weights[name])
-        for name in PLANS[kind]
+        PlannedQuery(name, texts[name], name != "raw", weights[name])
+        for name in names
         if (rewritten if name == "rewrite" else wordy or not rewritten)
     ]
     if len(planned) == 1 or kind == "first_turn":
@@ -122,7 +134,8 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     wanted = max(2 * ctx.top_k, 10)
     reranker = services.reranker
     depth = max(wanted, services.settings.rerank_top_n) if reranker else wanted
-    planned = plan_queries(message, query, turn_kind(state), ctx)
+    history = state.get("history") or []
+    planned = plan_queries(message, query, turn_kind(state), ctx, previous_question(history))
     lists, timings = await search_planned(state, ctx, planned, depth)
     results = fuse_queries(
         lists,

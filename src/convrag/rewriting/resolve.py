@@ -24,7 +24,6 @@ from convrag.rewriting.classify import (
     BARE_WH_RE,
     COMPARATIVE_RE,
     LEAD_CONJ_RE,
-    MORE_RE,
     WHAT_ABOUT_RE,
     classify,
     is_no_retrieval,
@@ -310,14 +309,6 @@ def _rule_others(a: _Ask) -> str | None:
     return besides or _append_topic(a.resolved, a.refs.main or topic, "about")
 
 
-def _rule_more_topic(a: _Ask) -> str | None:
-    """ "tell me more": the topic appended ("tell me more about BM25")."""
-    topic = _bare_fragment_topic(a)
-    if topic is None or not MORE_RE.search(a.msg):
-        return None
-    return _append_topic(a.resolved, topic, "about")
-
-
 _RULES: tuple[tuple[str, Callable[[_Ask], str | None]], ...] = (
     ("what_about", _rule_what_about),
     ("bare_wh", _rule_bare_wh),
@@ -325,9 +316,12 @@ _RULES: tuple[tuple[str, Callable[[_Ask], str | None]], ...] = (
     ("compare", _rule_compare),
     ("expand_name", _rule_expand_name),
     ("others", _rule_others),
-    ("more_topic", _rule_more_topic),
 )
-"""The fragment rules, tried in order; the first that applies rewrites the message."""
+"""The fragment rules, tried in order; the first that applies rewrites the message. Each
+was measured alone (``convrag eval rewrite --without RULE``, ``convrag eval mtrag
+--without RULE``; BENCHMARKS.md, issue 31). "Tell me more" + the topic was deleted there:
+it moved nothing on CANARD or either MTRAG domain, and a bare continuation now reuses the
+previous standalone question (:mod:`convrag.rewriting.gate`)."""
 
 PRONOUN_RULES = ("person", "group", "topic", "place")
 """Pronoun resolution, by kind: "he/she", "they/their", "it/this/that", "there"."""
