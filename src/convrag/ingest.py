@@ -452,18 +452,23 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     return ids
 
 
+async def _read_file(services: Services, path: Path) -> list[SourceDocument]:
+    """The documents of a file, read where bulk work runs, within the settings' limits."""
+    settings = services.settings
+    return await services.bulk.run(
+        load_path,
+        path,
+        max_bytes=settings.max_file_bytes,
+        max_decompressed_bytes=settings.max_decompressed_bytes,
+        max_records=settings.max_records_per_file,
+    )
+
+
 async def _read_upload(services: Services, path: Path) -> list[SourceDocument]:
     """The documents of a saved upload, named as uploads are (:func:`accept_upload`)."""
-    settings = services.settings
     filename = path.name
     try:
-        docs = await services.bulk.run(
-            load_path,
-            path,
-            max_bytes=settings.max_file_bytes,
-            max_decompressed_bytes=settings.max_decompressed_bytes,
-            max_records=settings.max_records_per_file,
-        )
+        docs = await _read_file(services, path)
     except ChildDied as exc:
         raise IngestError(f"{filename}: reading it stopped the file reader: {exc}") from exc
     if is_jsonl(filename):
@@ -520,19 +525,10 @@ async def reread_workspace(
     check_id(workspace_id)
     originals, missing = await _originals(services, workspace_id)
     report = RereadReport(missing=missing)
-    settings = services.settings
     for done, (original, uploaded) in enumerate(sorted(originals.items()), start=1):
         path = Path(original)
-        if uploaded:
-            docs = await _read_upload(services, path)
-        else:
-            docs = await services.bulk.run(
-                load_path,
-                path,
-                max_bytes=settings.max_file_bytes,
-                max_decompressed_bytes=settings.max_decompressed_bytes,
-                max_records=settings.max_records_per_file,
-            )
+        read = _read_upload if uploaded else _read_file
+        docs = await read(services, path)
         part = await ingest_documents(services, workspace_id, docs)
         report.ingest.merge(part)
         report.files += 1
