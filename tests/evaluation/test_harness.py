@@ -155,3 +155,18 @@ def test_rewrite_report_scores_raw_and_convrag(tmp_path: Path) -> None:
     report = evaluate_rewrite(path)
     assert report["n"] == 1 and set(report["systems"]) == {"raw_question", "convrag"}
     assert report["systems"]["convrag"]["token_f1"] > report["systems"]["raw_question"]["token_f1"]
+
+
+def test_rewrite_report_reads_conversations_scoring_only_their_follow_ups(tmp_path: Path) -> None:
+    turns = [
+        {"question": "What does grep -c do?", "standalone": "What does grep -c do?"},
+        {"question": "Is it on by default?", "standalone": "Is grep -c on by default?"},
+        {"question": "Why?", "standalone": "Why is grep -c not on by default?"},
+    ]
+    for turn, follow_up in zip(turns, (False, True, True), strict=True):
+        turn["follow_up"] = follow_up  # type: ignore[assignment]
+    path = tmp_path / "conversations.jsonl"
+    path.write_text(json.dumps({"id": "g-1", "turns": turns}) + "\n")
+    report = evaluate_rewrite(path)
+    assert report["n"] == 2 and report["dataset"].startswith("conversations")
+    assert report["gate_rejected"] == 0

@@ -199,8 +199,9 @@ def eval_rewrite(
         Path,
         typer.Option(
             metavar="FILE",
-            help="CANARD jsonl (../shared/bench/canard/dev_half.jsonl) or an MTRAG "
-            "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl).",
+            help="CANARD jsonl (../shared/bench/canard/dev_half.jsonl), an MTRAG "
+            "turns.jsonl (../shared/bench/mtrag/clapnq/turns.jsonl) or conversations "
+            "(benchmarks/realdocs_followups/conversations.jsonl).",
         ),
     ],
     out_file: OutOpt = None,

@@ -7,6 +7,11 @@ Two sources, so a rule can be judged on more than the data it was shaped on:
   section open the history, as in the CANARD setup, where the rewriters saw them.
 * MTRAG ``turns.jsonl`` (``rewrite_llm``, written by Mixtral-8x7B, not a person): the
   follow-up turns that have one, with the dataset's own earlier turns as history.
+* The real-document follow-ups (``benchmarks/realdocs_followups/conversations.jsonl``:
+  conversations over the reading corpus, each turn with the standalone question a person
+  wrote): every follow-up, its earlier turns as history. The set has no answers, so a
+  history turn is its question with an empty answer, its standalone question as the
+  service's rewrite of it.
 """
 
 from __future__ import annotations
@@ -43,10 +48,23 @@ def mtrag_turns(record: dict[str, Any]) -> list[Turn]:
     return turns
 
 
+def conversation_cases(rows: list[dict[str, Any]]) -> list[tuple[str, list[Turn], str]]:
+    """(question, history, reference) of every follow-up of conversations written as
+    ``{"turns": [{question, standalone, follow_up}]}``."""
+    cases: list[tuple[str, list[Turn], str]] = []
+    for row in rows:
+        history: list[Turn] = []
+        for turn in row["turns"]:
+            if turn.get("follow_up"):
+                cases.append((turn["question"], list(history), turn["standalone"]))
+            history.append(Turn(turn["question"], "", turn["standalone"]))
+    return cases
+
+
 def _cases(
     rows: list[dict[str, Any]], path: Path, with_title: bool
 ) -> tuple[str, list[tuple[str, list[Turn], str]]]:
-    """(dataset name, [(question, history, reference)]) for either supported format."""
+    """(dataset name, [(question, history, reference)]) for any supported format."""
     if rows and "rewrite_human" in rows[0]:
         return f"CANARD {path.name}", [
             (r["question"], canard_turns(r, with_title=with_title), r["rewrite_human"])
@@ -61,9 +79,12 @@ def _cases(
         ]
         name = f"MTRAG {path.parent.name} follow-ups (reference: rewrite_llm, Mixtral)"
         return name, [(r["question"], mtrag_turns(r), r["rewrite_llm"]) for r in follow_ups]
+    if rows and "turns" in rows[0]:
+        return f"conversations {path.parent.name} follow-ups", conversation_cases(rows)
     raise ValueError(
-        f"{path}: expected CANARD lines (question, history, rewrite_human) or MTRAG "
-        "turns.jsonl lines (question, history, rewrite_llm)"
+        f"{path}: expected CANARD lines (question, history, rewrite_human), MTRAG "
+        "turns.jsonl lines (question, history, rewrite_llm) or conversations "
+        "({turns: [{question, standalone, follow_up}]})"
     )
 
 
@@ -95,12 +116,13 @@ def evaluate_rewrite(
     refs = [ref for *_, ref in cases]
     raw = [q for q, *_ in cases]
     started = time.perf_counter()
-    ours = [
-        gated_rewrite(q, history, without=off)[0]
+    gated = [
+        gated_rewrite(q, history, without=off)
         if classify(q, history) == "follow_up"
-        else q.strip()
+        else (q.strip(), None)
         for q, history, _ in cases
     ]
+    ours = [query for query, _ in gated]
     per_call_ms = (time.perf_counter() - started) * 1000 / len(cases)
 
     def score(hyps: list[str]) -> dict[str, float]:
@@ -114,5 +136,6 @@ def evaluate_rewrite(
         "n": len(cases),
         "ms_per_rewrite": round(per_call_ms, 3),
         "without": sorted(off),
+        "gate_rejected": sum(why is not None for _, why in gated),
         "systems": {"raw_question": score(raw), "convrag": score(ours)},
     }
