@@ -219,6 +219,9 @@ class State(InputState, total=False):
     """Best dense similarity of the retrieved chunks (0 when none)."""
     abstain: Annotated[bool, TURN_BOOL]
     """No source is relevant enough: answer "not found" unless the web finds something."""
+    abstention_signals: Annotated[dict[str, float] | None, TURN_NONE]
+    """The evidence behind ``abstain`` (:class:`~convrag.answering.abstention.Signals`),
+    when it was weighed; recorded for fitting the decision."""
     merged: Annotated[bool, TURN_BOOL]
     """The retrieval hits are merged into ``sources`` (``synthesize`` merges once a turn)."""
     web_search_reason: Annotated[str | None, TURN_NONE]
@@ -302,6 +305,7 @@ class MergeUpdate(TypedDict, total=False):
     sources: list[Source]
     retrieval_confidence: float
     abstain: bool
+    abstention_signals: dict[str, float] | None
     web_search_reason: str | None
     pending_web_query: str | None
     merged: bool

@@ -71,3 +71,17 @@ async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
 ) -> None:
     merged = await _merged(services, meals, "What is the capital of France?", relevance_floor=0.0)
     assert merged["abstain"] is False and "embed_sentences" not in merged["timings"]
+    assert merged["abstention_signals"] is None  # nothing weighed
+
+
+async def test_the_signals_behind_the_decision_are_recorded_with_it(
+    services: Services, meals: str
+) -> None:
+    answered = await _merged(
+        services, meals, "What is the meal allowance in Europe?", sentence_band=1.0
+    )
+    refused = await _merged(services, meals, "What is the capital of France?", sentence_band=1.0)
+    a, r = answered["abstention_signals"], refused["abstention_signals"]
+    assert set(a) == {"confidence", "sentence", "rarest", "every_term", "follow_up", "bm25"}
+    assert a["sentence"] > r["sentence"] and r["rarest"] > a["rarest"] == 0.0
+    assert a["follow_up"] == r["follow_up"] == 0.0

@@ -58,6 +58,8 @@ class Reply:
     """Passage ids the system had as sources, in rank order."""
     query: str | None = None
     """The standalone query the system searched for, where it rewrites."""
+    signals: dict[str, float] | None = None
+    """The evidence convrag weighed to answer or abstain (``abstention_signals``)."""
 
 
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
@@ -151,6 +153,7 @@ class AnswerEvaluation:
             cited=self.ev.passages(cited_docs),
             retrieved=self.ev.passages([s["document_id"] or "" for s in state.get("sources", [])]),
             query=state.get("rewritten_query"),
+            signals=state.get("abstention_signals"),
         )
 
     async def top1_sentence(self, turn: MtragTurn) -> Reply:
@@ -335,6 +338,7 @@ def write_turns(
                 "query": reply.query,
                 "answer": reply.text,
                 "abstained": reply.abstained,
+                "signals": reply.signals,
             }
             if label != "OFFTOPIC" and turn.reference_answer:
                 gold = {p for p, g in qrels.get(turn.task_id, {}).items() if g > 0}

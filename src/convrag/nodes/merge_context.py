@@ -13,6 +13,7 @@ import time
 
 from langgraph.runtime import Runtime
 
+from convrag.answering.abstention import Signals
 from convrag.answering.evidence import names_every_term, sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
@@ -89,6 +90,47 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     return update
 
 
+async def _weigh_evidence(
+    state: State, ctx: Context, kept: list[Source], confidence: float, timings: dict[str, float]
+) -> tuple[float, Signals]:
+    """The evidence that the relevance floor is held against, and the signals behind it.
+
+    The rarest word typed that no source holds lowers the chunks' cosine. Sentences cost
+    up to 16 embeddings: weighed only where they can change the decision, which is
+    anywhere under the floor (a chunk mixing several sections scores low while one
+    sentence answers); with none sharing a word with the query (a paraphrase), the
+    chunk's cosine is all the evidence there is (and the sentence signal is that cosine).
+    """
+    services = ctx.deps
+    query = state.get("rewritten_query") or state["message"]
+    texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
+    rarest = services.searcher.rarest_missing_term(
+        state["workspace_id"], query, texts, typed=state["message"]
+    )
+    evidence = confidence - ctx.rare_term_penalty * rarest
+    closest: float | None = None
+    if evidence < ctx.relevance_floor + ctx.sentence_band:
+        waited = time.perf_counter()
+        closest = await asyncio.to_thread(
+            sentence_evidence, query, kept, cosine_to_query(services.sentences)
+        )
+        timings["embed_sentences"] = ms_since(waited)
+        if closest is not None:
+            evidence = closest - ctx.rare_term_penalty * rarest
+    every = names_every_term(query, kept)
+    if evidence < ctx.relevance_floor and rarest == 0.0 and every:
+        evidence = ctx.relevance_floor  # a sentence says every word asked
+    signals = Signals(
+        confidence=confidence,
+        sentence=confidence if closest is None else closest,
+        rarest=rarest,
+        every_term=float(every),
+        follow_up=float(state.get("classification") == "follow_up"),
+        bm25=float(any(s.get("bm25_score") is not None for s in kept)),
+    )
+    return evidence, signals
+
+
 async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
     """:func:`merge_context` without the event (the retrieval evaluation reads it)."""
     started = time.perf_counter()
@@ -120,34 +162,14 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
     ]
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     timings: dict[str, float] = {}
+    signals: Signals | None = None
     if state.get("document_hits"):
         confidence = max(confidence, 1.0)
         evidence = confidence
     elif ctx.relevance_floor <= 0.0:
         evidence = confidence  # never abstains: no evidence to weigh
     else:
-        query = state.get("rewritten_query") or state["message"]
-        rarest = services.searcher.rarest_missing_term(
-            state["workspace_id"],
-            query,
-            [f"{s['title'] or ''}\n{s['text']}" for s in kept],
-            typed=state["message"],
-        )
-        evidence = confidence - ctx.rare_term_penalty * rarest
-        # Sentences cost up to 16 embeddings: weighed only where they can change the
-        # decision, which is anywhere under the floor (a chunk mixing several sections
-        # scores low while one sentence answers). With none sharing a word with the query
-        # (a paraphrase), the chunk's cosine is all the evidence there is.
-        if evidence < ctx.relevance_floor + ctx.sentence_band:
-            waited = time.perf_counter()
-            closest = await asyncio.to_thread(
-                sentence_evidence, query, kept, cosine_to_query(services.sentences)
-            )
-            timings["embed_sentences"] = ms_since(waited)
-            if closest is not None:
-                evidence = closest - ctx.rare_term_penalty * rarest
-        if evidence < ctx.relevance_floor and rarest == 0.0 and names_every_term(query, kept):
-            evidence = ctx.relevance_floor  # a sentence says every word asked
+        evidence, signals = await _weigh_evidence(state, ctx, kept, confidence, timings)
     abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},
@@ -160,6 +182,7 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         sources=kept,
         retrieval_confidence=confidence,
         abstain=abstain,
+        abstention_signals=signals.as_dict() if signals is not None else None,
         web_search_reason=reason,
         merged=True,
         timings={**timings, "merge_context": ms_since(started)},

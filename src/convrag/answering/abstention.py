@@ -1,0 +1,31 @@
+"""The signals behind a "not found": what the merge computes about a turn's evidence,
+recorded with the turn so that one decision can be fitted on them (issue 34) instead of a
+chain of special cases.
+
+- ``confidence``: the best dense cosine of the retrieved chunks to the query;
+- ``sentence``: the best cosine of one of their sentences to the query (a chunk mixing
+  several sections scores low while one sentence answers);
+- ``rarest``: the IDF of the rarest word the user typed that no retrieved text holds;
+- ``every_term``: whether one sentence holds every word asked;
+- ``follow_up``: whether the turn is a follow-up (its query is a rewrite);
+- ``bm25``: whether the keyword list found anything at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """One turn's evidence, as numbers (booleans as 0 or 1)."""
+
+    confidence: float
+    sentence: float
+    rarest: float
+    every_term: float
+    follow_up: float
+    bm25: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(float(v), 6) for k, v in asdict(self).items()}
