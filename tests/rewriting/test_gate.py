@@ -97,3 +97,17 @@ def test_unknown_switches_are_refused_with_the_list() -> None:
     with pytest.raises(ValueError, match="the rules are continuation, gate"):
         check_switches(["pronouns"])
     assert "what_about" in SWITCHES
+
+
+def test_the_title_of_a_document_the_last_answer_cited_is_a_supported_referent() -> None:
+    history = [
+        Turn(
+            "How often are backups made?",
+            "Production databases are backed up every 4 hours. [1]",
+            titles=("Acme Data Security Policy",),
+        )
+    ]
+    assert gated_rewrite("Who do I contact about this policy?", history) == (
+        "Who do I contact about the Acme Data Security Policy?",
+        None,
+    )

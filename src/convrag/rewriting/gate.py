@@ -123,8 +123,11 @@ def _fixed_phrase(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
 
 def _unsupported(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
     """A word put in that the conversation never said (the rules take referents from the
-    whole history: a dialog's subject may be named only in its first exchange)."""
-    recent = " ".join(f"{t.question} {t.standalone or ''} {t.answer}" for t in history)
+    whole history: a dialog's subject may be named only in its first exchange); the
+    titles of the documents its answers cited count as said ("this policy")."""
+    recent = " ".join(
+        f"{t.question} {t.standalone or ''} {t.answer} {' '.join(t.titles)}" for t in history
+    )
     said = {strip_possessive(t.low).rstrip(".") for t in tokenize(fold(recent))}
     put = {
         strip_possessive(w).rstrip(".") for _, _, new in _replaced(message, rewrite) for w in new
