@@ -85,3 +85,32 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
     assert set(a) == {"confidence", "sentence", "rarest", "every_term", "follow_up", "bm25"}
     assert a["sentence"] > r["sentence"] and r["rarest"] > a["rarest"] == 0.0
     assert a["follow_up"] == r["follow_up"] == 0.0
+
+
+def test_a_follow_up_left_as_typed_is_weighed_with_the_previous_question() -> None:
+    from convrag.nodes.merge_context import evidence_query
+
+    history = [
+        {
+            "turn_number": 1,
+            "question": "Which sports can women play?",
+            "answer": "Football [1].",
+            "contextualized_query": "Which sports can women play?",
+            "entities": [],
+            "cited_document_ids": [],
+        }
+    ]
+    state = {
+        "message": "Which is the most popular?",
+        "rewritten_query": "Which is the most popular?",
+        "classification": "follow_up",
+        "history": history,
+    }
+    assert evidence_query(cast(State, state)) == (
+        "Which is the most popular? Which sports can women play?"
+    )
+    rewritten = {**state, "rewritten_query": "Which sport women play is the most popular?"}
+    assert evidence_query(cast(State, rewritten)) == "Which sport women play is the most popular?"
+    assert evidence_query(cast(State, {**state, "classification": "standalone"})) == (
+        "Which is the most popular?"
+    )

@@ -19,7 +19,7 @@ from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
 from convrag.nodes.policy import ms_since
-from convrag.records import Source, section_path, sources_out
+from convrag.records import Source, previous_question, section_path, sources_out
 from convrag.state import MergeUpdate, State
 
 _FRESH = re.compile(
@@ -90,6 +90,19 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     return update
 
 
+def evidence_query(state: State) -> str:
+    """The query a turn's evidence is weighed for: its standalone query, except for a
+    follow-up the rules left as typed ("Which is the most popular?"), which is weighed
+    with the previous question too, as it was searched (its history query): on its own
+    words alone, a follow-up finds no evidence for a topic it does not name."""
+    message = state["message"]
+    query = state.get("rewritten_query") or message
+    previous = previous_question(state.get("history") or [])
+    if state.get("classification") == "follow_up" and previous and query.strip() == message.strip():
+        return f"{message.strip()} {previous}"
+    return query
+
+
 async def _weigh_evidence(
     state: State, ctx: Context, kept: list[Source], confidence: float, timings: dict[str, float]
 ) -> tuple[float, Signals]:
@@ -102,7 +115,7 @@ async def _weigh_evidence(
     chunk's cosine is all the evidence there is (and the sentence signal is that cosine).
     """
     services = ctx.deps
-    query = state.get("rewritten_query") or state["message"]
+    query = evidence_query(state)
     texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
     rarest = services.searcher.rarest_missing_term(
         state["workspace_id"], query, texts, typed=state["message"]
