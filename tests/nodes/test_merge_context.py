@@ -87,8 +87,8 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
     assert a["follow_up"] == r["follow_up"] == 0.0
 
 
-def test_a_follow_up_left_as_typed_is_weighed_with_the_previous_question() -> None:
-    from convrag.nodes.merge_context import evidence_query
+def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() -> None:
+    from convrag.nodes.merge_context import evidence_queries
 
     history = [
         {
@@ -106,11 +106,14 @@ def test_a_follow_up_left_as_typed_is_weighed_with_the_previous_question() -> No
         "classification": "follow_up",
         "history": history,
     }
-    assert evidence_query(cast(State, state)) == (
-        "Which is the most popular? Which sports can women play?"
-    )
+    assert evidence_queries(cast(State, state)) == [
+        "Which is the most popular?",
+        "Which is the most popular? Which sports can women play?",
+    ]
     rewritten = {**state, "rewritten_query": "Which sport women play is the most popular?"}
-    assert evidence_query(cast(State, rewritten)) == "Which sport women play is the most popular?"
-    assert evidence_query(cast(State, {**state, "classification": "standalone"})) == (
+    assert evidence_queries(cast(State, rewritten)) == [
+        "Which sport women play is the most popular?"
+    ]
+    assert evidence_queries(cast(State, {**state, "classification": "standalone"})) == [
         "Which is the most popular?"
-    )
+    ]

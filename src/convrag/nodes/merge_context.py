@@ -90,17 +90,33 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
     return update
 
 
-def evidence_query(state: State) -> str:
-    """The query a turn's evidence is weighed for: its standalone query, except for a
-    follow-up the rules left as typed ("Which is the most popular?"), which is weighed
-    with the previous question too, as it was searched (its history query): on its own
-    words alone, a follow-up finds no evidence for a topic it does not name."""
+def evidence_queries(state: State) -> list[str]:
+    """The queries a turn's evidence is weighed for: its standalone query, and for a
+    follow-up the rules left as typed ("Which is the most popular?") the message with
+    the previous question too, as it was searched (its history query). Either finding
+    evidence is enough: on its own words alone, a follow-up may name no topic, and the
+    previous question may be about another part of the documents."""
     message = state["message"]
     query = state.get("rewritten_query") or message
     previous = previous_question(state.get("history") or [])
     if state.get("classification") == "follow_up" and previous and query.strip() == message.strip():
-        return f"{message.strip()} {previous}"
-    return query
+        return [query, f"{message.strip()} {previous}"]
+    return [query]
+
+
+async def _sentence_evidence(
+    queries: list[str], kept: list[Source], confidence: float, ctx: Context
+) -> float | None:
+    """The best evidence any of ``queries`` finds: for each, the best cosine of a source
+    sentence that shares a word with it, else (a paraphrase) the chunks' ``confidence``;
+    None when no query has a sentence of its own (the chunks' cosine is all there is)."""
+    scored = [
+        await asyncio.to_thread(sentence_evidence, query, kept, cosine_to_query(ctx.deps.sentences))
+        for query in queries
+    ]
+    if all(c is None for c in scored):
+        return None
+    return max(confidence if c is None else c for c in scored)
 
 
 async def _weigh_evidence(
@@ -114,23 +130,20 @@ async def _weigh_evidence(
     sentence answers); with none sharing a word with the query (a paraphrase), the
     chunk's cosine is all the evidence there is (and the sentence signal is that cosine).
     """
-    services = ctx.deps
-    query = evidence_query(state)
+    queries = evidence_queries(state)
     texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
-    rarest = services.searcher.rarest_missing_term(
-        state["workspace_id"], query, texts, typed=state["message"]
+    rarest = ctx.deps.searcher.rarest_missing_term(
+        state["workspace_id"], queries[0], texts, typed=state["message"]
     )
     evidence = confidence - ctx.rare_term_penalty * rarest
     closest: float | None = None
     if evidence < ctx.relevance_floor + ctx.sentence_band:
         waited = time.perf_counter()
-        closest = await asyncio.to_thread(
-            sentence_evidence, query, kept, cosine_to_query(services.sentences)
-        )
+        closest = await _sentence_evidence(queries, kept, confidence, ctx)
         timings["embed_sentences"] = ms_since(waited)
         if closest is not None:
             evidence = closest - ctx.rare_term_penalty * rarest
-    every = names_every_term(query, kept)
+    every = any(names_every_term(query, kept) for query in queries)
     if evidence < ctx.relevance_floor and rarest == 0.0 and every:
         evidence = ctx.relevance_floor  # a sentence says every word asked
     signals = Signals(
