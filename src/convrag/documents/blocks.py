@@ -21,8 +21,15 @@ HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
 """A line that opens or closes a fenced code block."""
 
-_PERMALINK = re.compile(r"[\s§¶#🔗\ue000-\uf8ff]+$")
-"""A heading's permalink sign: Sphinx's "¶", an icon font's private-use glyph."""
+_SIGN = r"[\s§¶#🔗\ue000-\uf8ff]"
+"""A permalink sign: Sphinx's "¶", rustdoc's "§", an icon font's private-use glyph."""
+_PERMALINK = re.compile(f"{_SIGN}+$")
+_SIGNS_ONLY = re.compile(f"{_SIGN}*")
+
+
+def is_permalink_sign(text: str) -> bool:
+    """Whether ``text`` holds nothing but permalink signs (or nothing at all)."""
+    return _SIGNS_ONLY.fullmatch(text) is not None
 
 
 def without_permalink(text: str) -> str:

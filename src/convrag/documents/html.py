@@ -16,6 +16,7 @@ from convrag.documents.blocks import (
     code_block,
     heading_line,
     heading_of,
+    is_permalink_sign,
     join_blocks,
     markdown_rows,
     without_permalink,
@@ -261,9 +262,7 @@ def _named_chrome(tag: Any) -> bool:
     if tag.name in _NEVER_CHROME or tag.get("role") == "main":
         return False
     if tag.name == "a":  # a link is text: chrome only when it is a permalink sign alone
-        return not without_permalink(_PERMALINK_HEAD.sub("", tag.get_text(""))) and bool(
-            tag.get("href")
-        )
+        return is_permalink_sign(tag.get_text("")) and bool(tag.get("href"))
     if _CHROME_NAME.fullmatch(str(tag.get("id") or "")):
         return True
     classes = [str(c) for c in tag.get("class") or []]
@@ -271,7 +270,6 @@ def _named_chrome(tag: Any) -> bool:
 
 
 _CHROME_CLASSES = frozenset({"head", "foot"})
-_PERMALINK_HEAD = re.compile(r"^[\s§¶#🔗\ue000-\uf8ff]+")
 
 
 class _Blocks:
