@@ -14,6 +14,8 @@ BROWSER = [
     Turn("Does it detect emotions?", "Yes: anger, disgust, fear, joy and sadness."),
 ]
 
+PRESENTER = [Turn("Who is James May?", "James May is a presenter of a television show.")]
+
 
 @pytest.mark.parametrize(
     "message",
@@ -62,6 +64,14 @@ def test_a_continuation_reuses_the_previous_standalone_question() -> None:
             "Does Watson Tone Analyzer detect disgust?",
             "unsupported_referent",
         ),
+        (
+            "How do I add a flag to it?",
+            "How do I add a flag to the browser tell whether?",
+            "not_a_phrase",
+        ),
+        ("Tell me more about them.", "Tell me more about what's.", "not_a_phrase"),
+        ("And for emotions?", "Does it detect for for emotions?", "not_a_phrase"),
+        ("Why can't it set a cookie?", "Why can't the browser get set a cookie?", "not_a_phrase"),
     ],
 )
 def test_a_garbled_rewrite_is_rejected_by_name(message: str, rewrite: str, check: str) -> None:
@@ -74,6 +84,8 @@ def test_a_garbled_rewrite_is_rejected_by_name(message: str, rewrite: str, check
         ("What benefits does it offer?", "What benefits does the certain browser offer?", BROWSER),
         ("What about her basic salary?", "What is Prasad Chaudhari's basic salary?", SALARY),
         ("what about why can't I use it?", "Why can't I use the certain browser?", BROWSER),
+        ("Who did he work with?", "Who did James May work with?", PRESENTER),
+        ("Was their show popular?", "Was the show of James May popular?", PRESENTER),
     ],
 )
 def test_a_well_formed_rewrite_passes(message: str, rewrite: str, history: list[Turn]) -> None:

@@ -35,6 +35,30 @@ def test_what_about_maps_onto_the_previous_question_frame() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("previous", "message", "expected"),
+    [
+        ("What does sed --debug do?", "What about --posix?", "What does sed --posix do?"),
+        (
+            "What does db.namespace hold for Cassandra?",
+            "And db.collection.name?",
+            "What does db.collection.name hold for Cassandra?",
+        ),
+        ("Is getStartTime() deprecated?", "And getSplitTime()?", "Is getSplitTime() deprecated?"),
+    ],
+)
+def test_a_lone_technical_term_takes_the_place_of_the_last_term_of_its_kind(
+    previous: str, message: str, expected: str
+) -> None:
+    assert contextualize(message, [Turn(previous, "")]) == expected
+
+
+def test_a_technical_term_of_another_kind_is_not_swapped() -> None:
+    assert "--posix" not in contextualize(
+        "And db.namespace?", [Turn("What does sed --posix do?", "")]
+    )
+
+
 def test_their_with_two_people_in_the_previous_answer_names_both() -> None:
     out = contextualize("What are their salaries?", ENGINEERS)
     assert "Prasad Chaudhari" in out

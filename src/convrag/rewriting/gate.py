@@ -16,18 +16,20 @@ standalone question (and its cited documents as evidence) instead of gluing stri
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from convrag.rewriting.classify import WHAT_ABOUT_RE, split_pleasantries
 from convrag.rewriting.history import Turn
 from convrag.rewriting.resolve import RULES, contextualize
-from convrag.text.lexicon import AUX, PREPS, WH
+from convrag.text.lexicon import AUX, DETS, FUNCTION_WORDS, PREPS, PRONOUNS, WH
 from convrag.text.tokens import (
     Token,
     clean,
     content_words,
     fold,
+    is_verb_like,
     strip_possessive,
     tokenize,
 )
@@ -136,10 +138,42 @@ def _unsupported(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
     return bool((put & own) - said)
 
 
+_CLAUSE_WORDS = WH | AUX | frozenset({"whether"})
+"""Words a noun phrase put for a pronoun never holds: a clause came with it."""
+
+_VERBS = frozenset({"get", "got", "give", "make", "tell", "know", "say", "mean", "find", "see"})
+"""Verbs that end no noun phrase: "the resource detector get" is a subject and its verb."""
+
+
+def _not_a_phrase(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
+    """What was put for a pronoun is no noun phrase ("the callback tell whether",
+    "what's", "the Roman Empire's religion" is fine), or the rewrite doubles a word the
+    message did not ("a builder for for sorted maps")."""
+    for _, old, new in _replaced(message, rewrite):
+        if not old or not set(old) <= PRONOUNS or set(new) <= DETS:
+            continue  # a determiner for "their" leads the noun the message had
+        named = {t.low for t in _words(rewrite) if t.text[:1].isupper()}
+        last = tokenize(strip_possessive(new[-1]))
+        if set(new) - named & _CLAUSE_WORDS or (
+            last
+            and new[-1] not in named
+            and (last[0].low in FUNCTION_WORDS | _VERBS or is_verb_like(last[0]))
+        ):
+            return True
+    return _doubled(rewrite) > _doubled(message)
+
+
+def _doubled(text: str) -> int:
+    """How many words follow the same word ("for for")."""
+    words = [t.low for t in _words(text)]
+    return sum(a == b for a, b in itertools.pairwise(words))
+
+
 CHECKS: tuple[tuple[str, Callable[[str, str, Sequence[Turn]], bool]], ...] = (
     ("not_a_question", _not_a_question),
     ("type_changed", _type_changed),
     ("fixed_phrase", _fixed_phrase),
+    ("not_a_phrase", _not_a_phrase),
     ("unsupported_referent", _unsupported),
 )
 """Each check's name and its predicate: true rejects the rewrite."""

@@ -245,7 +245,7 @@ def _rule_lead_fragment(a: _Ask) -> str | None:
         bool(rtoks)
         and (rtoks[0].low in PREPS or len(content_words(rtoks)) <= 2)
         and not any(t.low in AUX for t in rtoks)
-    )
+    ) or ("code_term" not in a.refs.off and _code_shape(strip_end(rest).strip()) is not None)
     if not is_fragment:
         return None
     rest, _ = _resolve_pronouns(rest, a.refs)
@@ -326,8 +326,14 @@ previous standalone question (:mod:`convrag.rewriting.gate`)."""
 PRONOUN_RULES = ("person", "group", "topic", "place")
 """Pronoun resolution, by kind: "he/she", "they/their", "it/this/that", "there"."""
 
-RULES: tuple[str, ...] = ("document_title", *PRONOUN_RULES, *(name for name, _ in _RULES))
-"""Every rule a caller may switch off (``contextualize(..., without=...)``)."""
+RULES: tuple[str, ...] = (
+    "document_title",
+    *PRONOUN_RULES,
+    *(name for name, _ in _RULES),
+    "code_term",
+)
+"""Every rule a caller may switch off (``contextualize(..., without=...)``); ``code_term``
+is the technical-term swap inside "what about X?" and "and X?" (:func:`_swap_code_term`)."""
 
 
 @dataclass(slots=True)
@@ -951,6 +957,9 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
     xtoks = tokenize(x)
     if not ptoks or ptoks[0].low not in WH | AUX:
         return None
+    swapped = None if "code_term" in refs.off else _swap_code_term(prev, x)
+    if swapped:
+        return swapped
     # A year for a year: "and in 2019?" / "what about 2019?".
     xyear = YEAR_RE.search(x)
     pyear = YEAR_RE.search(prev)
@@ -986,6 +995,37 @@ def _what_about(rest: str, prev_q: str | None, refs: _Referents) -> str | None:
                 if all(t.low in WH or t.low in FRAME_WORDS for t in ptoks[1:k]):
                     return f"{prev[: ptoks[k].end]} {x}?"
                 break
+    return None
+
+
+_CODE_SHAPES = (
+    ("option", re.compile(r"-{1,2}[A-Za-z][\w-]*")),
+    (
+        "identifier",
+        re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?|\w*_\w+|[a-z]+[A-Z]\w*(?:\(\))?"),
+    ),
+)
+"""Kinds of technical term, as written: a command-line option ("--posix", "-v") and a
+name in code ("db.collection.name", "XXH_NO_LONG_LONG", "getSplitTime")."""
+
+
+def _code_shape(word: str) -> str | None:
+    """The kind of technical term ``word`` is (:data:`_CODE_SHAPES`), or None."""
+    return next((kind for kind, rx in _CODE_SHAPES if rx.fullmatch(word)), None)
+
+
+def _swap_code_term(prev: str, x: str) -> str | None:
+    """ "What does db.namespace hold?" + "and db.collection.name?": a lone technical term
+    takes the place of the previous question's last term of the same kind."""
+    shape = _code_shape(x)
+    if shape is None:
+        return None
+    words = prev.split(" ")
+    for k in range(len(words) - 1, 0, -1):
+        term = words[k].rstrip(",;:")
+        if _code_shape(strip_possessive(term)) == shape and term != x:
+            words[k] = x + words[k][len(strip_possessive(term)) :]
+            return " ".join(words) + "?"
     return None
 
 
