@@ -1595,6 +1595,7 @@ async def test_a_reloaded_conversation_flags_not_found_and_repetition_as_streame
         for turn, done in zip(reloaded, streamed, strict=True):
             assert turn["id"] == done["turn_id"]
             assert turn["no_answer"] == done["no_answer"]
+            assert turn["confidence"] == done["confidence"] in ("high", "low")
             assert turn["repetition_detected"] == done["repetition_detected"]
             assert turn["flags"] == done["flags"]
     second, third = md.split("## 2. ")[1].split("## 3. ")

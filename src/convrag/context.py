@@ -37,6 +37,11 @@ DEFAULT_SENTENCE_BAND = 0.10
 """Chosen by measurement with ``benchmarks/abstention_floor.py``: the narrowest band that
 changes no decision on MTRAG ClapNQ (against weighing every turn's sentences), which
 changes none on Cloud either. Turns under the floor always weigh them."""
+DEFAULT_CONFIDENCE_MARGIN = 0.05
+"""A decision whose evidence lies within this of the relevance floor, either side, is a
+close call: the answer (or its "not found") is marked low confidence. Measured with
+``convrag eval answers --turns`` (BENCHMARKS.md, issue 34): the answers it marks are right
+less often than the rest."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
@@ -197,6 +202,13 @@ class Context:
             "evidence decides. 1 always weighs them."
         },
     )
+    confidence_margin: float = field(
+        default=DEFAULT_CONFIDENCE_MARGIN,
+        metadata={
+            "description": "Mark an answer (or its 'not found') low confidence when its "
+            "evidence lies within this of relevance_floor, either side. 0 marks none."
+        },
+    )
     context_budget_chars: int = field(
         default=4000, metadata={"description": "Maximum characters of source text."}
     )
@@ -318,8 +330,9 @@ class Context:
             check_switches(r.strip() for r in self.rewrite_rules_off.split(",") if r.strip())
         except ValueError as exc:
             problems.append(f"rewrite_rules_off: {exc}")
-        if not 0.0 <= self.sentence_band <= 1.0:
-            problems.append("sentence_band must be within [0, 1]")
+        for name in ("sentence_band", "confidence_margin"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"{name} must be within [0, 1]")
         if not 0.0 <= self.rare_term_penalty <= 0.1:
             problems.append("rare_term_penalty must be within [0, 0.1]")
         for name in ("score_threshold", "relevance_floor"):

@@ -306,6 +306,7 @@ class MergeUpdate(TypedDict, total=False):
     retrieval_confidence: float
     abstain: bool
     abstention_signals: dict[str, float] | None
+    flags: dict[str, Any]
     web_search_reason: str | None
     pending_web_query: str | None
     merged: bool

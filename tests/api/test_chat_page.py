@@ -195,6 +195,7 @@ def _drive(base: str, key: str) -> Seen:
         turn = wait.until(last_turn_finished)
         assert turn.get_attribute("data-state") == "done", turn.text
         assert turn.get_attribute("data-no-answer") == "false"
+        _assert_confidence_shown(turn)
         body = turn.find_element(By.CSS_SELECTOR, ".answer-text")
         seen.found_answer = str(body.get_attribute("textContent"))
         assert "$120,000" in seen.found_answer
@@ -265,6 +266,7 @@ def _drive(base: str, key: str) -> Seen:
         assert turn.get_attribute("data-state") == "done", turn.text
         assert turn.get_attribute("data-no-answer") == "true"
         assert "Not found" in turn.find_element(By.CSS_SELECTOR, ".notice").text
+        _assert_confidence_shown(turn)
         seen.not_found_answer = str(
             turn.find_element(By.CSS_SELECTOR, ".answer-text").get_attribute("textContent")
         )
@@ -424,6 +426,16 @@ def _drive(base: str, key: str) -> Seen:
         by_id("api-key").send_keys(key, Keys.TAB)
         wait.until(lambda d: not d.find_element(By.ID, "status").is_displayed())
     return seen
+
+
+def _assert_confidence_shown(turn: Any) -> None:
+    """A finished turn says how sure it is, and shows the note only for a close call."""
+    from selenium.webdriver.common.by import By
+
+    confidence = turn.get_attribute("data-confidence")
+    note = turn.find_element(By.CSS_SELECTOR, ".confidence-note")
+    assert confidence in ("high", "low")
+    assert note.is_displayed() == (confidence == "low")
 
 
 @pytest.mark.skipif(SKIP_BROWSER, reason="CONVRAG_SKIP_BROWSER=1")

@@ -82,9 +82,51 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
     )
     refused = await _merged(services, meals, "What is the capital of France?", sentence_band=1.0)
     a, r = answered["abstention_signals"], refused["abstention_signals"]
-    assert set(a) == {"confidence", "sentence", "rarest", "every_term", "follow_up", "bm25"}
+    assert set(a) == {
+        "confidence",
+        "sentence",
+        "rarest",
+        "every_term",
+        "follow_up",
+        "bm25",
+        "evidence",
+    }
     assert a["sentence"] > r["sentence"] and r["rarest"] > a["rarest"] == 0.0
     assert a["follow_up"] == r["follow_up"] == 0.0
+
+
+async def test_a_decision_close_to_the_floor_is_marked_low_confidence(
+    services: Services, meals: str
+) -> None:
+    question = "What is the meal allowance in Europe?"
+    clear = await _merged(services, meals, question, sentence_band=1.0, confidence_margin=0.01)
+    evidence = clear["abstention_signals"]["evidence"]
+    assert clear["flags"] == {} and clear["abstain"] is False
+    close = await _merged(
+        services, meals, question, sentence_band=1.0, relevance_floor=evidence - 0.01
+    )
+    assert close["flags"] == {"low_confidence": True} and close["abstain"] is False
+    off_topic = "What is the capital of France?"
+    far = await _merged(services, meals, off_topic, sentence_band=1.0)
+    below = far["abstention_signals"]["evidence"]
+    assert far["flags"] == {} and far["abstain"] is True
+    refused = await _merged(
+        services, meals, off_topic, sentence_band=1.0, relevance_floor=below + 0.01
+    )
+    assert refused["flags"] == {"low_confidence": True} and refused["abstain"] is True
+
+
+def test_assurance_is_low_only_within_the_margin_either_side() -> None:
+    from convrag.answering.abstention import assurance, assurance_of
+
+    assert [assurance(e, 0.4, 0.05) for e in (0.3, 0.36, 0.44, 0.5)] == [
+        "high",
+        "low",
+        "low",
+        "high",
+    ]
+    assert assurance(0.4, 0.4, 0.0) == "high"  # a zero margin marks nothing
+    assert assurance_of({"low_confidence": True}) == "low" and assurance_of({}) == "high"
 
 
 def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() -> None:

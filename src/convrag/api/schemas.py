@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from convrag.answering.abstention import Assurance
 from convrag.records import SourceOut
 from convrag.stores.conversations import CitedSource
 
@@ -317,6 +318,8 @@ class TurnOut(BaseModel):
     """The user's rating of this answer, if any."""
     no_answer: bool = False
     """The answer was the "not found" one: nothing in the workspace was relevant enough."""
+    confidence: Assurance = Field(default="high", validation_alias="assurance")
+    """How sure the answer (or its "not found") is: ``low`` when the decision was close."""
     flags: dict[str, Any] = Field(default_factory=dict)
     """The flags the answer was given with, as its ``done`` event carried them:
     ``no_answer``, ``repetition_unresolved`` (it still repeats an earlier answer),
@@ -375,6 +378,9 @@ class AnswerOut(BaseModel):
     repetition_detected: bool
     no_answer: bool = False
     """Nothing in the workspace was relevant enough: the answer says so and cites nothing."""
+    confidence: Assurance = "high"
+    """How sure the answer (or its "not found") is: ``low`` when its evidence was close to
+    the relevance floor (``confidence_margin``), so it could have gone the other way."""
     flags: dict[str, Any]
     timings_ms: dict[str, float]
 

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 from fastapi import HTTPException
 
+from convrag.answering.abstention import assurance_of
 from convrag.api.errors import not_found, plain_reason, unavailable
 from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
@@ -410,6 +411,7 @@ class TurnRunner:
                     "timings_ms": state.get("timings", {}),
                     "repetition_detected": repetition_detected(state),
                     "no_answer": bool(state.get("flags", {}).get("no_answer")),
+                    "confidence": assurance_of(state.get("flags", {})),
                     "flags": state.get("flags", {}),
                 },
             )
@@ -605,6 +607,7 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
         repetition_detected=repetition_detected(s),
         no_answer=bool(s.get("flags", {}).get("no_answer")),
+        confidence=assurance_of(s.get("flags", {})),
         flags=s.get("flags", {}),
         timings_ms=s.get("timings", {}),
     )
@@ -619,6 +622,7 @@ def done_event(answer: AnswerOut) -> dict[str, Any]:
         "timings_ms": answer.timings_ms,
         "repetition_detected": answer.repetition_detected,
         "no_answer": answer.no_answer,
+        "confidence": answer.confidence,
         "flags": answer.flags,
     }
 
@@ -655,6 +659,7 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         citations=[CitationOut.model_validate(c) for c in citations],
         repetition_detected=turn.repetition_detected,
         no_answer=turn.no_answer,
+        confidence=turn.assurance,
         flags=turn.flags,
         timings_ms=dict(meta.get("timings_ms") or {}),
     )

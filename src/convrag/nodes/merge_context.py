@@ -13,7 +13,7 @@ import time
 
 from langgraph.runtime import Runtime
 
-from convrag.answering.abstention import Signals
+from convrag.answering.abstention import Signals, assurance
 from convrag.answering.evidence import names_every_term, sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
@@ -153,6 +153,7 @@ async def _weigh_evidence(
         every_term=float(every),
         follow_up=float(state.get("classification") == "follow_up"),
         bm25=float(any(s.get("bm25_score") is not None for s in kept)),
+        evidence=evidence,
     )
     return evidence, signals
 
@@ -204,8 +205,12 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
     )
     if abstain and reason is None and services.web is not None and ctx.web_search != "off":
         reason = "not_found"
+    close = signals is not None and (
+        assurance(evidence, ctx.relevance_floor, ctx.confidence_margin) == "low"
+    )
     update = MergeUpdate(
         sources=kept,
+        flags={"low_confidence": True} if close else {},
         retrieval_confidence=confidence,
         abstain=abstain,
         abstention_signals=signals.as_dict() if signals is not None else None,

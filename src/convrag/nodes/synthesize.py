@@ -38,7 +38,9 @@ async def synthesize(
     merged = await merge_context(state, runtime)
     if merged.get("pending_web_query"):
         return merged
-    return SynthesizeUpdate(**merged, **await draft({**state, **merged}, runtime))
+    drafted = await draft({**state, **merged}, runtime)
+    flags = {**merged.get("flags", {}), **drafted.get("flags", {})}  # both may flag
+    return SynthesizeUpdate(**{**merged, **drafted, "flags": flags})
 
 
 async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:

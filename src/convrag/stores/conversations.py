@@ -14,6 +14,7 @@ from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from convrag.answering.abstention import Assurance, assurance_of
 from convrag.ids import is_uuid
 from convrag.records import Citation
 from convrag.stores.base import After, PooledStore, fetch_bool, owner_alive
@@ -159,6 +160,11 @@ class TurnRecord:
     def no_answer(self) -> bool:
         """Whether the answer was the "not found" one (nothing relevant enough)."""
         return bool(self.flags.get("no_answer"))
+
+    @property
+    def assurance(self) -> Assurance:
+        """How sure the answer is: ``low`` when its evidence was close to the floor."""
+        return assurance_of(self.flags)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ An OpenAI client sends the whole history with each request, so each request is a
 conversation whose history comes from its ``messages``, not from stored turns. Replies
 carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
 chunks follow OpenAI's format, ending with ``data: [DONE]``, and the final one carries
-``citations``, ``no_answer``, ``answer`` and ``conversation_id`` (no ``sources``).
+``citations``, ``no_answer``, ``confidence``, ``answer`` and ``conversation_id`` (no
+``sources``).
 
 ``usage`` counts the tokens that the turn's LLM calls reported (LangChain's
 ``usage_metadata`` of each reply: the rewrite, the answer and any regeneration, summed),
@@ -295,6 +296,7 @@ async def chat_completions(
                 "usage": usage_of(counter).model_dump(),
                 "citations": [c.model_dump() for c in answer.citations],
                 "no_answer": answer.no_answer,
+                "confidence": answer.confidence,
                 "sources": answer.sources,
                 "conversation_id": conversation_id,
             }
@@ -334,6 +336,7 @@ async def chat_completions(
                     "stop",
                     citations=data["citations"],
                     no_answer=data["no_answer"],
+                    confidence=data["confidence"],
                     answer=answer,
                     conversation_id=conversation_id,
                 )

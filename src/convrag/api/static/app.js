@@ -18,10 +18,11 @@
 //       .conversation-title (select) .rename .delete, and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
 //   #log > li.turn[data-state=streaming|done|error|pending|stopped][data-no-answer]
-//       [data-turn-id]
+//       [data-turn-id][data-confidence=high|low]
 //       .question .rewrite ("searched for: …") .answer-text[data-tokens] (Markdown as
 //       p, p.md-heading, br, strong, em, code, pre.md-code > code, ul, ol, li)
-//       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .repetition-note
+//       a.cite[data-n] (href #turn-T-source-n) .notice (not found) .confidence-note
+//       (a close call: low confidence) .repetition-note
 //       .stopped-note (stopped while it streamed, or stored as stopped)
 //       .fallback-note (the LLM failed: an extractive answer) .answer-error (failed turn)
 //       a.md-link (an http(s) link of the answer's Markdown)
@@ -1361,6 +1362,8 @@
       this.body.dataset.tokens = "0";
       this.notice = element("p", "notice");
       this.notice.hidden = true;
+      this.confidence = element("p", "confidence-note");
+      this.confidence.hidden = true;
       this.repetition = element("p", "repetition-note");
       this.repetition.hidden = true;
       this.fallback = element("p", "fallback-note");
@@ -1377,6 +1380,7 @@
         this.body,
         this.stoppedNote,
         this.notice,
+        this.confidence,
         this.repetition,
         this.fallback,
         this.list,
@@ -1426,6 +1430,7 @@
         answer: data.answer,
         repetition_detected: data.repetition_detected,
         no_answer: Boolean(data.no_answer),
+        confidence: data.confidence,
         flags: data.flags || {},
       });
       if (data.feedback) turn.showRating(data.feedback.rating, data.feedback.comment);
@@ -1559,6 +1564,12 @@
         this.notice.textContent = "Not found in the workspace's documents.";
         this.notice.hidden = false;
       }
+      if (data.confidence === "low") {
+        this.confidence.textContent = data.no_answer
+          ? "Low confidence: the documents came close to answering; try naming what you need."
+          : "Low confidence: the documents only just support this answer; check its sources.";
+        this.confidence.hidden = false;
+      }
       const flags = data.flags || {};
       if (flags.repetition_unresolved) {
         this.repetition.textContent =
@@ -1578,6 +1589,7 @@
         this.addFeedback();
       }
       this.node.dataset.noAnswer = String(Boolean(data.no_answer));
+      this.node.dataset.confidence = data.confidence || "high";
       this.node.dataset.state = "done";
       this.answer.setAttribute("aria-busy", "false");
     }

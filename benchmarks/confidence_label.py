@@ -1,0 +1,69 @@
+"""How well the "low confidence" label marks the turns whose answer-or-"not found"
+decision is likely wrong (issue 34).
+
+Input: ``convrag eval answers --turns FILE`` outputs. A turn whose evidence lies within
+the margin of the relevance floor is labelled low confidence (as the service labels it,
+``convrag.answering.abstention.assurance``); for each margin, each label's turns are
+reported with the share whose decision is wrong (abstained on an answerable turn, or
+answered an unanswerable or off-topic one), and the answered answerable turns' ROUGE-L
+recall and share citing a gold passage. Rows recorded before ``evidence`` was a signal
+get it rebuilt from the others, as ``merge_context`` computes it.
+
+    python benchmarks/confidence_label.py bench-out/ans-clapnq-turns.jsonl \\
+        bench-out/ans-cloud-turns.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from convrag.answering.abstention import assurance
+from convrag.context import DEFAULT_RARE_TERM_PENALTY, DEFAULT_RELEVANCE_FLOOR
+
+ABSTAIN = {"UNANSWERABLE", "OFFTOPIC"}
+
+
+def evidence(signals: dict[str, float]) -> float:
+    """The evidence the floor was held against (recorded, or rebuilt from the signals)."""
+    if "evidence" in signals:
+        return signals["evidence"]
+    value = signals["sentence"] - DEFAULT_RARE_TERM_PENALTY * signals["rarest"]
+    if value < DEFAULT_RELEVANCE_FLOOR and signals["rarest"] == 0 and signals["every_term"]:
+        value = DEFAULT_RELEVANCE_FLOOR  # a sentence says every word asked
+    return value
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    wrong = [r for r in rows if r["abstained"] != (r["answerability"] in ABSTAIN)]
+    answered = [r for r in rows if not r["abstained"] and r["answerability"] == "ANSWERABLE"]
+    n = max(len(answered), 1)
+    return {
+        "turns": len(rows),
+        "wrong_decision": round(len(wrong) / max(len(rows), 1), 3),
+        "answered_rougeL_recall": round(sum(r["rougeL_recall"] for r in answered) / n, 3),
+        "answered_cites_gold": round(sum(r["cites_gold"] for r in answered) / n, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("files", type=Path, nargs="+")
+    parser.add_argument("--margins", default="0.02,0.05,0.08")
+    args = parser.parse_args()
+    for path in args.files:
+        rows = [json.loads(line) for line in path.open() if line.strip()]
+        weighed = [r for r in rows if r.get("signals")]
+        for margin in map(float, args.margins.split(",")):
+            label = {
+                id(r): assurance(evidence(r["signals"]), DEFAULT_RELEVANCE_FLOOR, margin)
+                for r in weighed
+            }
+            by = {k: summary([r for r in weighed if label[id(r)] == k]) for k in ("low", "high")}
+            print(json.dumps({"file": path.name, "margin": margin, **by}))
+
+
+if __name__ == "__main__":
+    main()
