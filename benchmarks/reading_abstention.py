@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from convrag.answering.abstention import assurance_of
 from convrag.assistant import open_assistant
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
@@ -61,7 +62,10 @@ async def run(off: Path | None) -> dict[str, Any]:
         for item in asked:
             conversation = await bot.new_conversation(WORKSPACE)
             state = await bot.ask(item["q"], conversation, workspace_id=WORKSPACE)
-            item["not_found"] = bool((state.get("flags") or {}).get("no_answer"))
+            flags = state.get("flags") or {}
+            item["not_found"] = bool(flags.get("no_answer"))
+            item["confidence"] = assurance_of(flags)
+            item["signals"] = state.get("abstention_signals")
             item["answer"] = str(state.get("answer") or "")[:300]
     answerable = [a for a in asked if a["answerable"]]
     unanswerable = [a for a in asked if not a["answerable"] and not a.get("offtopic")]
@@ -73,6 +77,12 @@ async def run(off: Path | None) -> dict[str, Any]:
         "unanswerable_not_found": sum(a["not_found"] for a in unanswerable),
         "offtopic": len(away),
         "offtopic_not_found": sum(a["not_found"] for a in away),
+        "low_confidence": {
+            "answerable": sum(a["confidence"] == "low" for a in answerable),
+            "wrong_not_found": sum(a["confidence"] == "low" for a in answerable if a["not_found"]),
+            "unanswerable": sum(a["confidence"] == "low" for a in unanswerable),
+            "offtopic": sum(a["confidence"] == "low" for a in away),
+        },
     }
     print(json.dumps(summary))
     return {"summary": summary, "questions": asked}

@@ -119,7 +119,10 @@ def test_the_title_of_a_document_the_last_answer_cited_is_a_supported_referent()
             titles=("Acme Data Security Policy",),
         )
     ]
-    assert gated_rewrite("Who do I contact about this policy?", history) == (
-        "Who do I contact about the Acme Data Security Policy?",
-        None,
+    message = "Who do I contact about this policy?"
+    assert (
+        rejects(message, "Who do I contact about the Acme Data Security Policy?", history) is None
+    )
+    assert rejects(message, "Who do I contact about the Acme Travel Policy?", history) == (
+        "unsupported_referent"
     )

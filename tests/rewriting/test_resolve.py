@@ -119,11 +119,6 @@ def test_a_closing_phrase_of_the_same_kind_replaces_the_previous_one(
     assert contextualize(fragment, [Turn(previous, "An answer.")]) == expected
 
 
-def test_bare_why_expands_into_the_previous_question() -> None:
-    history = [Turn("Did Netflix raise its prices in 2019?", "Yes, in January 2019.")]
-    assert contextualize("why?", history) == "Why did Netflix raise its prices in 2019?"
-
-
 def test_any_others_asks_the_previous_question_again_excluding_its_answer() -> None:
     history = [Turn("Which streaming services offer 4K?", "Netflix and Hulu.")]
     out = contextualize("any others?", history)
@@ -373,24 +368,6 @@ def test_it_points_to_the_asked_thing_not_the_place_that_qualifies_it() -> None:
     assert contextualize("Is it taxed there?", history) == (
         "Is the daily meal allowance taxed in Asia?"
     )
-
-
-def test_this_and_that_name_the_cited_document_whose_head_word_they_use() -> None:
-    from convrag.rewriting.resolve import name_documents
-
-    cited = Turn("How often are backups made?", "Every 4 hours [1].", titles=("security_policy",))
-    assert (
-        contextualize("Who do I contact about this policy?", [cited])
-        == "Who do I contact about the security policy?"
-    )
-    war = Turn("When did it end?", "In 1975 [1].", titles=("Vietnam War",))
-    assert name_documents("Who won that war?", war) == "Who won the Vietnam War?"
-    # A noun of the title that is not its head word asks about something in the document.
-    travel = Turn(
-        "What is the meal allowance?", "60 euros [1].", titles=("Travel Allowance Policy",)
-    )
-    assert name_documents("Is this allowance taxed?", travel) == "Is this allowance taxed?"
-    assert name_documents("Who wrote this policy?", Turn("Q?", "A.")) == "Who wrote this policy?"
 
 
 def test_after_how_many_with_they_as_subject_them_is_not_the_counted_phrase() -> None:

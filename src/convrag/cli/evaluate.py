@@ -15,6 +15,7 @@ from convrag.cli.base import (
     run_command,
 )
 from convrag.cli.progress import progress_bar
+from convrag.rewriting.gate import SWITCHES
 
 if TYPE_CHECKING:
     from convrag.services import Services
@@ -60,8 +61,7 @@ WithoutOpt = Annotated[
         "--without",
         metavar="RULE",
         help="Switch a rewrite rule off (repeatable), to measure what it earns: one of "
-        "convrag.rewriting.gate.SWITCHES (continuation, gate, document_title, person, group, "
-        "topic, place, what_about, bare_wh, lead_fragment, compare, expand_name, others).",
+        f"convrag.rewriting.gate.SWITCHES ({', '.join(SWITCHES)}).",
     ),
 ]
 

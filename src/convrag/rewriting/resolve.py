@@ -21,7 +21,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from convrag.rewriting.classify import (
-    BARE_WH_RE,
     COMPARATIVE_RE,
     LEAD_CONJ_RE,
     WHAT_ABOUT_RE,
@@ -67,7 +66,6 @@ from convrag.text.tokens import (
     content_words,
     fold,
     has_inner_cap,
-    is_acronym,
     is_capitalised,
     is_plural_phrase,
     is_verb_like,
@@ -111,8 +109,7 @@ def contextualize(message: str, history: Sequence[Turn], *, without: Collection[
         return message.strip()
     prefix, core = split_pleasantries(msg)
     off = check_rules(without)
-    named = core if "document_title" in off else name_documents(core, history[-1])
-    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(named, history, off)))
+    out = clean(_SPACE_PUNCT_RE.sub(r"\1", _rewrite(core, history, off)))
     if not out:
         return msg
     if out == clean(_SPACE_PUNCT_RE.sub(r"\1", core)):
@@ -128,32 +125,6 @@ def check_rules(names: Collection[str]) -> frozenset[str]:
             f"unknown rewrite rule {', '.join(unknown)}; the rules are {', '.join(RULES)}"
         )
     return frozenset(names)
-
-
-_DEMONSTRATIVE_RE = re.compile(r"\b(?:this|that)\s+([a-z]+)\b", re.IGNORECASE)
-
-
-def name_documents(message: str, last: Turn) -> str:
-    """``message`` with "this policy" or "that manual" replaced by the title of the document
-    the last answer cited whose head word it is ("the security policy" for a file
-    ``security_policy.pdf``; "the Vietnam War" for "that war").
-
-    Only the title's last word counts: "this allowance" after an answer from the "Travel
-    Allowance Policy" asks about an allowance in it, not about the policy.
-    """
-
-    def head(title: str) -> str:
-        words = re.findall(r"[a-z]+", title.lower())
-        return words[-1] if words else ""
-
-    def named(m: re.Match[str]) -> str:
-        noun = m.group(1).lower()
-        for title in last.titles:
-            if noun == head(title):
-                return "the " + clean(title.replace("_", " "))
-        return m.group(0)
-
-    return _DEMONSTRATIVE_RE.sub(named, message) if last.titles else message
 
 
 def _as_question(text: str, *, capitalize: bool) -> str:
@@ -214,24 +185,6 @@ def _rule_what_about(a: _Ask) -> str | None:
     if a.changed or not topic or fold(topic) in fold(a.msg) or name_spans(rtoks):
         return a.resolved  # "What about Romeo and Juliet?" names its own new subject
     return _append_topic(a.resolved, topic, "for")
-
-
-def _rule_bare_wh(a: _Ask) -> str | None:
-    """ "Why?", "When?": the wh-word put in front of the previous question's body."""
-    m = BARE_WH_RE.match(a.msg)
-    if not m or not a.prev_q:
-        return None
-    wh = m.group("wh")
-    prev = strip_end(a.prev_q)
-    ptoks = tokenize(prev)
-    if ptoks and ptoks[0].low in WH:
-        body = prev[ptoks[0].end :].lstrip()
-        if len(ptoks) > 1 and ptoks[1].low in ("much", "many", "long", "often", "old"):
-            body = prev[ptoks[1].end :].lstrip()
-        return f"{wh[0].upper()}{wh[1:]} {body}?"
-    if ptoks and ptoks[0].low in AUX:
-        return f"{wh[0].upper()}{wh[1:]} {_lower_first(prev)}?"
-    return None
 
 
 def _rule_lead_fragment(a: _Ask) -> str | None:
@@ -311,7 +264,6 @@ def _rule_others(a: _Ask) -> str | None:
 
 _RULES: tuple[tuple[str, Callable[[_Ask], str | None]], ...] = (
     ("what_about", _rule_what_about),
-    ("bare_wh", _rule_bare_wh),
     ("lead_fragment", _rule_lead_fragment),
     ("compare", _rule_compare),
     ("expand_name", _rule_expand_name),
@@ -327,7 +279,6 @@ PRONOUN_RULES = ("person", "group", "topic", "place")
 """Pronoun resolution, by kind: "he/she", "they/their", "it/this/that", "there"."""
 
 RULES: tuple[str, ...] = (
-    "document_title",
     *PRONOUN_RULES,
     *(name for name, _ in _RULES),
     "code_term",
@@ -927,14 +878,6 @@ def _resolve_pronouns(msg: str, refs: _Referents) -> tuple[str, bool]:
         changed = True
     out.append(msg[pos:])
     return "".join(out), changed
-
-
-def _lower_first(s: str) -> str:
-    """Lowercase the first word of a question so it can follow "Why": "Why did ..."."""
-    toks = tokenize(s)
-    if toks and toks[0].low in FUNCTION_WORDS and not is_acronym(toks[0].text):
-        return s[:1].lower() + s[1:]
-    return s
 
 
 def _previous_question(history: Sequence[Turn], refs: _Referents) -> str | None:
