@@ -43,6 +43,6 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   apt_install "for the store tests on a PostgreSQL server" postgresql
 fi
 export LANGSMITH_TRACING=false LANGGRAPH_CLI_NO_ANALYTICS=1
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=25 "$@"
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/mypy src/convrag
