@@ -16,7 +16,13 @@ from pydantic import SecretStr
 
 from convrag.config import Settings
 from convrag.context import Context
-from convrag.nodes.rewrite import answer_like, rewrite, rules_rewrite, standalone_question
+from convrag.nodes.rewrite import (
+    answer_like,
+    off_subject,
+    rewrite,
+    rules_rewrite,
+    standalone_question,
+)
 from convrag.records import HistoryTurn
 from convrag.services import Services
 from convrag.state import RewriteUpdate, State
@@ -310,6 +316,18 @@ def test_questions_requests_and_keywords_are_queries(query: str) -> None:
 )
 def test_statements_that_answer_the_question_are_not_queries(query: str) -> None:
     assert answer_like(query, FOLLOW_UP)
+
+
+@pytest.mark.parametrize(
+    ("query", "off"),
+    [
+        ("What is Prasad Chaudhari's basic salary?", False),
+        ("What is the basic pay of Prasad?", False),  # "Prasad" was said
+        ("What is the capital of France?", True),  # a subject nobody named
+    ],
+)
+def test_an_llm_query_must_say_a_word_of_the_conversation(query: str, off: bool) -> None:
+    assert off_subject(query, FOLLOW_UP, SALARY) is off
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -35,7 +35,7 @@ from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
 from convrag.rewriting.gate import gated_rewrite
 from convrag.state import RewriteMethod, RewriteUpdate, State
 from convrag.text.lexicon import AUX, WH
-from convrag.text.tokens import clean, content_words, storable, tokenize
+from convrag.text.tokens import clean, content_words, fold, storable, strip_possessive, tokenize
 
 MAX_QUERY_CHARS = 1000
 """Upper bound of an LLM query, whatever the message's length."""
@@ -134,13 +134,16 @@ def parse_decision(text: str) -> tuple[RewriteDecision, None] | tuple[None, str]
         return None, f"invalid: {loc[0] if loc else 'reply'}"
 
 
-def check_decision(decision: RewriteDecision, message: str) -> str | None:
+def check_decision(
+    decision: RewriteDecision, message: str, history: Sequence[HistoryTurn] = ()
+) -> str | None:
     """Why the LLM's query cannot replace the message, or None when it can.
 
     A ``no_retrieval`` verdict needs no query (nothing is looked up). Otherwise the query must
     be non-empty, at most three times the message plus 200 characters and at most
-    :data:`MAX_QUERY_CHARS` (a longer one is an answer or a ramble), and not an answer
-    instead of a question (see :func:`answer_like`).
+    :data:`MAX_QUERY_CHARS` (a longer one is an answer or a ramble), not an answer
+    instead of a question (see :func:`answer_like`), and about the conversation: it says
+    a word of the message or of the history (see :func:`off_subject`).
     """
     if decision.classification == "no_retrieval":
         return None
@@ -151,7 +154,26 @@ def check_decision(decision: RewriteDecision, message: str) -> str | None:
         return "invalid: too long"
     if answer_like(query, message):
         return "invalid: an answer, not a question"
+    if off_subject(query, message, history):
+        return "invalid: not about the conversation"
     return None
+
+
+def off_subject(query: str, message: str, history: Sequence[HistoryTurn]) -> bool:
+    """Whether ``query`` says no content word of the message or of the conversation
+    before it: a model that lost the thread (or invented a subject) is not followed."""
+    said = " ".join(
+        [
+            message,
+            *(
+                f"{t['question']} {t.get('contextualized_query') or ''} {t['answer']}"
+                for t in history
+            ),
+        ]
+    )
+    words = {strip_possessive(t.low) for t in content_words(tokenize(fold(said)))}
+    asked = {strip_possessive(t.low) for t in content_words(tokenize(fold(query)))}
+    return bool(asked) and not asked & words
 
 
 def answer_like(query: str, message: str) -> bool:
@@ -202,7 +224,7 @@ async def llm_rewrite(
     decision, invalid = parse_decision(text)
     if decision is None:
         return None, invalid or "invalid"
-    invalid = check_decision(decision, message)
+    invalid = check_decision(decision, message, history)
     return (decision, None) if invalid is None else (None, invalid)
 
 
