@@ -41,13 +41,13 @@ def test_an_api_key_alone_enables_the_default_openai_model(
     assert Settings().effective_llm_model == "openai:gpt-4o-mini"
 
 
-def test_the_readme_configuration_table_names_every_setting() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+def test_the_configuration_doc_names_every_setting() -> None:
+    doc = (Path(__file__).parents[1] / "docs" / "configuration.md").read_text()
+    table = doc.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
     for name, field in Settings.model_fields.items():
         alias = field.validation_alias
         env = alias.choices[0] if isinstance(alias, AliasChoices) else name.upper()
-        assert f"`{env}`" in table, f"{env} is not in README.md's configuration table"
+        assert f"`{env}`" in table, f"{env} is not in docs/configuration.md's settings table"
 
 
 @pytest.mark.parametrize("variable", ["SERPER_BASE_URL", "OPENAI_BASE_URL"])
