@@ -615,7 +615,23 @@ def _fragment(toks: tuple[Token, ...], span: NameSpan) -> bool:
     return not _DEMONYM_RE.search(span.key) and modifies_next(toks, span)
 
 
-_DO_SUPPORT = frozenset({"do", "does", "did"})
+_DO_SUPPORT = frozenset(
+    {
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "may",
+        "might",
+        "must",
+    }
+)
+"""Auxiliaries whose subject a bare verb follows: "can a Map use ...", "does it open"."""
 
 
 def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | None:
@@ -658,12 +674,13 @@ def _det_phrase(toks: tuple[Token, ...], referents: _Referents | None) -> str | 
         if (
             len(words) > 1
             and words[-1].islower()
-            and (j >= n or toks[j].kind == "punct")
+            and (j >= n or toks[j].kind == "punct" or toks[j].low in PREPS)
             and k > 0
             and toks[k - 1].low in _DO_SUPPORT
         ):
-            # "When does the cafeteria open?": a subject right after "does" that runs to
-            # the question's end ends with the question's verb.
+            # "When does the cafeteria open?", "Which types can a Map use without ...?": a
+            # subject right after an auxiliary that runs to the question's end or to a
+            # preposition ends with the question's verb.
             words.pop()
         # "Was the album successful?": a trailing adjective is the predicate, not the noun
         while len(words) > 1 and _PREDICATE_ADJ_RE.search(words[-1].lower()):
