@@ -384,6 +384,10 @@ def test_the_verb_after_a_do_support_subject_is_not_part_of_what_it_points_to() 
     assert contextualize("Who wrote it?", policy) == "Who wrote the leave policy?"
     cafeteria = [Turn("When does the cafeteria open?", "The cafeteria opens at 8:00.")]
     assert "open close" not in contextualize("and when does it close?", cafeteria)
+    keys = [Turn("Which key types can a Go immutable Map use without a hasher?", "")]
+    assert contextualize("What methods does it need?", keys) == (
+        "What methods does the Go immutable Map need?"
+    )
 
 
 def test_a_second_pronoun_never_takes_a_name_the_first_already_took() -> None:
