@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import scratch_dir
+from convrag.cli.serving import docs_workspace
+from tests.serving import Server, free_port, scratch_dir, spawn
 
 EXE = str(Path(sys.executable).with_name("convrag"))
 
@@ -528,3 +532,111 @@ def test_a_data_dir_that_cannot_be_written_exits_2_in_one_line_naming_it(tmp_pat
         [line] = [line for line in out.stderr.splitlines() if line.startswith("error:")]
         assert line.startswith(f"error: cannot write {unwritable}")
         assert "must be a writable directory" in line and "Traceback" not in out.stderr
+
+
+def _serve_docs(data_dir: Path, log: Path, *args: str) -> tuple[Server, dict[str, str]]:
+    """``convrag serve --docs ...`` started and ready, with what it printed before the
+    server started: the ingest's JSON report, the workspace, the key (and its file) and
+    the page's URL."""
+    env = {**os.environ, "CONVRAG_DATA_DIR": str(data_dir)}
+    log.unlink(missing_ok=True)
+    server = spawn("serve --docs", free_port(), log, env, *args)
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    text = log.read_text()
+    printed = re.search(
+        r"^(?P<report>\{.*\})\nworkspace: (?P<workspace>\S+)\n"
+        r"API key \(also in (?P<keyfile>.+)\): (?P<key>crk_\S+)\nchat page: (?P<url>\S+)$",
+        text,
+        re.MULTILINE,
+    )
+    assert printed, text
+    # All of it before the server started.
+    assert printed.end() < text.index("Started server process"), text
+    return server, printed.groupdict()
+
+
+def test_serve_docs_ingests_a_folder_prints_its_key_and_url_and_answers_from_it(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    """One step from a folder to a chat: ``serve --docs`` ingests it, prints a key that
+    opens it and the page's URL, and serves; started again it ingests nothing twice and
+    prints the same key, kept in CONVRAG_DATA_DIR/NAME.key readable by its owner alone."""
+    folder = tmp_path / "handbook"
+    (folder / "site").mkdir(parents=True)
+    (folder / "lunch.md").write_text("# Lunch\n\nLunch is served in the canteen at noon.\n")
+    (folder / "site" / "parking.md").write_text("# Parking\n\nStaff park in lot B.\n")
+    args = ("--docs", str(folder), "-w", "mine")
+    server, printed = _serve_docs(cli_data, tmp_path / "serve.log", *args)
+    try:
+        assert printed["workspace"] == "mine" and printed["url"] == f"{server.url}/"
+        assert json.loads(printed["report"])["added"] == 2
+        keyfile = Path(printed["keyfile"])
+        assert keyfile == cli_data / "mine.key" and keyfile.read_text().strip() == printed["key"]
+        assert stat.S_IMODE(keyfile.stat().st_mode) == 0o600
+        _assert_answers_from_the_folder(server.url, printed["key"])
+    finally:
+        assert server.stop() != -signal.SIGKILL, server.tail()  # it stopped on SIGTERM
+    again, reprinted = _serve_docs(cli_data, tmp_path / "again.log", *args)
+    again.stop()
+    assert reprinted["key"] == printed["key"]
+    assert json.loads(reprinted["report"])["unchanged"] == 2
+
+
+def _assert_answers_from_the_folder(url: str, key: str) -> None:
+    """With ``key``: the workspace is named, both files are listed, a question about one
+    is answered from it, and the page is served."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {key}"}) as c:
+        assert c.get("/v1/workspace").json() == {"workspace": "mine"}
+        listed = c.get("/v1/documents").json()
+        assert sorted(d["source"] for d in listed) == ["lunch.md", "parking.md"]
+        assert all(d["status"] == "ready" for d in listed), listed
+        conversation = c.post("/v1/conversations", json={}).json()["conversation_id"]
+        answer = c.post(
+            f"/v1/conversations/{conversation}/messages",
+            json={"content": "When is lunch served?"},
+            headers={"Accept": "application/json"},
+        )
+        assert answer.status_code == 200, answer.text
+        assert "noon" in answer.json()["answer"] and not answer.json()["no_answer"]
+        assert c.get("/").status_code == 200
+
+
+def test_serve_docs_with_nothing_to_read_exits_2_naming_the_path_before_starting(
+    cli_data: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-folder"
+    out = _run(["serve", "--docs", str(missing), "--port", str(free_port())], cli_data)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"error: --docs {missing}: no such file or folder; point")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.rtf").write_text("not a supported format")
+    (empty / "blank.md").write_text("")
+    out = _run(["serve", "--docs", str(empty), "-w", "x", "--port", str(free_port())], cli_data)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"error: nothing to serve from --docs {empty}: none of its 1 document" in out.stderr
+    assert "blank.md: the file is empty" in out.stderr and "notes.rtf" in out.stderr
+    assert "Started server process" not in out.stderr and not (cli_data / "x.key").exists()
+    alone = _run(["serve", "-w", "mine", "--port", str(free_port())], cli_data)
+    assert alone.returncode == 2 and "give --docs PATH with it" in alone.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "workspace"),
+    [("Team Handbook", "team-handbook"), ("Q3 Report.PDF", "q3-report"), ("a.jsonl.gz", "a")],
+)
+def test_serve_docs_names_the_workspace_after_the_folder_or_file(
+    tmp_path: Path, name: str, workspace: str
+) -> None:
+    path = tmp_path / name
+    if name.startswith("Team"):
+        path.mkdir()
+    else:
+        path.write_bytes(b"x")
+    assert docs_workspace(path) == workspace

@@ -54,6 +54,8 @@ SCREENSHOT = os.environ.get("CONVRAG_SCREENSHOT", "")
 NEW_TITLE = "Salary questions: Prasad Chaudhari's total and basic salary, allowances and position"
 #: A small document the page uploads; nothing in it answers the test's questions.
 UPLOADED_MD = "# Office plants\n\nThe ficus by the window is watered on Mondays.\n"
+#: A second one, uploaded together with it (the file input takes several at once).
+SECOND_MD = "# Office hours\n\nThe front desk is staffed from eight to six.\n"
 #: A comment typed before any rating: kept, and sent with the rating picked after it.
 COMMENT = "Quoted the right record."
 #: A question sent to a conversation deleted meanwhile (in another tab, say).
@@ -141,6 +143,7 @@ class Seen:
     """What the browser showed, for the assertions that need the server's side too."""
 
     conversation_id: str = ""
+    workspace_shown: str = ""
     deleted_id: str = ""
     gone_id: str = ""
     found_answer: str = ""
@@ -183,11 +186,20 @@ def _drive(base: str, key: str) -> Seen:
         for ident, label in (("api-key", "Workspace API key"), ("question", "Question")):
             assert driver.find_element(By.CSS_SELECTOR, f"label[for={ident}]").text == label
 
+        # Before a key: which key to paste, and no workspace named yet.
+        hint = by_id("key-hint")
+        assert hint.is_displayed() and not by_id("workspace").is_displayed()
+        assert "scripts/run.sh" in hint.text and "convrag keys create -w NAME" in hint.text
         by_id("api-key").send_keys(key)
         by_id("new-conversation").click()
         seen.conversation_id = str(
             wait.until(lambda d: d.find_element(By.ID, "conversation").get_attribute("data-id"))
         )
+        # The key accepted: its workspace is named in place of the hint.
+        wait.until(lambda d: d.find_element(By.ID, "workspace").is_displayed())
+        seen.workspace_shown = by_id("workspace-name").text
+        assert by_id("workspace").get_attribute("data-workspace") == seen.workspace_shown
+        assert not hint.is_displayed()
 
         # A question the employee records answer, sent with Enter.
         driver.execute_script(_WATCH_SEND)
@@ -373,11 +385,13 @@ def _drive(base: str, key: str) -> Seen:
         assert reloaded.get_attribute("data-no-answer") == "true"
         assert "Not found" in reloaded.find_element(By.CSS_SELECTOR, ".notice").text
 
-        # Upload a small Markdown file: its status is polled until ready, with its chunks.
+        # Upload two small Markdown files at once: each one's status is polled until
+        # ready, with its chunks, and the status line sums them up.
         with tempfile.TemporaryDirectory(prefix="convrag-upload-") as folder:
-            path = Path(folder) / "office-plants.md"
-            path.write_text(UPLOADED_MD)
-            by_id("upload-file").send_keys(str(path))
+            paths = [Path(folder) / "office-plants.md", Path(folder) / "office-hours.md"]
+            for path, text in zip(paths, (UPLOADED_MD, SECOND_MD), strict=True):
+                path.write_text(text)
+            by_id("upload-file").send_keys("\n".join(str(p) for p in paths))
             wait.until(
                 lambda d: (
                     d.find_element(By.ID, "upload-status").get_attribute("data-status")
@@ -386,8 +400,11 @@ def _drive(base: str, key: str) -> Seen:
             )
         upload = by_id("upload-status")
         assert upload.get_attribute("data-status") == "ready", upload.text
-        assert int(upload.get_attribute("data-n-chunks") or 0) >= 1
-        assert "ready" in upload.text
+        assert int(upload.get_attribute("data-n-chunks") or 0) >= 2
+        assert upload.text == "2 files: 2 ready."
+        each = driver.find_elements(By.CSS_SELECTOR, "#upload-list > li.upload-item")
+        assert [i.get_attribute("data-status") for i in each] == ["ready", "ready"]
+        assert [i.text.split(":")[0] for i in each] == ["Office plants", "Office hours"]
 
         seen.resources = list(
             driver.execute_script(
@@ -412,6 +429,7 @@ def _drive(base: str, key: str) -> Seen:
         assert focused("#question")
         by_id("forget-key").click()
         assert driver.execute_script("return sessionStorage.length") == 0
+        assert by_id("key-hint").is_displayed() and not by_id("workspace").is_displayed()
         # A refused key shows the 401, and a question sent with it stays in the box.
         by_id("api-key").send_keys("not-a-workspace-key")
         by_id("question").send_keys(ORPHAN_QUESTION, Keys.ENTER)
@@ -454,6 +472,7 @@ async def test_the_chat_page_streams_a_cited_answer_a_not_found_answer_and_a_401
             f"{base_url}/v1/conversations",
             headers={"Authorization": f"Bearer {tenant['key']}"},
         )
+    assert seen.workspace_shown == tenant["workspace"]
     turns = resp.json()["turns"]
     answers = [t["answer"] for t in turns]
     assert answers == [seen.found_answer, seen.not_found_answer]

@@ -50,7 +50,15 @@ from convrag import __version__
 from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.errors import RETRY_AFTER_S, no_route, plain_reason
 from convrag.api.middleware import BodySizeLimit, EveryReply, body_limit, file_limit
-from convrag.api.routers import conversations, documents, messages, openai, operations, ui
+from convrag.api.routers import (
+    conversations,
+    documents,
+    messages,
+    openai,
+    operations,
+    ui,
+    workspace,
+)
 from convrag.api.schemas import ValidationErrorOut
 from convrag.api.turns import STOP_CHANNEL, TurnRunner
 from convrag.assistant import Assistant, open_assistant, out_of_disk
@@ -414,7 +422,7 @@ _ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
 
 
 #: The routers, one per resource, in the order the app includes them.
-_RESOURCES = (operations, conversations, messages, openai, documents, ui)
+_RESOURCES = (operations, conversations, messages, openai, documents, workspace, ui)
 
 
 def _routes_at(request: Request) -> list[BaseRoute]:

@@ -529,3 +529,11 @@ class HealthOut(BaseModel):
     """Whether the data directory's disk has room (``MIN_FREE_BYTES`` free or more)."""
     detail: str | None = None
     """What is wrong, when ``status`` is ``degraded``."""
+
+
+class WorkspaceOut(BaseModel):
+    """The workspace an API key belongs to: a client (the chat page) names it to the
+    user, who may hold keys of several."""
+
+    workspace: str
+    """The workspace id, as ``convrag keys create -w`` and ``convrag serve --docs`` name it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,6 +23,10 @@ from convrag.cli.base import (
 from convrag.cli.progress import progress_bar
 from convrag.config import get_settings
 from convrag.records import SearchMode
+
+if TYPE_CHECKING:
+    from convrag.documents import SourceDocument
+    from convrag.services import Services
 
 
 @app.command()
@@ -52,43 +56,76 @@ def ingest(
     deleted since stays in the workspace until `convrag documents delete ID`, or until the
     directory is ingested again with --prune.
     """
-    from convrag.documents import (
-        SUPPORTED,
-        IngestError,
-        SourceDocument,
-        expand_paths,
-        load_path,
-    )
-    from convrag.ingest import ingest_documents, missing_files, prune_missing_files
+    from convrag.documents import IngestError
     from convrag.services import open_services
 
-    settings = get_settings()
     roots = [p.resolve() for p in paths if p.is_dir()]
     if prune and not roots:
         raise fail("--prune needs a directory among the paths: it removes what is gone from one")
-    skipped: list[Path] = []
     try:
-        files = expand_paths(paths, skipped, allow_empty=prune)
+        docs, unreadable = read_documents(paths, allow_empty=prune)
     except IngestError as exc:
         raise fail(exc) from exc
+
+    async def go() -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        async with open_services(get_settings()) as services:
+            return await ingest_read(
+                services, workspace, docs, quiet=quiet, prune_roots=roots if prune else None
+            )
+
+    report_ingest(workspace, *run_command(go))
+    if unreadable:
+        err.print(
+            f"{unreadable} file(s) could not be read (listed above); fix them and run "
+            "the same command again: unchanged files are not ingested twice"
+        )
+        raise typer.Exit(1)
+
+
+def read_documents(
+    paths: list[Path], *, allow_empty: bool = False
+) -> tuple[list[SourceDocument], int]:
+    """The documents of ``paths`` (files, and the supported files under directories, read
+    recursively) and how many files under a directory could not be read: what ``convrag
+    ingest`` and ``convrag serve --docs`` ingest, read the same way, before any store starts.
+
+    A file found in a directory that cannot be read, or is not a supported format, is
+    said on stderr and left out, so that the others still go in; a directory with no
+    supported file (unless ``allow_empty``), or a file named directly that cannot be
+    read, raises :class:`~convrag.documents.IngestError`, since nothing the user asked
+    for would be ingested.
+    """
+    from convrag.documents import IngestError, expand_paths, load_path
+
+    settings = get_settings()
+    skipped: list[Path] = []
+    files = expand_paths(paths, skipped, allow_empty=allow_empty)
     named = {p.resolve() for p in paths if not p.is_dir()}
-    loaded: list[tuple[Path, list[SourceDocument]]] = []
+    docs: list[SourceDocument] = []
     unreadable: list[str] = []
     for f in files:
         try:
-            docs = load_path(
+            docs += load_path(
                 f,
                 max_bytes=settings.max_file_bytes,
                 max_decompressed_bytes=settings.max_decompressed_bytes,
                 max_records=settings.max_records_per_file,
             )
-            loaded.append((f, docs))
         except IngestError as exc:
             if f.resolve() in named:
-                raise fail(exc) from exc
+                raise
             unreadable.append(str(exc))  # found in a directory: the others still go in
     for problem in unreadable:
         err.print(escape(f"not ingested: {problem}"), style="yellow")
+    _say_skipped(skipped)
+    return docs, len(unreadable)
+
+
+def _say_skipped(skipped: list[Path]) -> None:
+    """One stderr line per file a directory held that is not read: a link to nothing, or
+    a format no reader takes (naming those that are)."""
+    from convrag.documents import SUPPORTED
+
     for f in skipped:
         why = (
             f"a link to {f.readlink()}, which does not exist"
@@ -96,43 +133,53 @@ def ingest(
             else f"unsupported format '{f.suffix or f.name}' (supported: {', '.join(SUPPORTED)})"
         )
         err.print(escape(f"skipped {f}: {why}"), style="yellow")
-    docs = [d for _, ds in loaded for d in ds]
 
-    async def go() -> dict[str, Any]:
-        async with open_services(settings) as services:
-            with progress_bar("documents", quiet=quiet) as bar:
-                task = bar.add_task("ingest", total=len(docs))
-                report = await ingest_documents(
-                    services, workspace, docs, progress=lambda n: bar.advance(task, n)
-                )
-            result = report.as_json()
-            gone.extend(await missing_files(services, workspace))
-            if prune:
-                pruned = await prune_missing_files(services, workspace, roots, gone)
-                gone[:] = [g for g in gone if g[1] not in pruned]
-                result["pruned"] = pruned
-            return result
 
-    gone: list[tuple[str, str]] = []
-    print(json.dumps(run_command(go)))
-    if gone:
-        err.print(
-            escape(
-                f"{len(gone)} document(s) of workspace {workspace} were read from files that "
-                "no longer exist and are still answered from: "
-                + "; ".join(f"{path} ({doc_id})" for doc_id, path in gone[:5])
-                + ("; ..." if len(gone) > 5 else "")
-                + ". Delete them with `convrag documents delete ID -w "
-                + f"{workspace}`, or ingest their directory again with --prune."
-            ),
-            style="yellow",
+async def ingest_read(
+    services: Services,
+    workspace: str,
+    docs: list[SourceDocument],
+    *,
+    quiet: bool,
+    prune_roots: list[Path] | None = None,
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Ingest ``docs`` (of :func:`read_documents`) into ``workspace`` under a progress
+    bar; with ``prune_roots``, delete the documents read from files under them that are
+    gone. Returns the report ``convrag ingest`` prints, and the (id, path) of the
+    documents still answered from whose files no longer exist."""
+    from convrag.ingest import ingest_documents, missing_files, prune_missing_files
+
+    with progress_bar("documents", quiet=quiet) as bar:
+        task = bar.add_task("ingest", total=len(docs))
+        report = await ingest_documents(
+            services, workspace, docs, progress=lambda n: bar.advance(task, n)
         )
-    if unreadable:
-        err.print(
-            f"{len(unreadable)} file(s) could not be read (listed above); fix them and run "
-            "the same command again: unchanged files are not ingested twice"
-        )
-        raise typer.Exit(1)
+    result = report.as_json()
+    gone = await missing_files(services, workspace)
+    if prune_roots is not None:
+        pruned = await prune_missing_files(services, workspace, prune_roots, gone)
+        gone = [g for g in gone if g[1] not in pruned]
+        result["pruned"] = pruned
+    return result, gone
+
+
+def report_ingest(workspace: str, result: dict[str, Any], gone: list[tuple[str, str]]) -> None:
+    """Print an ingest's report as one JSON line, and warn on stderr about the documents
+    still answered from whose files are gone (with the two ways to remove them)."""
+    print(json.dumps(result), flush=True)
+    if not gone:
+        return
+    err.print(
+        escape(
+            f"{len(gone)} document(s) of workspace {workspace} were read from files that "
+            "no longer exist and are still answered from: "
+            + "; ".join(f"{path} ({doc_id})" for doc_id, path in gone[:5])
+            + ("; ..." if len(gone) > 5 else "")
+            + ". Delete them with `convrag documents delete ID -w "
+            + f"{workspace}`, or ingest their directory again with --prune."
+        ),
+        style="yellow",
+    )
 
 
 @app.command()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Column, Table
@@ -20,6 +22,9 @@ from convrag.cli.base import (
     warn_if_new_store,
 )
 from convrag.config import Settings, get_settings, setting_sources
+
+if TYPE_CHECKING:
+    from convrag.services import Services
 
 
 @app.command()
@@ -52,6 +57,44 @@ def config(
     out.print(table)
 
 
+def _optional_workspace(value: str | None) -> str | None:
+    """``serve --workspace``, checked before any work starts (exit 2 naming the allowed
+    characters, as every other command's ``--workspace``)."""
+    from convrag.ids import check_id
+
+    if value is None:
+        return None
+    try:
+        return check_id(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+DocsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--docs",
+        metavar="PATH",
+        help="Before serving, ingest this folder (recursively) or file into the workspace "
+        "--workspace names, as `convrag ingest` does, and print that workspace's API key "
+        "(kept in CONVRAG_DATA_DIR/NAME.key) and the page's URL.",
+    ),
+]
+
+
+DocsWorkspaceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--workspace",
+        "-w",
+        metavar="NAME",
+        help="The workspace --docs goes into (default: the folder's or file's name "
+        "without its extension, lowercased, other characters than a-z 0-9 _ - as -).",
+        callback=_optional_workspace,
+    ),
+]
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(metavar="HOST", help="Bind address.")] = "127.0.0.1",
@@ -68,11 +111,14 @@ def serve(
             "them by URL.",
         ),
     ] = 1,
+    docs: DocsOpt = None,
+    workspace: DocsWorkspaceOpt = None,
 ) -> None:
     """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
 
     With no DATABASE_URL / MILVUS_URI it starts the embedded PostgreSQL and Milvus Lite
-    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM).
+    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM). With --docs it
+    first ingests your documents and prints a key for them: one step to chat with them.
     """
     from convrag.llm import check_llm_model
     from convrag.server import run
@@ -82,16 +128,121 @@ def serve(
         check_llm_model(settings)
     except ValueError as exc:
         raise fail(exc) from None
+    workspace = _docs_target(docs, workspace)
     _check_port_free(host, port)
     if settings.database_url is None or settings.milvus_uri is None:
         _check_data_dir(settings)
     if settings.database_url is not None:
         _check_database(settings.database_url.get_secret_value())
+    if docs is not None and workspace is not None:
+        _ingest_docs(docs, workspace, settings)
+        print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
     warn_if_new_store(settings)
     if workers == 1:
         run(host, port, settings)
         return
     _serve_workers(host, port, workers, settings)
+
+
+#: The characters a default workspace name keeps; each other one becomes "-".
+_NOT_IN_NAME = re.compile(r"[^a-z0-9_-]")
+
+#: The most characters of a workspace id (:func:`convrag.ids.check_id`).
+_MAX_WORKSPACE_CHARS = 64
+
+
+def docs_workspace(path: Path) -> str:
+    """The workspace ``serve --docs PATH`` fills when no ``--workspace`` is given: the
+    folder's name, or the file's without its format's extension (``Handbook.pdf``:
+    ``handbook``), lowercased, each character other than a-z 0-9 _ - replaced by ``-``,
+    so that any name is a valid workspace id; ``docs`` for a path with no name (``/``)."""
+    from convrag.documents import SUPPORTED
+
+    resolved = path.resolve()
+    name = resolved.name
+    if not resolved.is_dir():
+        lowered = name.lower()
+        extension = max((s for s in SUPPORTED if lowered.endswith(s)), key=len, default="")
+        name = name[: len(name) - len(extension)] or name
+    return _NOT_IN_NAME.sub("-", name.lower())[:_MAX_WORKSPACE_CHARS] or "docs"
+
+
+def _docs_fix(formats: bool = True) -> str:
+    """What to give ``--docs`` instead, naming the formats read unless the message
+    before it already does."""
+    from convrag.documents import SUPPORTED
+
+    listed = f" ({', '.join(SUPPORTED)})" if formats else ""
+    return f"point --docs at a folder of documents or at one document{listed}"
+
+
+def _docs_target(path: Path | None, workspace: str | None) -> str | None:
+    """The workspace ``--docs`` goes into (None without ``--docs``), or exit 2 naming
+    the path and the fix when it names nothing, before the port, the data directory or
+    any store is touched."""
+    if path is None:
+        if workspace is not None:
+            raise fail("--workspace names the workspace of --docs: give --docs PATH with it")
+        return None
+    if not path.exists():
+        raise fail(f"--docs {path}: no such file or folder; {_docs_fix()}")
+    return workspace or docs_workspace(path)
+
+
+def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
+    """Ingest ``path`` into ``workspace`` with ``convrag ingest``'s own functions, then
+    print the workspace and an API key for it: one step from a folder to a chat.
+
+    The files are read before any store starts, so a path with no readable document
+    exits 2 naming it. The key is kept in ``CONVRAG_DATA_DIR/<workspace>.key`` (mode
+    600, as scripts/run.sh keeps the demo's), so every start prints the same key.
+    """
+    from convrag.cli.base import run_command
+    from convrag.cli.documents import ingest_read, read_documents, report_ingest
+    from convrag.documents import IngestError
+    from convrag.services import open_services
+
+    try:
+        docs, unreadable = read_documents([path])
+    except IngestError as exc:
+        raise fail(f"nothing to serve from --docs {path}: {exc}; {_docs_fix(False)}") from exc
+    if not docs:
+        why = (
+            f"none of its {unreadable} document file(s) could be read (listed above); fix them, or"
+            if unreadable
+            else "it holds no document;"
+        )
+        raise fail(f"nothing to serve from --docs {path}: {why} {_docs_fix()}")
+    keyfile = settings.data_dir / f"{workspace}.key"
+
+    async def go() -> tuple[dict[str, Any], list[tuple[str, str]], str]:
+        async with open_services(settings) as services:
+            result, gone = await ingest_read(services, workspace, docs, quiet=False)
+            return result, gone, await _workspace_key(services, workspace, keyfile)
+
+    result, gone, key = run_command(go)
+    report_ingest(workspace, result, gone)
+    print(f"workspace: {workspace}", flush=True)
+    print(f"API key (also in {keyfile}): {key}", flush=True)
+
+
+async def _workspace_key(services: Services, workspace: str, keyfile: Path) -> str:
+    """The key ``keyfile`` keeps while it still opens ``workspace`` (not revoked), else a
+    new one, written there readable by its owner alone."""
+    kept = keyfile.read_text().strip() if keyfile.is_file() else ""
+    if kept and await services.db.workspace_for_key(kept) == workspace:
+        return kept
+    key = await services.db.create_api_key(workspace)
+    fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)  # a file that existed keeps its mode otherwise
+        fh.write(f"{key}\n")
+    return key
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL spells it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _check_database(url: str) -> None:

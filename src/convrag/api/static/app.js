@@ -4,7 +4,8 @@
 // POST nor send an Authorization header), rendered from a small Markdown subset, with
 // each [n] in the answer previewed on hover and opened in the sources panel on click,
 // where the passage shows what the answer quoted from it marked;
-// stop an answer while it streams; rate answers; list, upload and delete documents.
+// stop an answer while it streams; rate answers; list, upload (several files at once) and
+// delete documents; say which key to paste, and name the workspace of the key accepted.
 //
 // Plain script, no build step and no third-party code: the page works offline. Every
 // text from the server is set with textContent or built into elements, never parsed as
@@ -12,6 +13,8 @@
 //
 // DOM hooks (tests/api/test_chat_page.py relies on them; keep them stable):
 //   #api-key #forget-key #new-conversation #question #send #status #log
+//   #key-hint (shown until a key is accepted: which key to paste)
+//   #workspace[data-workspace] > #workspace-name (shown once a key is accepted)
 //   #stop (shown while an answer streams)
 //   #conversation[data-id]            the open conversation
 //   #conversations > li.conversation-item[data-id]
@@ -38,7 +41,10 @@
 //   #documents > li.document-item[data-id][data-status=processing|ready|failed]
 //       (.document-title .document-state button.delete-document), #more-documents,
 //       #documents-status[data-kind=done|error]
-//   #upload-file, #upload-status[data-status=uploading|processing|ready|failed][data-n-chunks]
+//   #upload-file (multiple), #upload-status[data-status=uploading|processing|ready|failed]
+//       [data-n-chunks] (one file's state; for several, their count, then the total)
+//   #upload-list > li.upload-item[data-status=waiting|uploading|processing|ready|failed]
+//       [data-n-chunks] (one per file, when several are uploaded at once)
 //   #skip-link (to #question)
 //
 // The open conversation's id is kept in session storage too (CONVERSATION_STORAGE), so
@@ -69,6 +75,10 @@
   const documentText = byId("document-text");
   const uploadInput = byId("upload-file");
   const uploadStatus = byId("upload-status");
+  const uploadList = byId("upload-list");
+  const keyHint = byId("key-hint");
+  const workspaceLine = byId("workspace");
+  const workspaceName = byId("workspace-name");
   const documentList = byId("documents");
   const moreDocuments = byId("more-documents");
   const documentsStatus = byId("documents-status");
@@ -151,7 +161,45 @@
   /** The sentence for a failure; a refused key's is cleared once a key works. */
   function showError(error) {
     showStatus(describe(error));
-    if (error instanceof ApiError && error.status === 401) statusLine.dataset.kind = "key";
+    if (error instanceof ApiError && error.status === 401) {
+      statusLine.dataset.kind = "key";
+      showKeyHint();
+    }
+  }
+
+  // ---- The key's workspace ------------------------------------------------------------
+
+  /** No key accepted (none yet, forgotten or refused): say which key to paste. */
+  function showKeyHint() {
+    keyHint.hidden = false;
+    workspaceLine.hidden = true;
+    workspaceName.textContent = "";
+    delete workspaceLine.dataset.workspace;
+  }
+
+  /** A key was accepted: name the workspace it opens, in place of the hint. */
+  function showWorkspace(name) {
+    workspaceName.textContent = name;
+    workspaceLine.dataset.workspace = name;
+    workspaceLine.hidden = false;
+    keyHint.hidden = true;
+  }
+
+  /** Ask which workspace the pasted key opens (GET v1/workspace) and name it; with no
+   * key, or one refused, the hint stays. The answer for a key replaced meanwhile is
+   * dropped. A failure is said by the list loads that run beside this one. */
+  async function refreshWorkspace() {
+    const key = keyInput.value.trim();
+    if (!key) {
+      showKeyHint();
+      return;
+    }
+    try {
+      const body = await (await api("v1/workspace")).json();
+      if (keyInput.value.trim() === key) showWorkspace(String(body.workspace));
+    } catch {
+      if (keyInput.value.trim() === key) showKeyHint();
+    }
   }
 
   function clearStatus() {
@@ -1768,20 +1816,23 @@
 
   // ---- Uploads ------------------------------------------------------------------------
 
-  function showUpload(state, message, chunks) {
-    uploadStatus.dataset.status = state;
-    if (chunks !== undefined) uploadStatus.dataset.nChunks = String(chunks);
-    else delete uploadStatus.dataset.nChunks;
-    uploadStatus.textContent = message;
-    uploadStatus.hidden = false;
+  /** Show an upload's state on `target`: #upload-status, or a file's line of
+   * #upload-list. */
+  function showUpload(target, state, message, chunks) {
+    target.dataset.status = state;
+    if (chunks !== undefined) target.dataset.nChunks = String(chunks);
+    else delete target.dataset.nChunks;
+    target.textContent = message;
+    target.hidden = false;
   }
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  /** Upload the file, then poll its document every 0.5 s until ready or failed; the
-   * document list shows it from the start and is reloaded when it is done. */
-  async function upload(file) {
-    showUpload("uploading", `Uploading ${file.name}…`);
+  /** Upload the file, then poll its document every 0.5 s until ready or failed, telling
+   * `show(state, message, chunks)` each state; the document list shows it from the start
+   * and is reloaded when it is done. Resolves to its last state and chunks. */
+  async function upload(file, show) {
+    show("uploading", `Uploading ${file.name}…`);
     try {
       const data = new FormData();
       data.append("file", file, file.name);
@@ -1791,7 +1842,7 @@
       refreshDocuments().catch(() => {});
       while (doc.status === "processing") {
         const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
-        showUpload("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
+        show("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
         updateDocument(doc);
         await sleep(500);
         doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
@@ -1801,15 +1852,46 @@
       });
       if (doc.status === "ready") {
         const s = doc.n_chunks === 1 ? "" : "s";
-        showUpload("ready", `${name}: ready, ${doc.n_chunks} chunk${s}.`, doc.n_chunks);
+        show("ready", `${name}: ready, ${doc.n_chunks} chunk${s}.`, doc.n_chunks);
       } else {
-        showUpload("failed", `${name}: failed: ${doc.error || doc.status}`, doc.n_chunks);
+        show("failed", `${name}: failed: ${doc.error || doc.status}`, doc.n_chunks);
       }
+      return { state: doc.status === "ready" ? "ready" : "failed", chunks: doc.n_chunks };
     } catch (error) {
-      showUpload("failed", `${file.name}: ${describe(error)}`);
-    } finally {
-      uploadInput.value = "";
+      show("failed", `${file.name}: ${describe(error)}`);
+      return { state: "failed", chunks: 0 };
     }
+  }
+
+  /** Upload the chosen files one after another, each polled until done: the server
+   * ingests one at a time, and the polls stay far under the key's rate limit. One file
+   * is shown in #upload-status alone; several get a line each in #upload-list, while
+   * #upload-status counts them and, at the end, sums them up. */
+  async function uploadFiles(files) {
+    uploadList.replaceChildren();
+    uploadList.hidden = true;
+    if (files.length === 1) {
+      await upload(files[0], (...state) => showUpload(uploadStatus, ...state));
+      return;
+    }
+    const items = files.map((file) => {
+      const item = element("li", "upload-item");
+      item.dir = "auto";
+      showUpload(item, "waiting", `${file.name}: waiting…`);
+      return item;
+    });
+    uploadList.replaceChildren(...items);
+    uploadList.hidden = false;
+    const results = [];
+    for (const [i, file] of files.entries()) {
+      showUpload(uploadStatus, "uploading", `Uploading ${files.length} files: ${i} done…`);
+      results.push(await upload(file, (...state) => showUpload(items[i], ...state)));
+    }
+    const ready = results.filter((r) => r.state === "ready").length;
+    const failed = results.length - ready;
+    const chunks = results.reduce((sum, r) => sum + (r.chunks || 0), 0);
+    const summary = `${results.length} files: ${ready} ready${failed ? `, ${failed} failed` : ""}.`;
+    showUpload(uploadStatus, failed ? "failed" : "ready", summary, chunks);
   }
 
   // ---- Wiring -------------------------------------------------------------------------
@@ -1821,12 +1903,16 @@
     // Storage switched off: nothing kept.
   }
   keyInput.value = loadKey();
-  keyInput.addEventListener("input", () => saveKey(keyInput.value.trim()));
+  keyInput.addEventListener("input", () => {
+    saveKey(keyInput.value.trim());
+    if (!keyInput.value.trim()) showKeyHint();
+  });
   // A conversation belongs to the workspace of the key that started it.
   keyInput.addEventListener("change", () => {
     forgetConversation();
     clearLog();
     clearDocumentsStatus();
+    refreshWorkspace();
     refreshList().catch(showError);
     refreshDocuments().catch(showError);
   });
@@ -1834,6 +1920,7 @@
   forgetButton.addEventListener("click", () => {
     keyInput.value = "";
     saveKey("");
+    showKeyHint();
     forgetConversation();
     clearLog();
     conversationList.replaceChildren();
@@ -1918,8 +2005,10 @@
   });
 
   uploadInput.addEventListener("change", () => {
-    const file = uploadInput.files && uploadInput.files[0];
-    if (file) upload(file);
+    const files = [...(uploadInput.files || [])];
+    // Cleared at once (the File objects stay readable), so the same files can be chosen again.
+    uploadInput.value = "";
+    if (files.length) uploadFiles(files);
   });
 
   form.addEventListener("submit", (event) => {
@@ -1944,6 +2033,7 @@
   // still exists), and be ready for a question.
   if (keyInput.value.trim()) {
     const reopen = loadConversationId();
+    refreshWorkspace();
     refreshList()
       .then(() => (reopen ? selectConversation(reopen, true) : undefined))
       .catch(showError);
