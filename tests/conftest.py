@@ -31,7 +31,6 @@ from convrag.services import Services, open_services  # noqa: E402
 from convrag.testing.openai_stub import OpenAIStub, Reply  # noqa: E402
 from tests.serving import scratch_dir  # noqa: E402
 
-
 #: Fixtures that start the embedded stack (or a server over it).
 STACK_FIXTURES = frozenset({"services", "data_dir", "settings"})
 #: Modules whose tests start processes of their own (servers, a browser, the CLI, pip).

@@ -170,7 +170,7 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
         title="convrag",
         version=__version__,
         description="Conversational RAG over a workspace's documents. Streams answers with "
-        "`[n]` citations as server-sent events; see the README for the event types.",
+        "`[n]` citations as server-sent events; docs/api.md lists the event types.",
         lifespan=lifespan,
     )
     limits = settings or (services.settings if services else Settings())
