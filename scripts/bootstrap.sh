@@ -4,11 +4,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+# say MESSAGE: one line of progress, with the time of day.
+say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+# still_working WHAT: pass a command's lines through, indented, and say that WHAT is still
+# at work after 8 s without a line (pip is silent while it unpacks a large wheel).
+still_working() {
+  local line quiet=0
+  while :; do
+    if IFS= read -r -t 8 line; then
+      printf '  %s\n' "$line"
+      quiet=0
+    elif [ $? -gt 128 ]; then
+      quiet=$((quiet + 8))
+      printf '  ... %s still at work (%d s since its last line)\n' "$1" "$quiet"
+    else
+      break
+    fi
+  done
+}
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "convrag needs Python >= 3.11 (found: $("$PYTHON" --version 2>&1)); set PYTHON=..." >&2
   exit 1
 fi
 if [ ! -x .venv/bin/python ]; then
+  say "creating the virtual environment .venv (a few seconds)"
   "$PYTHON" -m venv .venv
 elif [ ! -L .venv ] && compgen -G ".venv/.convrag-installed-*" >/dev/null; then
   # A virtual environment records its own path (its scripts' #! lines, the editable
@@ -29,7 +48,13 @@ target="."
 [ -n "$extras" ] && target=".[$extras]"
 stamp=".venv/.convrag-installed-${extras:-base}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  say "installing convrag${extras:+ with [$extras]} and its dependencies into .venv" \
+    "(pip; about 2-3 minutes on a machine that has none of them, seconds otherwise)"
+  started=$SECONDS
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e "$target"
+  .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
+    -e "$target" 2>&1 | { grep --line-buffered -v '^Requirement already satisfied' || true; } \
+    | still_working pip
   touch "$stamp"
+  say "installed in $((SECONDS - started)) s"
 fi

@@ -26,18 +26,23 @@ fi
 if [ -n "$docs" ] && [ "${docs#/}" = "$docs" ]; then docs="$PWD/$docs"; fi
 if [ -n "$workspace" ]; then serve_args=(--workspace "$workspace" ${serve_args[@]+"${serve_args[@]}"}); fi
 cd "$(dirname "$0")/.."
+say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 scripts/bootstrap.sh
 export CONVRAG_DATA_DIR="${CONVRAG_DATA_DIR:-$PWD/.convrag}"
 export LANGSMITH_TRACING=false LANGGRAPH_CLI_NO_ANALYTICS=1
 mkdir -p "$CONVRAG_DATA_DIR"
 if [ -n "$docs" ]; then
+  say "starting the stores and reading $docs (embedding takes about a second per page)"
   # serve ingests PATH, keeps the key in $CONVRAG_DATA_DIR/NAME.key and prints it.
   exec .venv/bin/convrag serve --docs "$docs" ${serve_args[@]+"${serve_args[@]}"}
 fi
+say "starting the stores and ingesting the sample documents into workspace demo" \
+  "(about 30 s the first time, a few seconds after)"
 .venv/bin/convrag ingest src/convrag/sample_docs --workspace demo
 keyfile="$CONVRAG_DATA_DIR/demo.key"
 if [ ! -s "$keyfile" ]; then
   (umask 077 && .venv/bin/convrag keys create --workspace demo > "$keyfile")
 fi
 echo "demo workspace API key (also in $keyfile): $(cat "$keyfile")"
+say "starting the service (about 10 s until it answers)"
 exec .venv/bin/convrag serve ${serve_args[@]+"${serve_args[@]}"}

@@ -89,6 +89,9 @@ def test_a_venv_moved_or_copied_with_the_checkout_is_made_again_for_it(
     assert any(c.startswith("venv-python -m pip install") and c.endswith("-e .") for c in calls)
     assert done.stderr.startswith("note: .venv was installed for ")
     assert f"making it again for {(tmp_path / 'repo').resolve()}" in done.stderr
+    # It says what it does and how long that took, as run.sh's first minutes pass.
+    assert "installing convrag and its dependencies into .venv" in done.stdout
+    assert "installed in " in done.stdout
 
 
 @pytest.mark.parametrize("venv", ["in place", "linked"])
