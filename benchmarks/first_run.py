@@ -10,6 +10,7 @@ printing a line (issue 32: never 10 s), for each revision given, in one run:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -80,7 +81,7 @@ def first_run(revision: str, limit_s: float) -> dict[str, Any]:
     stamps.append(time.monotonic())
     os.killpg(proc.pid, 15)
     proc.wait(timeout=60)
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     shutil.rmtree(work, ignore_errors=True)
     return {
         "revision": revision,
