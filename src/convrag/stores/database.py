@@ -1,12 +1,21 @@
 """The relational store: one PostgreSQL connection pool, the schema's migrations, and
-the graph's checkpointer, composed with the parts that hold each concept's rows.
+the graph's checkpointer, composed of the stores that hold each concept's rows, each an
+attribute of :class:`Database` over the one pool:
 
-* :mod:`~convrag.stores.workspaces`: a workspace's index state and its API keys;
-* :mod:`~convrag.stores.documents`: documents and their chunks;
-* :mod:`~convrag.stores.conversations`: conversations, turns, citations and feedback;
-* :mod:`~convrag.stores.checkpoints`: the graph's checkpoints, each thread kept to the
-  workspace of its conversation;
-* :mod:`~convrag.stores.base`: what they share (the pool, the workspace row, liveness);
+* :mod:`~convrag.stores.workspaces` (``workspaces``): a workspace's index state and its
+  API keys;
+* :mod:`~convrag.stores.documents` (``documents``): documents and their chunks;
+* :mod:`~convrag.stores.conversations` (``conversations``): conversations, their delete
+  marks and checkpoint threads;
+* :mod:`~convrag.stores.turns` (``turns``): their turns, started, answered or failed;
+* :mod:`~convrag.stores.feedback` (``feedback``): the ratings of answers;
+* :mod:`~convrag.stores.transcripts` (``transcripts``): answers read back with their
+  feedback and citations (:mod:`~convrag.stores.citations`), and whole conversations;
+* :mod:`~convrag.stores.checkpoints` (``checkpoints``): the graph's checkpoints, each
+  thread kept to the workspace of its conversation;
+* :mod:`~convrag.stores.records`: the records of conversations and turns;
+* :mod:`~convrag.stores.base`: what they share (the pool, the fetch helpers, the
+  workspace row, liveness);
 * :mod:`~convrag.stores.schema`: the append-only migrations :meth:`Database.setup` runs
   (the checkpoint-postgres pattern): never edit a migration that has shipped, append one.
 
@@ -32,11 +41,21 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
-from convrag.stores.base import MIGRATIONS_LOCK, OWNER_LOCKS, fetch_bool, owner_alive
+from convrag.stores.base import (
+    MIGRATIONS_LOCK,
+    OWNER_LOCKS,
+    Shared,
+    fetch_bool,
+    fetch_one,
+    owner_alive,
+)
 from convrag.stores.checkpoints import WorkspaceCheckpoints
-from convrag.stores.conversations import INTERRUPTED_TURN, ConversationStore
+from convrag.stores.conversations import ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, DocumentStore
+from convrag.stores.feedback import FeedbackStore
 from convrag.stores.schema import MIGRATIONS
+from convrag.stores.transcripts import TranscriptStore
+from convrag.stores.turns import INTERRUPTED_TURN, TurnStore
 from convrag.stores.workspaces import WorkspaceStore
 
 
@@ -101,24 +120,116 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         )
 
 
-class Database(WorkspaceStore, DocumentStore, ConversationStore):
+class Database:
     """Async access to the convrag schema through one psycopg connection pool.
 
     Construct with :meth:`from_url` (an async context manager). The pool's connections use
     autocommit and dict rows, which is also what ``AsyncPostgresSaver`` needs, so the
     checkpointer shares this pool.
+
+    It is composed of one store per concept (``db.turns``, ``db.conversations``, ...; see
+    the module docstring), which share the pool and :attr:`owner`. Each store's methods
+    are also the database's own (``db.start_turn`` is ``db.turns.start_turn``), as callers
+    have always called them; :meth:`_delegate` lists which store serves which.
     """
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]]) -> None:
         self.pool = pool
+        self._shared = Shared(pool)
         self.checkpoints = WorkspaceCheckpoints(pool)
         """The graph's checkpointer: LangGraph's Postgres saver, on this pool, refusing a
         run on another workspace's thread before it writes there."""
-        self.owner: int | None = None
+        self.workspaces = WorkspaceStore(self._shared)
+        self.documents = DocumentStore(self._shared)
+        self.conversations = ConversationStore(self._shared)
+        self.turns = TurnStore(self._shared)
+        self.feedback = FeedbackStore(self._shared)
+        self.transcripts = TranscriptStore(self._shared, self.conversations)
+        self._delegate()
+
+    def _delegate(self) -> None:
+        """Make each store's methods the database's own, by name: explicit, so that
+        mypy checks every call made through the database as one made on its store."""
+        workspaces, documents = self.workspaces, self.documents
+        self.ensure_workspace = workspaces.ensure_workspace
+        self.notify = workspaces.notify
+        self.claim_embedding_model = workspaces.claim_embedding_model
+        self.index_state = workspaces.index_state
+        self.index_version = workspaces.index_version
+        self.reindexable_chunks = workspaces.reindexable_chunks
+        self.store_reindexed = workspaces.store_reindexed
+        self.create_api_key = workspaces.create_api_key
+        self.revoke_api_key = workspaces.revoke_api_key
+        self.revoke_api_key_id = workspaces.revoke_api_key_id
+        self.find_api_keys = workspaces.find_api_keys
+        self.list_api_keys = workspaces.list_api_keys
+        self.take_request_token = workspaces.take_request_token
+        self.workspace_for_key = workspaces.workspace_for_key
+        self.get_document_by_source = documents.get_document_by_source
+        self.workspaces_with_documents = documents.workspaces_with_documents
+        self.get_document = documents.get_document
+        self.list_documents = documents.list_documents
+        self.get_documents = documents.get_documents
+        self.document_text = documents.document_text
+        self.upsert_document_status = documents.upsert_document_status
+        self.mark_stopped = documents.mark_stopped
+        self.stopped_uploads = documents.stopped_uploads
+        self.upload_in_use = documents.upload_in_use
+        self.fail_stopped_uploads = documents.fail_stopped_uploads
+        self.set_document_progress = documents.set_document_progress
+        self.existing_documents = documents.existing_documents
+        self.documents_with_content = documents.documents_with_content
+        self.replace_documents = documents.replace_documents
+        self.delete_document = documents.delete_document
+        self.chunk_rows = documents.chunk_rows
+        self.chunk_texts = documents.chunk_texts
+        self.get_chunks = documents.get_chunks
+        self.find_chunks_matching = documents.find_chunks_matching
+        self._delegate_conversations()
+
+    def _delegate_conversations(self) -> None:
+        """:meth:`_delegate` for the stores of conversations and what they hold."""
+        conversations, turns = self.conversations, self.turns
+        self.create_conversation = conversations.create_conversation
+        self.list_conversations = conversations.list_conversations
+        self.get_conversation = conversations.get_conversation
+        self.rename_conversation = conversations.rename_conversation
+        self.conversation_exists = conversations.conversation_exists
+        self.mark_deleting = conversations.mark_deleting
+        self.unmark_deleting = conversations.unmark_deleting
+        self.departing_conversations = conversations.departing_conversations
+        self.delete_conversation = conversations.delete_conversation
+        self.record_thread = conversations.record_thread
+        self.checkpoint_threads = conversations.checkpoint_threads
+        self.expired_conversations = conversations.expired_conversations
+        self.start_turn = turns.start_turn
+        self.complete_turn = turns.complete_turn
+        self.save_turn = turns.save_turn
+        self.fail_turn = turns.fail_turn
+        self.fail_own_turns = turns.fail_own_turns
+        self.get_turn = turns.get_turn
+        self.recent_turns = turns.recent_turns
+        self.all_turns = turns.all_turns
+        self.turn_orphaned = turns.turn_orphaned
+        self.turn_answered_elsewhere = turns.turn_answered_elsewhere
+        self.save_feedback = self.feedback.save_feedback
+        self.turn_details = self.transcripts.turn_details
+        self.transcript = self.transcripts.transcript
+        self.citations = self.transcripts.citations
+
+    @property
+    def owner(self) -> int | None:
         """This process's liveness key, recorded on the turns it starts: while it holds
         the advisory lock (:data:`OWNER_LOCKS`, ``owner``), its ``processing`` turns are
         being answered; once it is gone (killed, crashed), they are orphans that another
-        message may take over at once instead of after :data:`BUSY_FOR_S`."""
+        message may take over at once instead of after
+        :data:`~convrag.stores.base.BUSY_FOR_S`. None until :meth:`from_url` holds the
+        lock. Every store reads it from :class:`~convrag.stores.base.Shared`."""
+        return self._shared.owner
+
+    @owner.setter
+    def owner(self, owner: int | None) -> None:
+        self._shared.owner = owner
 
     @asynccontextmanager
     async def _liveness_lock(self, url: str) -> AsyncIterator[None]:
@@ -191,7 +302,7 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
     async def delete_checkpoints(self, conversation_id: str) -> None:
         """Delete a conversation's checkpoints: those of its own thread id and of every
         other thread id it was answered under (:meth:`checkpoint_threads`)."""
-        for thread_id in await self.checkpoint_threads(conversation_id):
+        for thread_id in await self.conversations.checkpoint_threads(conversation_id):
             await self.checkpoints.adelete_thread(thread_id)
 
     async def prune_checkpoints(self, thread_id: str) -> bool:
@@ -226,9 +337,7 @@ class Database(WorkspaceStore, DocumentStore, ConversationStore):
             # Several processes may start at once: serialise them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATIONS_LOCK,))
             await conn.execute(MIGRATIONS[0])
-            row = await (
-                await conn.execute("SELECT max(v) AS v FROM convrag_migrations")
-            ).fetchone()
+            row = await fetch_one(conn, "SELECT max(v) AS v FROM convrag_migrations")
             done = -1 if row is None or row["v"] is None else int(row["v"])
             ran = 0
             for version in range(done + 1, len(MIGRATIONS)):

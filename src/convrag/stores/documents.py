@@ -9,7 +9,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from convrag.ids import is_uuid
-from convrag.stores.base import After, PooledStore
+from convrag.stores.base import After, PooledStore, fetch_all, fetch_one
 
 INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
 """The reason restart recovery gives a document left ``processing`` by a dead process."""
@@ -108,37 +108,37 @@ class DocumentWrite:
     chunk_metadata: Sequence[dict[str, Any]] | None = None
 
 
+#: A chunk's columns as :class:`ChunkRow` takes them (``c``: the chunk, ``d``: its document).
+_CHUNK_COLUMNS = """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
+                          c.text, d.title, d.source, (c.metadata->>'page')::int AS page,
+                          c.metadata->'heading' AS heading
+                   FROM chunks c JOIN documents d ON d.id = c.document_id"""
+
+
 class DocumentStore(PooledStore):
     """A workspace's documents, their ingest status, and their chunks."""
 
     async def get_document_by_source(self, workspace_id: str, source: str) -> dict[str, Any] | None:
-        async with self.pool.connection() as conn:
-            return await (
-                await conn.execute(
-                    "SELECT * FROM documents WHERE workspace_id = %s AND source = %s",
-                    (workspace_id, source),
-                )
-            ).fetchone()
+        """The row of the workspace's document from ``source``; None when there is none."""
+        return await self.fetch_one(
+            "SELECT * FROM documents WHERE workspace_id = %s AND source = %s",
+            (workspace_id, source),
+        )
 
     async def workspaces_with_documents(self) -> list[str]:
         """The ids of the workspaces that hold a document, sorted: what a mistyped
         workspace name was probably meant to be."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute("SELECT DISTINCT workspace_id FROM documents ORDER BY 1")
-            ).fetchall()
+        rows = await self.fetch_all("SELECT DISTINCT workspace_id FROM documents ORDER BY 1")
         return [str(r["workspace_id"]) for r in rows]
 
     async def get_document(self, workspace_id: str, document_id: str) -> dict[str, Any] | None:
+        """The document's row; None when it is not a document of this workspace."""
         if not is_uuid(document_id):
             return None
-        async with self.pool.connection() as conn:
-            return await (
-                await conn.execute(
-                    "SELECT * FROM documents WHERE workspace_id = %s AND id = %s",
-                    (workspace_id, document_id),
-                )
-            ).fetchone()
+        return await self.fetch_one(
+            "SELECT * FROM documents WHERE workspace_id = %s AND id = %s",
+            (workspace_id, document_id),
+        )
 
     async def list_documents(
         self, workspace_id: str, *, limit: int | None = None, after: After | None = None
@@ -154,8 +154,7 @@ class DocumentStore(PooledStore):
         if limit is not None:
             query += " LIMIT %s"
             params.append(limit)
-        async with self.pool.connection() as conn:
-            return await (await conn.execute(query, params)).fetchall()
+        return await self.fetch_all(query, params)
 
     async def get_documents(
         self, workspace_id: str, document_ids: Sequence[str]
@@ -165,13 +164,10 @@ class DocumentStore(PooledStore):
         ids = [d for d in document_ids if is_uuid(d)]
         if not ids:
             return []
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    "SELECT * FROM documents WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
-                    (workspace_id, ids),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            "SELECT * FROM documents WHERE workspace_id = %s AND id = ANY(%s::uuid[])",
+            (workspace_id, ids),
+        )
         by_id = {str(r["id"]): r for r in rows}
         return [by_id[d.lower()] for d in dict.fromkeys(ids) if d.lower() in by_id]
 
@@ -181,21 +177,19 @@ class DocumentStore(PooledStore):
         if not is_uuid(document_id):
             return None
         async with self.pool.connection() as conn:
-            owner = await (
-                await conn.execute(
-                    "SELECT 1 FROM documents WHERE workspace_id = %s AND id = %s",
-                    (workspace_id, document_id),
-                )
-            ).fetchone()
+            owner = await fetch_one(
+                conn,
+                "SELECT 1 FROM documents WHERE workspace_id = %s AND id = %s",
+                (workspace_id, document_id),
+            )
             if owner is None:
                 return None
-            rows = await (
-                await conn.execute(
-                    "SELECT text FROM chunks WHERE workspace_id = %s AND document_id = %s "
-                    "ORDER BY position",
-                    (workspace_id, document_id),
-                )
-            ).fetchall()
+            rows = await fetch_all(
+                conn,
+                "SELECT text FROM chunks WHERE workspace_id = %s AND document_id = %s "
+                "ORDER BY position",
+                (workspace_id, document_id),
+            )
         return join_chunks([r["text"] for r in rows])
 
     async def upsert_document_status(
@@ -215,97 +209,84 @@ class DocumentStore(PooledStore):
         ``upload_path`` is the saved file a ``processing`` upload is read from. The title
         is the one being ingested, so an upload's answer shows what the ingest stores."""
         await self.ensure_workspace(workspace_id)
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                """INSERT INTO documents (id, workspace_id, source, title, content_hash, status,
-                                          error, metadata, upload_path)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (workspace_id, source) DO UPDATE
-                   SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
-                       title = EXCLUDED.title,
-                       upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
-                       updated_at = now()""",
-                (
-                    document_id,
-                    workspace_id,
-                    source,
-                    title,
-                    content_hash,
-                    status,
-                    error,
-                    Jsonb(metadata or {}),
-                    upload_path,
-                ),
-            )
+        await self.execute(
+            """INSERT INTO documents (id, workspace_id, source, title, content_hash, status,
+                                      error, metadata, upload_path)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (workspace_id, source) DO UPDATE
+               SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
+                   title = EXCLUDED.title,
+                   upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
+                   updated_at = now()""",
+            (
+                document_id,
+                workspace_id,
+                source,
+                title,
+                content_hash,
+                status,
+                error,
+                Jsonb(metadata or {}),
+                upload_path,
+            ),
+        )
 
     async def mark_stopped(self, workspace_id: str, document_ids: Sequence[str]) -> None:
         """Flag ``processing`` documents whose ingest a shutdown stopped: the next start
         resumes them (:meth:`stopped_uploads`) instead of waiting to call them failed."""
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                """UPDATE documents SET interrupted = true, error = %s, updated_at = now()
-                   WHERE workspace_id = %s AND id = ANY(%s::uuid[]) AND status = 'processing'""",
-                (STOPPED_DOCUMENT, workspace_id, list(document_ids)),
-            )
+        await self.execute(
+            """UPDATE documents SET interrupted = true, error = %s, updated_at = now()
+               WHERE workspace_id = %s AND id = ANY(%s::uuid[]) AND status = 'processing'""",
+            (STOPPED_DOCUMENT, workspace_id, list(document_ids)),
+        )
 
     async def stopped_uploads(self) -> list[tuple[str, str | None]]:
         """(workspace id, saved file) of each upload a shutdown stopped, once per file; the
         file is None when it was not recorded."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT DISTINCT workspace_id, upload_path FROM documents
-                       WHERE status = 'processing' AND interrupted"""
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            """SELECT DISTINCT workspace_id, upload_path FROM documents
+               WHERE status = 'processing' AND interrupted"""
+        )
         return [(r["workspace_id"], r["upload_path"]) for r in rows]
 
     async def upload_in_use(self, workspace_id: str, upload_path: str) -> bool:
         """Whether a document of the workspace still keeps the saved upload
         ``upload_path`` as its original (the other records of a ``.jsonl`` file)."""
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT 1 FROM documents WHERE workspace_id = %s AND upload_path = %s LIMIT 1",
-                    (workspace_id, upload_path),
-                )
-            ).fetchone()
+        row = await self.fetch_one(
+            "SELECT 1 FROM documents WHERE workspace_id = %s AND upload_path = %s LIMIT 1",
+            (workspace_id, upload_path),
+        )
         return row is not None
 
     async def fail_stopped_uploads(self, workspace_id: str, upload_path: str | None) -> None:
         """Give up on the stopped upload of ``upload_path`` (its file is gone)."""
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                """UPDATE documents SET status = 'failed', interrupted = false, error = %s,
-                          updated_at = now()
-                   WHERE workspace_id = %s AND status = 'processing' AND interrupted
-                     AND upload_path IS NOT DISTINCT FROM %s""",
-                (INTERRUPTED_DOCUMENT, workspace_id, upload_path),
-            )
+        await self.execute(
+            """UPDATE documents SET status = 'failed', interrupted = false, error = %s,
+                      updated_at = now()
+               WHERE workspace_id = %s AND status = 'processing' AND interrupted
+                 AND upload_path IS NOT DISTINCT FROM %s""",
+            (INTERRUPTED_DOCUMENT, workspace_id, upload_path),
+        )
 
     async def set_document_progress(
         self, workspace_id: str, document_id: str, done: int, total: int
     ) -> None:
         """Record how many of a processing document's chunks are embedded so far."""
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now()
-                   WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
-                (done, total, workspace_id, document_id),
-            )
+        await self.execute(
+            """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now()
+               WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
+            (done, total, workspace_id, document_id),
+        )
 
     async def existing_documents(
         self, workspace_id: str, sources: Sequence[str]
     ) -> dict[str, tuple[str, str]]:
         """{source: (document_id, content_hash)} of the sources already stored."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    "SELECT source, id::text AS id, content_hash, status FROM documents "
-                    "WHERE workspace_id = %s AND source = ANY(%s)",
-                    (workspace_id, list(sources)),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            "SELECT source, id::text AS id, content_hash, status FROM documents "
+            "WHERE workspace_id = %s AND source = ANY(%s)",
+            (workspace_id, list(sources)),
+        )
         return {
             r["source"]: (r["id"], r["content_hash"] if r["status"] == "ready" else "")
             for r in rows
@@ -318,14 +299,11 @@ class DocumentStore(PooledStore):
         ``content_hashes``."""
         if not content_hashes:
             return []
-        async with self.pool.connection() as conn:
-            return await (
-                await conn.execute(
-                    "SELECT * FROM documents WHERE workspace_id = %s AND status = 'ready' "
-                    "AND content_hash = ANY(%s)",
-                    (workspace_id, list(content_hashes)),
-                )
-            ).fetchall()
+        return await self.fetch_all(
+            "SELECT * FROM documents WHERE workspace_id = %s AND status = 'ready' "
+            "AND content_hash = ANY(%s)",
+            (workspace_id, list(content_hashes)),
+        )
 
     async def replace_documents(self, workspace_id: str, docs: Sequence[DocumentWrite]) -> None:
         """Write documents and their chunks, replacing old chunks, in one transaction."""
@@ -384,6 +362,9 @@ class DocumentStore(PooledStore):
             )
 
     async def delete_document(self, workspace_id: str, document_id: str) -> bool:
+        """Delete the document and (by foreign key) its chunks, and move the workspace's
+        ``index_version`` so the search engines reload; False when it is not a document of
+        this workspace. Its vectors in Milvus are the caller's to delete."""
         if not is_uuid(document_id):
             return False
         async with self.pool.connection() as conn, conn.transaction():
@@ -400,17 +381,14 @@ class DocumentStore(PooledStore):
     async def chunk_rows(self, workspace_id: str) -> list[IndexedChunk]:
         """Every chunk of a workspace with what the in-process search engines load: its
         text, its stored vector, and the labels its hits carry (title, PDF page)."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
-                              c.embedding, d.title, (c.metadata->>'page')::int AS page,
-                              c.metadata->'heading' AS heading
-                       FROM chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
-                    (workspace_id,),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
+                      c.embedding, d.title, (c.metadata->>'page')::int AS page,
+                      c.metadata->'heading' AS heading
+               FROM chunks c JOIN documents d ON d.id = c.document_id
+               WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
+            (workspace_id,),
+        )
         return [IndexedChunk(**r) for r in rows]
 
     async def chunk_texts(self, workspace_id: str) -> list[tuple[str, str, str]]:
@@ -423,33 +401,21 @@ class DocumentStore(PooledStore):
         ids = [c for c in chunk_ids if is_uuid(c)]
         if not ids:
             return []
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page,
-                              c.metadata->'heading' AS heading
-                       FROM chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.workspace_id = %s AND c.id = ANY(%s::uuid[])""",
-                    (workspace_id, ids),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            f"""{_CHUNK_COLUMNS}
+               WHERE c.workspace_id = %s AND c.id = ANY(%s::uuid[])""",
+            (workspace_id, ids),
+        )
         return [ChunkRow(**r) for r in rows]
 
     async def find_chunks_matching(
         self, workspace_id: str, pattern: str, limit: int = 3
     ) -> list[ChunkRow]:
         """Chunks whose text matches a POSIX regex (case-insensitive), in document order."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id::text AS id, c.document_id::text AS document_id, c.position,
-                              c.text, d.title, d.source, (c.metadata->>'page')::int AS page,
-                              c.metadata->'heading' AS heading
-                       FROM chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.workspace_id = %s AND c.text ~* %s
-                       ORDER BY d.updated_at DESC, c.position LIMIT %s""",
-                    (workspace_id, pattern, limit),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            f"""{_CHUNK_COLUMNS}
+               WHERE c.workspace_id = %s AND c.text ~* %s
+               ORDER BY d.updated_at DESC, c.position LIMIT %s""",
+            (workspace_id, pattern, limit),
+        )
         return [ChunkRow(**r) for r in rows]

@@ -39,6 +39,12 @@ class ApiKeyRecord:
         return self.revoked_at is not None
 
 
+#: An API key's columns as :class:`ApiKeyRecord` takes them.
+_KEY_COLUMNS = f"""SELECT id::text AS id, prefix,
+                        left(key_hash, {FINGERPRINT_CHARS}) AS fingerprint, created_at, revoked_at
+                 FROM api_keys"""
+
+
 #: One request against a key's bucket (see :meth:`Database.take_request_token`): refill
 #: ``cap`` tokens per minute since the last request, capped at ``cap``, then take one if
 #: a whole one is there.
@@ -60,29 +66,22 @@ class WorkspaceStore(PooledStore):
     async def claim_embedding_model(self, workspace_id: str, model: str) -> str:
         """The embedding model of the workspace's vectors: the recorded one, or ``model``
         recorded now when none is (a new workspace, or one from before the record)."""
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    """INSERT INTO workspaces (id, embedding_model) VALUES (%s, %s)
-                       ON CONFLICT (id) DO UPDATE SET embedding_model =
-                           COALESCE(workspaces.embedding_model, EXCLUDED.embedding_model)
-                       RETURNING embedding_model""",
-                    (workspace_id, model),
-                )
-            ).fetchone()
+        row = await self.fetch_one(
+            """INSERT INTO workspaces (id, embedding_model) VALUES (%s, %s)
+               ON CONFLICT (id) DO UPDATE SET embedding_model =
+                   COALESCE(workspaces.embedding_model, EXCLUDED.embedding_model)
+               RETURNING embedding_model""",
+            (workspace_id, model),
+        )
         assert row is not None
         return str(row["embedding_model"])
 
     async def index_state(self, workspace_id: str) -> tuple[int, str | None]:
         """The workspace's ``index_version`` and the embedding model of its vectors (None
         when not recorded), in one read."""
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT index_version, embedding_model FROM workspaces WHERE id = %s",
-                    (workspace_id,),
-                )
-            ).fetchone()
+        row = await self.fetch_one(
+            "SELECT index_version, embedding_model FROM workspaces WHERE id = %s", (workspace_id,)
+        )
         if row is None:
             return 0, None
         return int(row["index_version"]), row["embedding_model"]
@@ -92,16 +91,13 @@ class WorkspaceStore(PooledStore):
     ) -> list[tuple[str, str, str, str | None, list[str] | None]]:
         """Every (chunk_id, document_id, text, document title, headings) of a workspace,
         in document order: what ingest embedded, to embed again."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title,
-                              c.metadata->'heading' AS heading
-                       FROM chunks c JOIN documents d ON d.id = c.document_id
-                       WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
-                    (workspace_id,),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title,
+                      c.metadata->'heading' AS heading
+               FROM chunks c JOIN documents d ON d.id = c.document_id
+               WHERE c.workspace_id = %s ORDER BY c.document_id, c.position""",
+            (workspace_id,),
+        )
         return [(r["id"], r["d"], r["text"], r["title"], r["heading"]) for r in rows]
 
     async def store_reindexed(
@@ -126,27 +122,27 @@ class WorkspaceStore(PooledStore):
                 )
 
     async def index_version(self, workspace_id: str) -> int:
+        """The workspace's ``index_version``: it moves whenever its chunks change, so
+        the in-process search engines reload when it is not the one they loaded."""
         return (await self.index_state(workspace_id))[0]
 
     async def create_api_key(self, workspace_id: str) -> str:
         """Issue a new key for the workspace; only its hash is stored."""
         await self.ensure_workspace(workspace_id)
         key = "crk_" + secrets.token_urlsafe(32)
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO api_keys (workspace_id, key_hash, prefix) VALUES (%s, %s, %s)",
-                (workspace_id, hash_key(key), key[:8]),
-            )
+        await self.execute(
+            "INSERT INTO api_keys (workspace_id, key_hash, prefix) VALUES (%s, %s, %s)",
+            (workspace_id, hash_key(key), key[:8]),
+        )
         return key
 
     async def revoke_api_key(self, key: str) -> bool:
         """Revoke a key; returns False when it was unknown or already revoked."""
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                "UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s AND revoked_at IS NULL",
-                (hash_key(key),),
-            )
-            return cur.rowcount > 0
+        revoked = await self.execute(
+            "UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s AND revoked_at IS NULL",
+            (hash_key(key),),
+        )
+        return revoked > 0
 
     async def find_api_keys(self, ref: str, workspace_id: str | None = None) -> list[ApiKeyRecord]:
         """The keys, revoked ones included, that ``ref`` names the way ``keys list`` shows
@@ -154,37 +150,25 @@ class WorkspaceStore(PooledStore):
         fingerprint or the start of it; only the workspace's when ``workspace_id`` is given.
         """
         escaped = ref.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT id::text AS id, prefix,
-                              left(key_hash, %(fp)s) AS fingerprint, created_at, revoked_at
-                       FROM api_keys
-                       WHERE (%(ws)s::text IS NULL OR workspace_id = %(ws)s)
-                         AND (key_hash = %(hash)s OR prefix = %(ref)s
-                              OR id::text LIKE %(start)s OR key_hash LIKE %(start)s)
-                       ORDER BY created_at, id""",
-                    {
-                        "fp": FINGERPRINT_CHARS,
-                        "ws": workspace_id,
-                        "hash": hash_key(ref),
-                        "ref": ref,
-                        "start": escaped + "%",
-                    },
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            f"""{_KEY_COLUMNS}
+               WHERE (%(ws)s::text IS NULL OR workspace_id = %(ws)s)
+                 AND (key_hash = %(hash)s OR prefix = %(ref)s
+                      OR id::text LIKE %(start)s OR key_hash LIKE %(start)s)
+               ORDER BY created_at, id""",
+            {"ws": workspace_id, "hash": hash_key(ref), "ref": ref, "start": escaped + "%"},
+        )
         return [ApiKeyRecord(**r) for r in rows]
 
     async def revoke_api_key_id(self, key_id: str) -> bool:
         """Revoke the key with this id; False when it is unknown or already revoked."""
         if not is_uuid(key_id):
             return False
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
-                (key_id,),
-            )
-            return cur.rowcount > 0
+        revoked = await self.execute(
+            "UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
+            (key_id,),
+        )
+        return revoked > 0
 
     async def take_request_token(self, key: str, per_minute: int) -> float | None:
         """Count one request of API key ``key`` against its token bucket of ``per_minute``
@@ -194,10 +178,7 @@ class WorkspaceStore(PooledStore):
         One statement: every worker sharing this database shares the bucket, and a
         request pays one round trip. A refused request takes no token.
         """
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(_TAKE_TOKEN, {"k": hash_key(key), "cap": float(per_minute)})
-            ).fetchone()
+        row = await self.fetch_one(_TAKE_TOKEN, {"k": hash_key(key), "cap": float(per_minute)})
         if row is None or row["passed"]:
             return None
         return (1.0 - float(row["tokens"])) * 60.0 / per_minute
@@ -205,23 +186,16 @@ class WorkspaceStore(PooledStore):
     async def list_api_keys(self, workspace_id: str) -> list[ApiKeyRecord]:
         """The workspace's keys, oldest first, revoked ones included; never the keys
         themselves (only their hashes are stored)."""
-        async with self.pool.connection() as conn:
-            rows = await (
-                await conn.execute(
-                    """SELECT id::text AS id, prefix,
-                              left(key_hash, %s) AS fingerprint, created_at, revoked_at
-                       FROM api_keys WHERE workspace_id = %s ORDER BY created_at, id""",
-                    (FINGERPRINT_CHARS, workspace_id),
-                )
-            ).fetchall()
+        rows = await self.fetch_all(
+            f"{_KEY_COLUMNS} WHERE workspace_id = %(ws)s ORDER BY created_at, id",
+            {"ws": workspace_id},
+        )
         return [ApiKeyRecord(**r) for r in rows]
 
     async def workspace_for_key(self, key: str) -> str | None:
-        async with self.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT workspace_id FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL",
-                    (hash_key(key),),
-                )
-            ).fetchone()
+        """The workspace of API key ``key``; None when it is unknown or revoked."""
+        row = await self.fetch_one(
+            "SELECT workspace_id FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL",
+            (hash_key(key),),
+        )
         return None if row is None else str(row["workspace_id"])
