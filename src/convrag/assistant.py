@@ -311,8 +311,7 @@ def conflicts(exc: BaseException) -> bool:
     """Whether a run was refused for another run's sake: its turn id names another
     run's turn, its conversation answers another message or is being deleted. That
     turn, if any, is not this run's to mark or to answer with."""
-    from convrag.nodes.load_history import ConversationBusy, TurnConflict
-    from convrag.stores.conversations import ConversationInUse
+    from convrag.errors import ConversationBusy, ConversationInUse, TurnConflict
 
     return isinstance(exc, (TurnConflict, ConversationBusy, ConversationInUse))
 

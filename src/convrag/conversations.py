@@ -18,7 +18,7 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from convrag.stores.conversations import ConversationInUse
+from convrag.errors import ConversationInUse
 
 if TYPE_CHECKING:
     from convrag.assistant import Assistant

@@ -28,6 +28,12 @@ stored as ``failed`` with :data:`~convrag.assistant.STOPPED_TURN`.
 Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 ``POST /v1/chat/completions``) start turns here and build their JSON reply with
 :func:`answer_out`, so the two give the same answer in the same shape.
+
+This module is the run itself: the runner's books (one turn at a time per conversation),
+starting, stopping and shutting down, and each turn's task. The stream it writes (the
+events, :func:`drain`, keep-alives) is :mod:`convrag.api.turn_stream`; the replies it
+builds (the ``done`` event, :func:`answer_out`, :func:`stored_answer`) are
+:mod:`convrag.api.turn_replies`. Their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -44,24 +50,52 @@ from typing import Any, cast
 
 from fastapi import HTTPException
 
-from convrag.answering.abstention import assurance_of
-from convrag.api.errors import not_found, plain_reason, unavailable
+from convrag.api.errors import plain_reason, unavailable
 from convrag.api.metrics import TURNS, observe_turn
-from convrag.api.schemas import AnswerOut, CitationOut, RagOptions
-from convrag.assistant import STOPPED_TURN, Assistant, conflicts, failure_reason
-from convrag.citations import markers
-from convrag.context import Context
-from convrag.embeddings import EmbeddingMismatch
-from convrag.nodes.load_history import BUSY
-from convrag.records import Citation, SourceOut
-from convrag.services import Services
-from convrag.state import InputState, repetition_detected
-from convrag.stores.conversations import (
-    ANSWERING,
-    BEING_DELETED,
-    ConversationInUse,
-    TurnRecord,
+from convrag.api.schemas import AnswerOut, RagOptions
+from convrag.api.turn_replies import (
+    TurnResult,
+    answer_out,
+    done_event,
+    failure_code,
+    state_done,
+    stored_answer,
 )
+from convrag.api.turn_stream import (
+    KEEPALIVE,
+    KEEPALIVE_COMMENT,
+    SSE_HEADERS,
+    Event,
+    TurnEvents,
+    drain,
+)
+from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
+from convrag.context import Context
+from convrag.errors import ANSWERING, BEING_DELETED, ConversationBusyHere, ConversationInUse
+from convrag.services import Services
+from convrag.state import InputState
+
+__all__ = [
+    "ANSWERED_WAIT_S",
+    "KEEPALIVE",
+    "KEEPALIVE_COMMENT",
+    "NOT_STOPPED",
+    "SHUTTING_DOWN",
+    "SSE_HEADERS",
+    "STOP_ASK_AGAIN_S",
+    "STOP_CHANNEL",
+    "STOP_POLL_S",
+    "STOP_WAIT_S",
+    "Event",
+    "TurnResult",
+    "TurnRunner",
+    "answer_out",
+    "done_event",
+    "drain",
+    "stored_answer",
+    "turn_context",
+    "turn_id_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -91,36 +125,6 @@ NOT_STOPPED = (
     "the answer is being written by another worker, which did not stop it in time; retry the stop"
 )
 
-#: Streamed replies must reach the client token by token: no caching, no proxy buffering.
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-Event = tuple[str, dict[str, Any]]
-
-
-@dataclass
-class TurnResult:
-    """What a finished turn produced (``state`` is the graph's final state)."""
-
-    state: dict[str, Any] = field(default_factory=dict)
-    sources: list[SourceOut] = field(default_factory=list)
-    error: dict[str, str] | None = None
-    stored: AnswerOut | None = None
-    """The reply read back from the store, when the run failed after ``persist`` had
-    stored its answer (:meth:`TurnRunner.answered_anyway`)."""
-    unavailable: str | None = None
-    """What the 503 of a failed turn says (:func:`~convrag.api.errors.plain_reason`): the
-    ``error`` event's short reason may name an exception's class."""
-
-
-class ConversationBusy(ConversationInUse):
-    """A message arrived while the conversation is still answering another, or is being
-    deleted; or a delete while it answers. The message says which. This process's own
-    books found it, before the database's (:class:`ConversationInUse`) would."""
-
-    def __init__(self, message: str = BUSY) -> None:
-        super().__init__(message)
-
-
 #: Turn ids of idempotency keys: uuid5 in this namespace of "workspace/conversation/key".
 _TURN_KEY_NS = uuid.UUID("5b0c6f43-2d8e-4c51-9d0e-7a4f1e6b2c90")
 
@@ -136,6 +140,24 @@ def _key(workspace_id: str, conversation_id: str) -> str:
     another workspace's message to the same id is never told it is busy (it gets the same
     404 as for any unknown id)."""
     return f"{workspace_id}/{conversation_id}"
+
+
+@dataclass
+class _Turn:
+    """One turn's run, as :meth:`TurnRunner._run` and its helpers share it: what it
+    answers, the events it writes, and what it produced so far."""
+
+    conversation_id: str
+    payload: InputState
+    context: Context
+    events: TurnEvents
+    result: TurnResult = field(default_factory=TurnResult)
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn's id (its row's), when it has one (``turn_request``)."""
+        request = self.payload.get("turn_request")
+        return request["turn_id"] if request else None
 
 
 class TurnRunner:
@@ -171,9 +193,9 @@ class TurnRunner:
         if self.shutting_down:
             raise unavailable(SHUTTING_DOWN)
         if key in self._deleting:
-            raise ConversationBusy(BEING_DELETED)
+            raise ConversationBusyHere(BEING_DELETED)
         if key in self.active:
-            raise ConversationBusy()
+            raise ConversationBusyHere()
         request = payload.get("turn_request") or {"turn_id": str(uuid.uuid4())}
         payload = InputState(**{**payload, "turn_request": request})
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -203,20 +225,20 @@ class TurnRunner:
 
     @asynccontextmanager
     async def deleting(self, workspace_id: str, conversation_id: str) -> AsyncIterator[None]:
-        """Hold the conversation for its delete in this process: :class:`ConversationBusy`
-        now if this process is answering a message in it, until that run has ended
-        (checkpoint included), or deletes it already; and for the block, a message to it
-        is refused here without starting a run. The delete clears the vectors and
-        checkpoints before the rows, so a turn started meanwhile would write them again
-        and, once answered, bring the deleted conversation back. The other processes
-        sharing the database are held by the delete's own mark there
-        (:func:`convrag.conversations.delete_conversation`)."""
+        """Hold the conversation for its delete in this process:
+        :class:`~convrag.errors.ConversationBusyHere` now if this process is answering a
+        message in it, until that run has ended (checkpoint included), or deletes it
+        already; and for the block, a message to it is refused here without starting a
+        run. The delete clears the vectors and checkpoints before the rows, so a turn
+        started meanwhile would write them again and, once answered, bring the deleted
+        conversation back. The other processes sharing the database are held by the
+        delete's own mark there (:func:`convrag.conversations.delete_conversation`)."""
         key = _key(workspace_id, conversation_id)
         await self._finished(key)
         if key in self._deleting:
-            raise ConversationBusy(BEING_DELETED)
+            raise ConversationBusyHere(BEING_DELETED)
         if key in self.active:
-            raise ConversationBusy(ANSWERING)
+            raise ConversationBusyHere(ANSWERING)
         self._deleting.add(key)
         try:
             yield
@@ -351,70 +373,16 @@ class TurnRunner:
         context: Context,
         queue: asyncio.Queue[Event | None],
     ) -> TurnResult:
+        """The turn's task: stream the graph's run as events on ``queue``, ended by
+        ``done`` or ``error`` and then ``None``; a failure is stored on the turn here
+        (:meth:`_stopped`, :meth:`_failed`), never a broken stream."""
         started = time.perf_counter()
-        result = TurnResult()
-        text = ""
-        cited: set[str] = set()
-        sent_sources = False
-
-        def put(name: str, data: dict[str, Any]) -> None:
-            queue.put_nowait((name, data))
-
+        turn = _Turn(conversation_id, payload, context, TurnEvents(queue))
+        result = turn.result
         try:
-            async for mode, chunk in self.assistant.graph.astream(
-                payload,
-                self.assistant.config(conversation_id),
-                context=self.assistant.context(context.workspace_id, context),
-                # "updates": persist's own update arrives as it ends; the last "values"
-                # only after the run has written its checkpoint.
-                stream_mode=["custom", "values", "updates"],
-                durability=self.assistant.durability,
-            ):
-                part = cast(dict[str, Any], chunk)
-                if mode == "values":
-                    result.state = part
-                    continue
-                if mode == "updates":
-                    if "persist" in part:
-                        self._answered.add(_key(context.workspace_id, conversation_id))
-                    continue
-                event = part.get("event")
-                data = {k: v for k, v in part.items() if k != "event"}
-                if event == "sources":
-                    result.sources = data["sources"]
-                    sent_sources = True
-                    put("sources", data)
-                elif event == "token":
-                    if not sent_sources:
-                        put("sources", {"sources": []})
-                        sent_sources = True
-                    text += data["text"]
-                    put("token", data)
-                    for m in markers(text):
-                        n = int(m.group(1))
-                        if m.group(0) not in cited and 1 <= n <= len(result.sources):
-                            cited.add(m.group(0))
-                            put("citation", {"marker": m.group(0), "source": result.sources[n - 1]})
-                elif event in ("repetition", "reset"):
-                    text, cited = "", set()
-                    put(event, data)
-                elif event is not None:
-                    put(event, data)
-            state = result.state
-            observe_turn(state, time.perf_counter() - started)
-            put(
-                "done",
-                {
-                    "turn_id": state.get("turn_id"),
-                    "answer": state.get("answer", ""),
-                    "citations": [_citation(c) for c in state.get("citations", [])],
-                    "timings_ms": state.get("timings", {}),
-                    "repetition_detected": repetition_detected(state),
-                    "no_answer": bool(state.get("flags", {}).get("no_answer")),
-                    "confidence": assurance_of(state.get("flags", {})),
-                    "flags": state.get("flags", {}),
-                },
-            )
+            await self._stream(turn)
+            observe_turn(result.state, time.perf_counter() - started)
+            turn.events.put("done", state_done(result.state))
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             stopped = task in self._stopping
@@ -422,58 +390,98 @@ class TurnRunner:
                 raise
             if task is not None:
                 task.uncancel()
-            request = payload.get("turn_request")
-            if stopped:
-                TURNS.labels("stopped").inc()
-                # Stored failed before the stream says so: a client that reads `stopped`
-                # finds the conversation free for its next message.
-                if request:
-                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
-                result.error = {"code": "stopped", "message": STOPPED_TURN}
-                put("error", result.error)
-            else:
-                # Shutting down: the stream is told first, before the server cuts it;
-                # marking the turn failed is a database write.
-                TURNS.labels("error").inc()
-                result.error = {"code": "shutting_down", "message": SHUTTING_DOWN}
-                put("error", result.error)
-                if request:
-                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
+            await self._stopped(turn, exc, stopped=stopped)
         except Exception as exc:  # reported as an `error` event, never a broken stream
-            code = _code(exc)
-            request = payload.get("turn_request")
-            if code == "not_found" or isinstance(exc, ConversationInUse):
-                await self._forget_refused_run(conversation_id)
-            if code == "turn_failed" and request:
-                result.stored = await self.answered_anyway(
-                    context.workspace_id, conversation_id, request["turn_id"], exc
-                )
-            if result.stored is not None:
-                TURNS.labels("ok").inc()
-                put("done", done_event(result.stored))
-            else:
-                if code == "turn_failed":
-                    # A message refused before its turn started (404, 409, 422) is no
-                    # turn: convrag_http_errors_total counts it under its status.
-                    TURNS.labels("error").inc()
-                # A failed turn is told by its short reason: the exception's own text can
-                # quote SQL, hosts or a provider's reply.
-                message = failure_reason(exc) if code == "turn_failed" else str(exc)
-                result.error = {"code": code, "message": message[:500]}
-                result.unavailable = plain_reason(exc)
-                if request:  # the question stays stored, as `failed` with why
-                    await self.assistant.fail_turn(context.workspace_id, request["turn_id"], exc)
-                put("error", result.error)
+            await self._failed(turn, exc)
         finally:
-            queue.put_nowait(None)
+            result.sources = turn.events.sources
+            turn.events.end()
         if result.error is None:
-            # Off the turn's task: the conversation takes its next message at once.
-            settling = asyncio.get_running_loop().create_task(
-                self.assistant.settle_quietly(conversation_id)
-            )
-            self._settling.add(settling)
-            settling.add_done_callback(self._settling.discard)
+            self._settle_later(conversation_id)
         return result
+
+    async def _stream(self, turn: _Turn) -> None:
+        """Run the graph: its custom stream becomes the turn's events, its last state
+        ``result.state``; ``persist``'s update marks the conversation answered in the
+        books (:meth:`_finished`)."""
+        async for mode, chunk in self.assistant.graph.astream(
+            turn.payload,
+            self.assistant.config(turn.conversation_id),
+            context=self.assistant.context(turn.context.workspace_id, turn.context),
+            # "updates": persist's own update arrives as it ends; the last "values"
+            # only after the run has written its checkpoint.
+            stream_mode=["custom", "values", "updates"],
+            durability=self.assistant.durability,
+        ):
+            part = cast(dict[str, Any], chunk)
+            if mode == "values":
+                turn.result.state = part
+            elif mode == "updates":
+                if "persist" in part:
+                    self._answered.add(_key(turn.context.workspace_id, turn.conversation_id))
+            else:
+                turn.events.custom(part)
+
+    async def _stopped(self, turn: _Turn, exc: asyncio.CancelledError, *, stopped: bool) -> None:
+        """End a run that :meth:`stop` (``stopped``) or a shutdown (:meth:`stop_all`)
+        cancelled: its ``error`` event, and the turn stored ``failed``."""
+        if stopped:
+            TURNS.labels("stopped").inc()
+            # Stored failed before the stream says so: a client that reads `stopped`
+            # finds the conversation free for its next message.
+            await self._store_failed(turn, exc)
+            turn.result.error = {"code": "stopped", "message": STOPPED_TURN}
+            turn.events.put("error", turn.result.error)
+        else:
+            # Shutting down: the stream is told first, before the server cuts it;
+            # marking the turn failed is a database write.
+            TURNS.labels("error").inc()
+            turn.result.error = {"code": "shutting_down", "message": SHUTTING_DOWN}
+            turn.events.put("error", turn.result.error)
+            await self._store_failed(turn, exc)
+
+    async def _failed(self, turn: _Turn, exc: Exception) -> None:
+        """End a run that raised ``exc``: ``done`` when its answer was stored anyway
+        (:meth:`answered_anyway`), else its ``error`` event (:func:`failure_code`), and
+        the turn stored ``failed`` with why."""
+        code = failure_code(exc)
+        result = turn.result
+        if code == "not_found" or isinstance(exc, ConversationInUse):
+            await self._forget_refused_run(turn.conversation_id)
+        if code == "turn_failed" and turn.turn_id is not None:
+            result.stored = await self.answered_anyway(
+                turn.context.workspace_id, turn.conversation_id, turn.turn_id, exc
+            )
+        if result.stored is not None:
+            TURNS.labels("ok").inc()
+            turn.events.put("done", done_event(result.stored))
+            return
+        if code == "turn_failed":
+            # A message refused before its turn started (404, 409, 422) is no turn:
+            # convrag_http_errors_total counts it under its status.
+            TURNS.labels("error").inc()
+        # A failed turn is told by its short reason: the exception's own text can quote
+        # SQL, hosts or a provider's reply.
+        message = failure_reason(exc) if code == "turn_failed" else str(exc)
+        result.error = {"code": code, "message": message[:500]}
+        result.unavailable = plain_reason(exc)
+        await self._store_failed(turn, exc)  # the question stays stored, `failed` with why
+        turn.events.put("error", result.error)
+
+    async def _store_failed(self, turn: _Turn, exc: BaseException) -> None:
+        """Mark the turn ``failed`` because of ``exc``, when it has an id
+        (:meth:`~convrag.assistant.Assistant.fail_turn`)."""
+        if turn.turn_id is not None:
+            await self.assistant.fail_turn(turn.context.workspace_id, turn.turn_id, exc)
+
+    def _settle_later(self, conversation_id: str) -> None:
+        """Settle the conversation after its answered turn, off the turn's task: the
+        conversation takes its next message at once."""
+        settling = asyncio.get_running_loop().create_task(
+            self.assistant.settle_quietly(conversation_id)
+        )
+        self._settling.add(settling)
+        settling.add_done_callback(self._settling.discard)
 
     async def _forget_refused_run(self, conversation_id: str) -> None:
         """After a run refused because its conversation is gone (deleted since the route
@@ -505,56 +513,6 @@ class TurnRunner:
         return stored_answer(conversation_id, turn, citations)
 
 
-def _code(exc: Exception) -> str:
-    if conflicts(exc):
-        return "conflict"
-    if isinstance(exc, PermissionError):
-        return "not_found"
-    if isinstance(exc, EmbeddingMismatch):
-        return "turn_failed"  # the service's configuration, not the request: a 503
-    if isinstance(exc, ValueError):
-        return "invalid_request"
-    return "turn_failed"
-
-
-def _citation(c: Citation) -> dict[str, Any]:
-    return CitationOut.model_validate(c).model_dump()
-
-
-#: What :func:`drain` yields after ``keepalive_s`` without an event (compare with ``is``).
-KEEPALIVE: Event = ("keep-alive", {})
-
-#: An SSE comment: clients skip it, proxies see bytes and keep an idle stream open.
-KEEPALIVE_COMMENT = ": keep-alive\n\n"
-
-
-async def drain(
-    queue: asyncio.Queue[Event | None], *, keepalive_s: float | None = None
-) -> AsyncIterator[Event]:
-    """Events until the turn ends; with ``keepalive_s``, also :data:`KEEPALIVE` each time
-    that many seconds pass without one.
-
-    A stalled LLM can leave a stream silent for a minute, and proxies with a 60 s idle
-    timeout then cut it; streaming routes answer :data:`KEEPALIVE` with
-    :data:`KEEPALIVE_COMMENT`. The pending ``queue.get()`` is waited on, not cancelled,
-    between keep-alives, so no event is lost.
-    """
-    while True:
-        if keepalive_s is None:
-            item = await queue.get()
-        else:
-            getter = asyncio.ensure_future(queue.get())
-            try:
-                while not (await asyncio.wait({getter}, timeout=keepalive_s))[0]:
-                    yield KEEPALIVE
-            finally:
-                getter.cancel()  # the client went away while waiting: stop waiting too
-            item = getter.result()
-        if item is None:
-            return
-        yield item
-
-
 def turn_context(
     workspace: str, rag: RagOptions, services: Services, *, create_conversation: bool = True
 ) -> Context:
@@ -575,91 +533,4 @@ def turn_context(
         web_search=rag.web_search,
         create_conversation=create_conversation,
         **services.settings.time_limits,
-    )
-
-
-def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
-    """The JSON reply of a finished turn, or the HTTP error its failure maps to."""
-    if result.stored is not None:
-        return result.stored
-    if result.error:
-        # Bad input was refused before the turn started; a failed turn means a store or
-        # provider is down: 503, retryable.
-        if result.error["code"] == "not_found":
-            raise not_found("conversation", conversation_id)
-        if result.error["code"] == "conflict":
-            raise HTTPException(409, result.error["message"])
-        if result.error["code"] == "turn_failed":
-            raise unavailable(result.unavailable or result.error["message"])
-        if result.error["code"] == "shutting_down":
-            raise unavailable(result.error["message"])
-        if result.error["code"] == "stopped":
-            raise HTTPException(409, f"the answer was stopped ({result.error['message']})")
-        raise HTTPException(422, result.error["message"])
-    s = result.state
-    return AnswerOut(
-        conversation_id=conversation_id,
-        turn_id=s["turn_id"],
-        answer=s.get("answer", ""),
-        classification=s.get("classification", "standalone"),
-        rewritten_query=s.get("rewritten_query", s.get("message", "")),
-        sources=result.sources,
-        citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
-        repetition_detected=repetition_detected(s),
-        no_answer=bool(s.get("flags", {}).get("no_answer")),
-        confidence=assurance_of(s.get("flags", {})),
-        flags=s.get("flags", {}),
-        timings_ms=s.get("timings", {}),
-    )
-
-
-def done_event(answer: AnswerOut) -> dict[str, Any]:
-    """The data of the ``done`` event that ends a stream answering ``answer``."""
-    return {
-        "turn_id": answer.turn_id,
-        "answer": answer.answer,
-        "citations": [c.model_dump() for c in answer.citations],
-        "timings_ms": answer.timings_ms,
-        "repetition_detected": answer.repetition_detected,
-        "no_answer": answer.no_answer,
-        "confidence": answer.confidence,
-        "flags": answer.flags,
-    }
-
-
-def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citation]) -> AnswerOut:
-    """The reply of an answered (``done``) turn read back from the store: what a retry
-    of its message gets instead of a second run. Its sources are those stored with the
-    turn, each with the snippet its citation kept (empty for one the answer did not
-    cite)."""
-    snippets = {c["source_index"]: c["snippet"] for c in citations}
-    sources = [
-        SourceOut(
-            n=int(s["n"]),
-            id=str(s["id"]),
-            type=str(s["type"]),
-            document_id=s.get("document_id"),
-            title=s.get("title"),
-            url=s.get("url"),
-            score=round(float(s.get("score") or 0.0), 6),
-            snippet=snippets.get(int(s["n"]), ""),
-            page=s.get("page"),
-            section=s.get("section"),
-        )
-        for s in turn.sources
-    ]
-    meta = turn.metadata or {}
-    return AnswerOut(
-        conversation_id=conversation_id,
-        turn_id=turn.id,
-        answer=turn.answer,
-        classification=turn.intent or "standalone",
-        rewritten_query=turn.contextualized_query or turn.question,
-        sources=sources,
-        citations=[CitationOut.model_validate(c) for c in citations],
-        repetition_detected=turn.repetition_detected,
-        no_answer=turn.no_answer,
-        confidence=turn.assurance,
-        flags=turn.flags,
-        timings_ms=dict(meta.get("timings_ms") or {}),
     )

@@ -8,45 +8,11 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
+from convrag.errors import BEING_DELETED, ConversationBusy, ConversationInUse, TurnConflict
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.conversations import (
-    BEING_DELETED,
-    ConversationInUse,
-    TurnRecord,
-    TurnStart,
-    TurnStatus,
-)
-
-BUSY = (
-    "the conversation is still answering the previous message; retry when it is done "
-    "(messages are not queued)"
-)
-"""What a message to a conversation that is answering another one is told, wherever the
-check caught it (this process's turns, or the database's record of another's)."""
-
-
-class ConversationBusy(Exception):
-    """Another message of the conversation is being answered, perhaps by another process:
-    a conversation answers one message at a time."""
-
-    def __init__(self) -> None:
-        super().__init__(BUSY)
-
-
-class TurnConflict(Exception):
-    """The caller's turn id names a turn that is already answered or still being
-    answered by another run: this run must not answer it again."""
-
-    def __init__(self, turn_id: str, status: TurnStatus | None) -> None:
-        super().__init__(
-            f"turn {turn_id} is already answered"
-            if status == "done"
-            else f"turn {turn_id} is still being answered; retry when it is done"
-        )
-        self.turn_id = turn_id
-        self.status = status
+from convrag.stores.conversations import TurnRecord, TurnStart
 
 
 def history_turn(turn: TurnRecord) -> HistoryTurn:

@@ -34,7 +34,8 @@ from convrag.api.schemas import (
     keyed_route_responses,
 )
 from convrag.conversations import delete_conversation as delete_everywhere
-from convrag.stores.conversations import CitedSource, ConversationInUse
+from convrag.errors import ConversationInUse
+from convrag.stores.conversations import CitedSource
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 

@@ -52,7 +52,6 @@ from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
-    ConversationBusy,
     Event,
     TurnResult,
     TurnRunner,
@@ -63,7 +62,7 @@ from convrag.api.turns import (
     turn_context,
     turn_id_for,
 )
-from convrag.nodes.load_history import BUSY
+from convrag.errors import BUSY, ConversationBusyHere
 from convrag.services import Services
 from convrag.state import InputState, TurnRequest
 from convrag.stores.base import INTERRUPTED_AFTER
@@ -280,7 +279,7 @@ async def post_message(
             payload,
             turn_context(workspace, body.rag, runner.assistant.services, create_conversation=False),
         )
-    except ConversationBusy as busy:
+    except ConversationBusyHere as busy:
         joined = runner.running(workspace, conversation_id, turn_id) if turn_id else None
         if joined is not None:  # the same keyed message, sent twice at once
             return await _joined(request, conversation_id, joined)

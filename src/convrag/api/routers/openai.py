@@ -39,12 +39,14 @@ clients skip.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -58,6 +60,7 @@ from convrag.api.errors import openai_error_body, shown
 from convrag.api.schemas import (
     MAX_MESSAGE_CHARS,
     MODEL_ID,
+    AnswerOut,
     ChatCompletionIn,
     RagOptions,
     UsageOut,
@@ -67,10 +70,14 @@ from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
+    Event,
+    TurnResult,
+    TurnRunner,
     answer_out,
     drain,
     turn_context,
 )
+from convrag.context import Context
 from convrag.records import HistoryTurn
 from convrag.state import InputState
 from convrag.text.entities import extract_entities
@@ -269,95 +276,141 @@ async def chat_completions(
     rag = body.workspace_rag or RagOptions()
     context = turn_context(workspace, rag, runner.assistant.services)
     counter = UsageMetadataCallbackHandler()
-    token = _TURN_USAGE.set(counter)
-    try:  # the turn's task is created here, in a context that holds its counter
-        queue, task = await runner.start(conversation_id, payload, context)
-    finally:
-        _TURN_USAGE.reset(token)
-    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
+    queue, task = await _start_counted(runner, conversation_id, payload, context, counter)
+    completion = _Completion(conversation_id=conversation_id, model=model, counter=counter)
     if not body.stream:
         async for _ in drain(queue):
             pass
-        answer = answer_out(conversation_id, await task)
-        return JSONResponse(
-            {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": answer.answer},
-                    }
-                ],
-                "usage": usage_of(counter).model_dump(),
-                "citations": [c.model_dump() for c in answer.citations],
-                "no_answer": answer.no_answer,
-                "confidence": answer.confidence,
-                "sources": answer.sources,
-                "conversation_id": conversation_id,
-            }
-        )
+        return JSONResponse(completion.reply(answer_out(conversation_id, await task)))
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    chunks = completion.stream(queue, settings.sse_keepalive_s, include_usage=include_usage)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+
+async def _start_counted(
+    runner: TurnRunner,
+    conversation_id: str,
+    payload: InputState,
+    context: Context,
+    counter: UsageMetadataCallbackHandler,
+) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
+    """Start the turn with ``counter`` counting its LLM calls' usage: the turn's task is
+    created here, in a context that holds the counter (:data:`_TURN_USAGE`)."""
+    token = _TURN_USAGE.set(counter)
+    try:
+        return await runner.start(conversation_id, payload, context)
+    finally:
+        _TURN_USAGE.reset(token)
+
+
+#: The ``code`` of an ``error`` event that is the request's fault, not the service's.
+_REFUSED = ("invalid_request", "not_found", "conflict")
+
+
+@dataclass
+class _Completion:
+    """One chat completion's reply: the JSON object, or its stream of chunks. Each
+    object of it repeats its ``id``, ``created`` and ``model``."""
+
+    conversation_id: str
+    model: str
+    counter: UsageMetadataCallbackHandler
+    """The turn's LLM usage (:func:`usage_of`)."""
+    id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
+    created: int = field(default_factory=lambda: int(time.time()))
+    draft: str = ""
+    """The text streamed since the last reset (the turn dropped its draft)."""
+
+    def _head(self, kind: str) -> dict[str, Any]:
+        """The fields every object of this completion starts with."""
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
+
+    def reply(self, answer: AnswerOut) -> dict[str, Any]:
+        """The ``chat.completion`` object answering with ``answer``."""
+        return {
+            **self._head("chat.completion"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": answer.answer},
+                }
+            ],
+            "usage": usage_of(self.counter).model_dump(),
+            "citations": [c.model_dump() for c in answer.citations],
+            "no_answer": answer.no_answer,
+            "confidence": answer.confidence,
+            "sources": answer.sources,
+            "conversation_id": self.conversation_id,
+        }
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        """A ``chat.completion.chunk`` with ``delta`` (and ``extra`` fields), as SSE."""
         data = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
+            **self._head("chat.completion.chunk"),
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             **extra,
         }
         return f"data: {json.dumps(data, default=str)}\n\n"
 
-    async def stream() -> AsyncIterator[str]:
-        yield chunk({"role": "assistant", "content": ""})
-        draft = ""  # the text streamed since the last reset
-        async for item in drain(queue, keepalive_s=settings.sse_keepalive_s):
-            name, data = item
+    async def stream(
+        self, queue: asyncio.Queue[Event | None], keepalive_s: float, *, include_usage: bool
+    ) -> AsyncIterator[str]:
+        """The SSE chunks of the turn's events on ``queue``, ending with ``[DONE]``;
+        with ``include_usage``, a last chunk with no choices carries ``usage`` before
+        it."""
+        yield self.chunk({"role": "assistant", "content": ""})
+        async for item in drain(queue, keepalive_s=keepalive_s):
             if item is KEEPALIVE:
                 yield KEEPALIVE_COMMENT
-            elif name == "token":
-                draft += data["text"]
-                yield chunk({"content": data["text"]})
-            elif name in ("reset", "repetition"):
-                draft = ""
-                yield chunk({}, convrag_reset=True, convrag_reset_reason=name)
-            elif name == "done":
-                answer = data["answer"]
-                if draft.strip() != answer.strip():
-                    yield chunk({}, convrag_reset=True, convrag_reset_reason="final_answer")
-                    yield chunk({"content": answer})
-                yield chunk(
-                    {},
-                    "stop",
-                    citations=data["citations"],
-                    no_answer=data["no_answer"],
-                    confidence=data["confidence"],
-                    answer=answer,
-                    conversation_id=conversation_id,
-                )
-            elif name == "error":  # OpenAI clients raise it, with its message
-                refused = data.get("code") in ("invalid_request", "not_found", "conflict")
-                kind = "invalid_request_error" if refused else "server_error"
-                error = {"type": kind, "param": None, **data}
-                yield f"data: {json.dumps({'error': error})}\n\n"
-        if body.stream_options is not None and body.stream_options.include_usage:
+                continue
+            for out in self._chunks(*item):
+                yield out
+        if include_usage:
             last = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
+                **self._head("chat.completion.chunk"),
                 "choices": [],
-                "usage": usage_of(counter).model_dump(),
+                "usage": usage_of(self.counter).model_dump(),
             }
             yield f"data: {json.dumps(last)}\n\n"
         yield "data: [DONE]\n\n"
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=SSE_HEADERS)
+    def _chunks(self, name: str, data: dict[str, Any]) -> list[str]:
+        """The chunks of one of the turn's events (none for those OpenAI has no shape
+        for: ``sources``, ``citation``, ``rewrite``)."""
+        if name == "token":
+            self.draft += data["text"]
+            return [self.chunk({"content": data["text"]})]
+        if name in ("reset", "repetition"):
+            self.draft = ""
+            return [self.chunk({}, convrag_reset=True, convrag_reset_reason=name)]
+        if name == "done":
+            return self._done(data)
+        if name == "error":  # OpenAI clients raise it, with its message
+            kind = "invalid_request_error" if data.get("code") in _REFUSED else "server_error"
+            error = {"type": kind, "param": None, **data}
+            return [f"data: {json.dumps({'error': error})}\n\n"]
+        return []
+
+    def _done(self, data: dict[str, Any]) -> list[str]:
+        """The last chunks of an answered turn (``data``: its ``done`` event's): the
+        stored answer again after a ``convrag_reset`` when the draft streamed is not it,
+        then the final chunk."""
+        answer = data["answer"]
+        chunks = []
+        if self.draft.strip() != answer.strip():
+            chunks.append(self.chunk({}, convrag_reset=True, convrag_reset_reason="final_answer"))
+            chunks.append(self.chunk({"content": answer}))
+        final = self.chunk(
+            {},
+            "stop",
+            citations=data["citations"],
+            no_answer=data["no_answer"],
+            confidence=data["confidence"],
+            answer=answer,
+            conversation_id=self.conversation_id,
+        )
+        return [*chunks, final]
 
 
 def _refuse_unsupported(body: ChatCompletionIn) -> None:
@@ -372,12 +425,12 @@ def _refuse_unsupported(body: ChatCompletionIn) -> None:
             param="n",
             code="unsupported_value",
         )
-    for field, choice in (("tool_choice", body.tool_choice), ("function_call", body.function_call)):
+    for name, choice in (("tool_choice", body.tool_choice), ("function_call", body.function_call)):
         if choice is not None and choice not in ("auto", "none"):
             raise InvalidRequest(
-                f"{field}: this endpoint never calls tools or functions, so it cannot be "
+                f"{name}: this endpoint never calls tools or functions, so it cannot be "
                 f"made to ({json.dumps(choice)[:80]}); send 'auto', 'none' or leave it out",
-                param=field,
+                param=name,
                 code="unsupported_value",
             )
     kind = (body.response_format or {}).get("type") or "text"
