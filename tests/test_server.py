@@ -935,7 +935,7 @@ Questions about this policy go to the Chief Information Security Officer, Dana W
 """
 
 
-async def test_this_policy_in_a_follow_up_names_the_document_the_last_answer_cited(
+async def test_this_policy_in_a_follow_up_is_answered_from_the_policy_not_the_last_answer(
     base_url: str, services: Services, tmp_path: Path
 ) -> None:
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
@@ -950,7 +950,9 @@ async def test_this_policy_in_a_follow_up_names_the_document_the_last_answer_cit
     assert "every 4 hours" in first[-1][1]["answer"]
     rewrite, done = second[0][1], second[-1][1]
     # Not "... (How often are backups made?)": the previous question would pick the answer.
-    assert rewrite["query"] == "Who do I contact about the Acme Data Security Policy?"
+    # (The rule that put the cited title in its place fired on no measured follow-up and
+    # went; the raw and history queries find the policy's contact.)
+    assert "backups" not in rewrite["query"]
     assert "Dana Whitfield" in done["answer"] and "every 4 hours" not in done["answer"]
 
 
