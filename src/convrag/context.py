@@ -10,7 +10,7 @@ schema that Studio and the SDK see, and cannot be set from a mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
@@ -308,46 +308,11 @@ class Context:
 
     def __post_init__(self) -> None:
         self._read_types()
-        problems = []
-        for name in ("history_turns", "top_k", "answer_sentences", "context_budget_chars"):
-            if getattr(self, name) < 1:
-                problems.append(f"{name} must be >= 1")
-        if self.max_regenerations < 0:
-            problems.append("max_regenerations must be >= 0")
-        if not 0.0 <= self.history_weight <= 1.0:
-            problems.append("history_weight must be within [0, 1]")
-        if not 0.0 <= self.feedback_weight <= 2.0:
-            problems.append("feedback_weight must be within [0, 2]")
-        for name in (
-            "raw_query_weight",
-            "rewrite_query_weight",
-            "history_query_weight",
-            "anchor_weight",
-        ):
-            if not 0.0 <= getattr(self, name) <= 4.0:
-                problems.append(f"{name} must be within [0, 4]")
-        try:
-            check_switches(r.strip() for r in self.rewrite_rules_off.split(",") if r.strip())
-        except ValueError as exc:
-            problems.append(f"rewrite_rules_off: {exc}")
-        for name in ("sentence_band", "confidence_margin"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                problems.append(f"{name} must be within [0, 1]")
-        if not 0.0 <= self.rare_term_penalty <= 0.1:
-            problems.append("rare_term_penalty must be within [0, 0.1]")
-        for name in ("score_threshold", "relevance_floor"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                problems.append(f"{name} must be within [0, 1]")
-        if not 0.0 <= self.repetition_threshold <= 1.0:
-            problems.append("repetition_threshold must be within [0, 1]")
-        for name in (
-            "rewrite_timeout_s",
-            "answer_timeout_s",
-            "retrieval_timeout_s",
-            "web_timeout_s",
-        ):
-            if getattr(self, name) <= 0:
-                problems.append(f"{name} must be > 0")
+        problems = [
+            problem
+            for name, check in _CHECKS
+            if (problem := check(name, getattr(self, name))) is not None
+        ]
         if problems:
             raise ValueError("invalid context: " + "; ".join(problems))
 
@@ -409,6 +374,68 @@ class Context:
                 f"the knobs are {', '.join(sorted(known))}"
             )
         return cls(**dict(data or {}))
+
+
+_Check = Callable[[str, Any], str | None]
+"""A knob's check: given its name and value, the problem to report, or None."""
+
+
+def _at_least(low: float, *, strict: bool = False) -> _Check:
+    """The check of a knob that must be ``low`` or more (more than ``low`` when
+    ``strict``)."""
+
+    def check(name: str, value: Any) -> str | None:
+        if value <= low if strict else value < low:
+            return f"{name} must be {'>' if strict else '>='} {low:g}"
+        return None
+
+    return check
+
+
+def _within(low: float, high: float) -> _Check:
+    """The check of a knob that must lie from ``low`` to ``high`` (both included; not a
+    number is outside)."""
+
+    def check(name: str, value: Any) -> str | None:
+        return None if low <= value <= high else f"{name} must be within [{low:g}, {high:g}]"
+
+    return check
+
+
+def _rule_switches(name: str, value: str) -> str | None:
+    """The check of ``rewrite_rules_off``: each comma-separated name a rewrite rule."""
+    try:
+        check_switches(r.strip() for r in value.split(",") if r.strip())
+    except ValueError as exc:
+        return f"{name}: {exc}"
+    return None
+
+
+#: Each knob's check, in the order a context's problems are reported.
+_CHECKS: tuple[tuple[str, _Check], ...] = (
+    ("history_turns", _at_least(1)),
+    ("top_k", _at_least(1)),
+    ("answer_sentences", _at_least(1)),
+    ("context_budget_chars", _at_least(1)),
+    ("max_regenerations", _at_least(0)),
+    ("history_weight", _within(0, 1)),
+    ("feedback_weight", _within(0, 2)),
+    ("raw_query_weight", _within(0, 4)),
+    ("rewrite_query_weight", _within(0, 4)),
+    ("history_query_weight", _within(0, 4)),
+    ("anchor_weight", _within(0, 4)),
+    ("rewrite_rules_off", _rule_switches),
+    ("sentence_band", _within(0, 1)),
+    ("confidence_margin", _within(0, 1)),
+    ("rare_term_penalty", _within(0, 0.1)),
+    ("score_threshold", _within(0, 1)),
+    ("relevance_floor", _within(0, 1)),
+    ("repetition_threshold", _within(0, 1)),
+    ("rewrite_timeout_s", _at_least(0, strict=True)),
+    ("answer_timeout_s", _at_least(0, strict=True)),
+    ("retrieval_timeout_s", _at_least(0, strict=True)),
+    ("web_timeout_s", _at_least(0, strict=True)),
+)
 
 
 @cache

@@ -115,58 +115,7 @@ async def ingest_documents(
         _check_running(services)
         batch = [d for d in documents[start : start + batch_docs] if d.source not in seen]
         seen.update(d.source for d in batch)
-        existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
-        writes: list[DocumentWrite] = []
-        changed: list[tuple[SourceDocument, str, str]] = []
-        for doc in batch:
-            content_hash = hashlib.sha256(
-                json.dumps([doc.title, doc.text], ensure_ascii=False).encode()
-            ).hexdigest()
-            doc_id = document_id_for(workspace_id, doc.source)
-            report.document_ids.append(doc_id)
-            if doc.source in existing and existing[doc.source][1] == content_hash:
-                report.unchanged += 1
-                continue
-            changed.append((doc, doc_id, content_hash))
-        # Where bulk embedding runs (a child process by default): chunking a large
-        # document is seconds of CPU that must not hold this process's event loop.
-        if changed:
-            writes = await services.bulk.run(document_writes, chunker, changed)
-        moved = await _moved_files(services, workspace_id, changed, existing)
-        for doc, _, _ in changed:
-            if doc.source in existing:
-                report.updated += 1
-            elif doc.source in moved:
-                report.moved += 1
-            else:
-                report.added += 1
-        if writes:
-            embed_inputs = [
-                embedding_input(w.title, meta.get("heading"), text)
-                for w in writes
-                for (_, _, text), meta in zip(
-                    w.chunks, w.chunk_metadata or [{}] * len(w.chunks), strict=True
-                )
-            ]
-            vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
-            # Tens of thousands of rows for a large file: built off the event loop.
-            rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
-            # Milvus first (new rows, then the replaced ones), Postgres last: its commit
-            # moves index_version, so in-process engines reload only finished data. A
-            # crash before it leaves Postgres on the old hash: the next run redoes the
-            # document and converges.
-            await asyncio.to_thread(services.index.upsert, workspace_id, rows)
-            keep = {cid for w in writes for cid, _, _ in w.chunks}
-            for w in writes:
-                if w.source in existing:
-                    await asyncio.to_thread(
-                        _delete_stale, services.index, workspace_id, w.document_id, keep
-                    )
-            await services.db.replace_documents(workspace_id, writes)
-            report.chunks_written += len(rows)
-        for old_ids in moved.values():
-            for old_id in old_ids:
-                await delete_document(services, workspace_id, old_id)
+        await _ingest_batch(services, workspace_id, batch, chunker, report, chunk_progress)
         if progress is not None:
             progress(len(batch))
     if report.chunks_written:
@@ -178,6 +127,97 @@ async def ingest_documents(
             # engines to reload; a one-shot CLI ingest should not wait for them at all.
             services.spawn(services.searcher.warm(workspace_id))
     return report
+
+
+async def _ingest_batch(
+    services: Services,
+    workspace_id: str,
+    batch: Sequence[SourceDocument],
+    chunker: Chunker,
+    report: IngestReport,
+    chunk_progress: ChunkProgressFn | None,
+) -> None:
+    """Ingest one batch of documents (distinct sources), counted in ``report``: the
+    changed ones chunked, embedded and stored, and the documents of files they moved
+    from deleted."""
+    existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
+    changed = _changed_documents(workspace_id, batch, existing, report)
+    writes: list[DocumentWrite] = []
+    # Where bulk embedding runs (a child process by default): chunking a large
+    # document is seconds of CPU that must not hold this process's event loop.
+    if changed:
+        writes = await services.bulk.run(document_writes, chunker, changed)
+    moved = await _moved_files(services, workspace_id, changed, existing)
+    for doc, _, _ in changed:
+        if doc.source in existing:
+            report.updated += 1
+        elif doc.source in moved:
+            report.moved += 1
+        else:
+            report.added += 1
+    if writes:
+        report.chunks_written += await _store_writes(
+            services, workspace_id, writes, existing, chunk_progress
+        )
+    for old_ids in moved.values():
+        for old_id in old_ids:
+            await delete_document(services, workspace_id, old_id)
+
+
+def _changed_documents(
+    workspace_id: str,
+    batch: Sequence[SourceDocument],
+    existing: Mapping[str, tuple[str, str]],
+    report: IngestReport,
+) -> list[tuple[SourceDocument, str, str]]:
+    """``(document, its id, its content hash)`` of the documents of ``batch`` that are new
+    or changed; each document's id goes in ``report``, and the unchanged are counted."""
+    changed: list[tuple[SourceDocument, str, str]] = []
+    for doc in batch:
+        content_hash = hashlib.sha256(
+            json.dumps([doc.title, doc.text], ensure_ascii=False).encode()
+        ).hexdigest()
+        doc_id = document_id_for(workspace_id, doc.source)
+        report.document_ids.append(doc_id)
+        if doc.source in existing and existing[doc.source][1] == content_hash:
+            report.unchanged += 1
+            continue
+        changed.append((doc, doc_id, content_hash))
+    return changed
+
+
+async def _store_writes(
+    services: Services,
+    workspace_id: str,
+    writes: list[DocumentWrite],
+    existing: Mapping[str, object],
+    chunk_progress: ChunkProgressFn | None,
+) -> int:
+    """Embed the chunks of ``writes`` and store them in both stores, replacing those of
+    the ``existing`` documents they update; returns how many chunks were written."""
+    embed_inputs = [
+        embedding_input(w.title, meta.get("heading"), text)
+        for w in writes
+        for (_, _, text), meta in zip(
+            w.chunks, w.chunk_metadata or [{}] * len(w.chunks), strict=True
+        )
+    ]
+    vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
+    # Tens of thousands of rows for a large file: built off the event loop.
+    rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
+    # Milvus first (new rows, then the replaced ones), Postgres last: its commit
+    # moves index_version, so in-process engines reload only finished data. A
+    # crash before it leaves Postgres on the old hash: the next run redoes the
+    # document and converges.
+    await asyncio.to_thread(services.index.upsert, workspace_id, rows)
+    keep = {cid for w in writes for cid, _, _ in w.chunks}
+    for w in writes:
+        if w.source in existing:
+            await asyncio.to_thread(
+                _delete_stale, services.index, workspace_id, w.document_id, keep
+            )
+    await services.db.replace_documents(workspace_id, writes)
+    return len(rows)
 
 
 async def _moved_files(

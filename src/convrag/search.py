@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Literal
@@ -319,66 +319,89 @@ class HybridSearcher:
         so thresholds mean the same with or without either. ``timings``, when given, gets
         ``embed_query``: the milliseconds spent waiting for the embeddings.
         """
-        check_id(workspace_id)
-        if not query.strip():
-            raise ValueError("query is empty")
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
-        if mode not in ("hybrid", "dense", "bm25"):
-            raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
+        _check_search(workspace_id, query, top_k, mode)
         pool = candidates or max(4 * top_k, 20)
         if mode != "bm25":
             self.prefetch(query)  # the embedding runs while the index state is read
-        labels: dict[str, Label] = {}
-        if self.dense is not None or self.keywords is not None:
-            # In-process engines follow the workspace's index_version (one cheap query).
-            version, model = await self.db.index_state(workspace_id)
-            if model is not None and model != self.embedder.name:
-                raise EmbeddingMismatch(workspace_id, model, self.embedder.name)
-            await self._refresh(workspace_id, version)
-            loaded = self._labels.get(workspace_id)
-            if loaded is not None and loaded[0] == version:
-                labels = loaded[1]
-        dense: list[Hit] = []
-        keyword: list[Hit] = []
-        if mode == "hybrid":
-            dense, keyword = await asyncio.gather(
-                self._dense(
-                    workspace_id,
-                    query,
-                    pool,
-                    context_query,
-                    context_weight,
-                    timings,
-                    feedback_weight,
-                ),
-                self._keyword(workspace_id, query, pool),
-            )
-        elif mode == "dense":
-            dense = await self._dense(
-                workspace_id, query, pool, context_query, context_weight, timings, feedback_weight
-            )
-        else:
-            keyword = await self._keyword(workspace_id, query, pool)
+        labels = await self._current_labels(workspace_id)
+        dense = partial(
+            self._dense,
+            workspace_id,
+            query,
+            pool,
+            context_query=context_query,
+            context_weight=context_weight,
+            timings=timings,
+            feedback_weight=feedback_weight,
+        )
+        lists = await _ranked_lists(mode, dense, partial(self._keyword, workspace_id, query, pool))
         fused = rrf_fuse(
-            [dense, keyword],
+            lists,
             k=self.rrf_k,
             weights=self.rrf_weights,
             anchor_document_ids=anchor_document_ids,
             anchor_boost=anchor_boost,
         )
-        if mode != "hybrid":
-            # A single list: report its own score as the fused score, order unchanged.
-            fused = [
-                replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0)
-                for r in fused
-            ]
-        return [
-            replace(r, title=label.title, page=label.page, section=label.section)
-            if (label := labels.get(r.chunk_id)) is not None
-            else r
-            for r in fused[:top_k]
-        ]
+        return _labelled(_own_scores(fused, mode)[:top_k], labels)
+
+    async def _current_labels(self, workspace_id: str) -> dict[str, Label]:
+        """Each chunk's labels, with the in-process engines made current first (they
+        follow the workspace's ``index_version``: one cheap query); none without them.
+        Raises :class:`EmbeddingMismatch` when the workspace's vectors are another
+        model's."""
+        if self.dense is None and self.keywords is None:
+            return {}
+        version, model = await self.db.index_state(workspace_id)
+        if model is not None and model != self.embedder.name:
+            raise EmbeddingMismatch(workspace_id, model, self.embedder.name)
+        await self._refresh(workspace_id, version)
+        loaded = self._labels.get(workspace_id)
+        return loaded[1] if loaded is not None and loaded[0] == version else {}
+
+
+def _check_search(workspace_id: str, query: str, top_k: int, mode: str) -> None:
+    """A search's arguments checked before any work: ``ValueError`` naming the bad one."""
+    check_id(workspace_id)
+    if not query.strip():
+        raise ValueError("query is empty")
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    if mode not in ("hybrid", "dense", "bm25"):
+        raise ValueError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
+
+
+async def _ranked_lists(
+    mode: SearchMode,
+    dense: Callable[[], Awaitable[list[Hit]]],
+    keyword: Callable[[], Awaitable[list[Hit]]],
+) -> list[list[Hit]]:
+    """The dense and keyword lists that ``mode`` searches (both at once in hybrid mode),
+    the other left empty."""
+    if mode == "hybrid":
+        return list(await asyncio.gather(dense(), keyword()))
+    if mode == "dense":
+        return [await dense(), []]
+    return [[], await keyword()]
+
+
+def _own_scores(fused: list[SearchResult], mode: SearchMode) -> list[SearchResult]:
+    """In a single-list mode, each result scored by its own list's score rather than the
+    fused one, the order unchanged; in hybrid mode, ``fused`` as it is."""
+    if mode == "hybrid":
+        return fused
+    return [
+        replace(r, score=(r.dense_score if mode == "dense" else r.bm25_score) or 0.0) for r in fused
+    ]
+
+
+def _labelled(results: list[SearchResult], labels: Mapping[str, Label]) -> list[SearchResult]:
+    """The results with their chunk's title, page and section where ``labels`` has them."""
+    return [
+        replace(r, title=label.title, page=label.page, section=label.section)
+        if (label := labels.get(r.chunk_id)) is not None
+        else r
+        for r in results
+    ]
 
 
 _QUESTION_REF = re.compile(

@@ -29,7 +29,7 @@ import re
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from types import FrameType
 from typing import Any
 
@@ -120,66 +120,15 @@ def retention_notice(settings: Settings) -> str | None:
 
 def create_app(settings: Settings | None = None, *, services: Services | None = None) -> FastAPI:
     """The FastAPI app. Without ``services`` it opens (and on shutdown stops) the stores."""
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncExitStack() as stack:
-            assistant: Assistant = await stack.enter_async_context(
-                open_assistant(settings, services=services)
-            )
-            assistant.services.warm_after_ingest = True
-            log.info("%s", _summary(assistant.services, supervised_stores()))
-            if notice := retention_notice(assistant.services.settings):
-                log.info("%s", notice)
-            await _recover_interrupted(assistant.services)
-            await _resume_stopped_uploads(assistant.services)
-            supervisor = os.environ.get(SUPERVISOR_ENV)
-            if supervisor:
-                watcher = asyncio.create_task(_exit_with_supervisor(int(supervisor)))
-                stack.push_async_callback(_cancel, watcher)
-            if assistant.services.settings.conversation_ttl_days:
-                sweeper = asyncio.create_task(sweep_periodically(assistant))
-                stack.push_async_callback(_cancel, sweeper)  # before the stores close
-            app.state.services = assistant.services
-            app.state.assistant = assistant
-            runner = app.state.runner = TurnRunner(assistant)
-            stack.push_async_callback(runner.close)
-            # Stops that other processes on the database ask for, of the turns this one
-            # answers; handed to the runner the routes use (app.state), as a stop here is.
-            await stack.enter_async_context(
-                Listener.open(
-                    assistant.services.database_url,
-                    STOP_CHANNEL,
-                    lambda payload: app.state.runner.stop_requested(payload),
-                )
-            )
-            stack.callback(_on_shutdown_signal(lambda: runner.stop_after(STOP_TURNS_AFTER_S)))
-            app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
-            app.state.keys = KeyCache()
-            yield
-            # Let running turns finish (they persist) before the stores close; a turn
-            # still running then is stopped, and stored as such, rather than left
-            # ``processing`` until the next start.
-            pending = list(runner.active.values())
-            if pending:
-                await asyncio.wait(pending, timeout=SHUTDOWN_TURN_WAIT_S)
-            await runner.stop_all()
-
     # FastAPIOffline: /docs and /redoc from assets shipped in a wheel, not a CDN.
     app = FastAPIOffline(
         title="convrag",
         version=__version__,
         description="Conversational RAG over a workspace's documents. Streams answers with "
         "`[n]` citations as server-sent events; docs/api.md lists the event types.",
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, services),
     )
-    limits = settings or (services.settings if services else Settings())
-    upload = file_limit(limits.max_file_bytes, _MULTIPART_OVERHEAD)
-    body = body_limit(limits.max_body_bytes, "MAX_BODY_BYTES")
-    app.add_middleware(
-        BodySizeLimit, limit_for=lambda path: upload if path == "/v1/documents" else body
-    )
-    app.add_middleware(EveryReply)  # outermost: the body limit's 413 is a reply too
+    _add_middleware(app, settings or (services.settings if services else Settings()))
     app.exception_handler(RequestValidationError)(_validation_error)
     app.exception_handler(StarletteHTTPException)(_http_error)
     for unavailable in STORE_UNAVAILABLE:
@@ -190,6 +139,97 @@ def create_app(settings: Settings | None = None, *, services: Services | None = 
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     _document_validation_errors(app)
     return app
+
+
+def _add_middleware(app: FastAPI, limits: Settings) -> None:
+    """The body size limits (an upload's own, every other body's) and, outermost, the
+    middleware that sees every reply, the body limit's 413 included."""
+    upload = file_limit(limits.max_file_bytes, _MULTIPART_OVERHEAD)
+    body = body_limit(limits.max_body_bytes, "MAX_BODY_BYTES")
+    app.add_middleware(
+        BodySizeLimit, limit_for=lambda path: upload if path == "/v1/documents" else body
+    )
+    app.add_middleware(EveryReply)  # outermost: the body limit's 413 is a reply too
+
+
+def _lifespan(
+    settings: Settings | None, services: Services | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan (see the module's docstring): the assistant opened, the
+    start's recovery and background tasks, the turn runner and what the routes share on
+    ``app.state``; at the end, the running turns let finish, then stopped."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            assistant: Assistant = await stack.enter_async_context(
+                open_assistant(settings, services=services)
+            )
+            await _start(assistant.services)
+            _start_background_tasks(stack, assistant)
+            runner = await _serve_turns(app, stack, assistant)
+            yield
+            await _finish_turns(runner)
+
+    return lifespan
+
+
+async def _start(services: Services) -> None:
+    """The start's own steps: say what this process serves with (and that conversations
+    are kept forever, when they are), then mark what a dead process left unfinished as
+    failed and resume the uploads a shutdown stopped."""
+    services.warm_after_ingest = True
+    log.info("%s", _summary(services, supervised_stores()))
+    if notice := retention_notice(services.settings):
+        log.info("%s", notice)
+    await _recover_interrupted(services)
+    await _resume_stopped_uploads(services)
+
+
+def _start_background_tasks(stack: AsyncExitStack, assistant: Assistant) -> None:
+    """Start the watch on the supervising process (in a ``--workers N`` worker) and the
+    hourly sweep of expired conversations (with a retention set), each cancelled on
+    shutdown before the stores close."""
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if supervisor:
+        watcher = asyncio.create_task(_exit_with_supervisor(int(supervisor)))
+        stack.push_async_callback(_cancel, watcher)
+    if assistant.services.settings.conversation_ttl_days:
+        sweeper = asyncio.create_task(sweep_periodically(assistant))
+        stack.push_async_callback(_cancel, sweeper)  # before the stores close
+
+
+async def _serve_turns(app: FastAPI, stack: AsyncExitStack, assistant: Assistant) -> TurnRunner:
+    """Put what the routes share on ``app.state`` (the services, the assistant, the turn
+    runner, the rate limiter, the API key cache), listen for the stops other processes
+    ask of this one's turns, and stop the turns shortly after a shutdown signal."""
+    app.state.services = assistant.services
+    app.state.assistant = assistant
+    runner = app.state.runner = TurnRunner(assistant)
+    stack.push_async_callback(runner.close)
+    # Stops that other processes on the database ask for, of the turns this one
+    # answers; handed to the runner the routes use (app.state), as a stop here is.
+    await stack.enter_async_context(
+        Listener.open(
+            assistant.services.database_url,
+            STOP_CHANNEL,
+            lambda payload: app.state.runner.stop_requested(payload),
+        )
+    )
+    stack.callback(_on_shutdown_signal(lambda: runner.stop_after(STOP_TURNS_AFTER_S)))
+    app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
+    app.state.keys = KeyCache()
+    return runner
+
+
+async def _finish_turns(runner: TurnRunner) -> None:
+    """Let running turns finish (they persist) before the stores close; a turn still
+    running after :data:`SHUTDOWN_TURN_WAIT_S` is stopped, and stored as such, rather
+    than left ``processing`` until the next start."""
+    pending = list(runner.active.values())
+    if pending:
+        await asyncio.wait(pending, timeout=SHUTDOWN_TURN_WAIT_S)
+    await runner.stop_all()
 
 
 def _document_validation_errors(app: FastAPI) -> None:

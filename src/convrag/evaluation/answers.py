@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,89 +217,35 @@ async def evaluate_answers(
     ``overrides`` sets context knobs for convrag's runs (``--set``); ``turns_out`` gets
     convrag's reply to every turn, off-topic ones included (:func:`write_turns`)."""
     path = domain_path(data, domain)
-    model = services.settings.effective_llm_model if llm else None
-    if llm and model is None:
-        raise ValueError(
-            "--llm needs an LLM: set OPENAI_BASE_URL (and OPENAI_API_KEY, LLM_MODEL) to an "
-            "OpenAI-compatible server"
-        )
-    offtopic_name = offtopic_domain or (_other_domain(path.parent, path.name))
-    offtopic: list[MtragTurn] = []
-    if offtopic_name:
-        off_path = path.parent / offtopic_name
-        if not (off_path / "turns.jsonl").exists():
-            raise ValueError(f"--offtopic-domain: {off_path / 'turns.jsonl'} not found")
-        offtopic = _first_questions(off_path)
+    model = _answer_model(services, llm)
+    offtopic_name, offtopic = _offtopic_turns(path, offtopic_domain)
     turns, qrels = load_domain(path, judged_only=False)
     if limit:
         turns, offtopic = turns[:limit], offtopic[:limit]
-    workspace = f"mtrag-{path.name}"
-    evaluation = AnswerEvaluation(services, workspace, model, overrides)
+    evaluation = AnswerEvaluation(services, f"mtrag-{path.name}", model, overrides)
     started = time.perf_counter()
     n_passages = await evaluation.prepare(
         path, lambda n, total: progress("ingest", n, total) if progress else None
     )
     ingest_s = time.perf_counter() - started
-
-    replies: dict[str, list[Reply]] = defaultdict(list)
-    ms: dict[str, float] = defaultdict(float)
-    for i, turn in enumerate(turns, 1):
-        gold = [p for p, g in qrels.get(turn.task_id, {}).items() if g > 0]
-        for name in SYSTEMS:
-            t0 = time.perf_counter()
-            if name == "convrag":
-                reply = await evaluation.convrag(turn)
-            elif name == "top1_sentence":
-                reply = await evaluation.top1_sentence(turn)
-            else:
-                reply = evaluation.oracle_sentence(turn, gold)
-            ms[name] += time.perf_counter() - t0
-            replies[name].append(reply)
-        if progress:
-            progress("turns", i, len(turns))
-    off_abstained: dict[str, list[bool]] = defaultdict(list)
+    replies, seconds = await _answer_turns(evaluation, turns, qrels, progress)
     off_replies: list[Reply] = []
     for i, turn in enumerate(offtopic, 1):
-        reply = await evaluation.convrag(turn, with_history=False)
-        off_replies.append(reply)
-        off_abstained["convrag"].append(reply.abstained)
-        off_abstained["top1_sentence"].append(False)
-        off_abstained["oracle_sentence"].append(True)
+        off_replies.append(await evaluation.convrag(turn, with_history=False))
         if progress:
             progress(f"off-topic ({offtopic_name})", i, len(offtopic))
-
-    systems: dict[str, Any] = {}
-    for name in SYSTEMS:
-        pairs = [(t.answerability, r.abstained) for t, r in zip(turns, replies[name], strict=True)]
-        rows = [
-            (
-                t,
-                r,
-                {p for p, g in qrels.get(t.task_id, {}).items() if g > 0},
-                qrels.get(t.task_id, {}),
-            )
-            for t, r in zip(turns, replies[name], strict=True)
-        ]
-        apart = {
-            label.lower(): _mean(1.0 if a else 0.0 for lab, a in pairs if lab == label)
-            for label in ("PARTIAL", "CONVERSATIONAL")
-        }
-        systems[name] = {
-            "abstention": abstention_scores(pairs),
-            "abstention_rate_apart": apart,
-            "answerable": answer_scores(rows),
-            "offtopic_abstention": _mean(1.0 if a else 0.0 for a in off_abstained[name]),
-            "ms_per_turn": round(1000 * ms[name] / max(1, len(turns)), 2),
-        }
+    systems = {
+        name: _system_scores(
+            turns, replies[name], qrels, _offtopic_abstained(name, off_replies), seconds[name]
+        )
+        for name in SYSTEMS
+    }
     if turns_out is not None:
         write_turns(turns_out, turns, replies["convrag"], qrels, offtopic, off_replies)
-    labels: dict[str, int] = defaultdict(int)
-    for t in turns:
-        labels[t.answerability] += 1
     return {
         "dataset": f"MTRAG (pooled) {path.name}",
         "n_turns": len(turns),
-        "labels": dict(labels),
+        "labels": dict(Counter(t.answerability for t in turns)),
         "offtopic_domain": offtopic_name,
         "n_offtopic": len(offtopic),
         "llm": model,
@@ -308,6 +254,103 @@ async def evaluate_answers(
         "relevance_floor": (overrides or {}).get("relevance_floor", DEFAULT_RELEVANCE_FLOOR),
         "context_overrides": dict(overrides or {}),
         "systems": systems,
+    }
+
+
+def _answer_model(services: Services, llm: bool) -> str | None:
+    """The LLM convrag answers with (``--llm``), or None for its extractive answers;
+    ``ValueError`` when ``--llm`` is asked for and no LLM is configured."""
+    model = services.settings.effective_llm_model if llm else None
+    if llm and model is None:
+        raise ValueError(
+            "--llm needs an LLM: set OPENAI_BASE_URL (and OPENAI_API_KEY, LLM_MODEL) to an "
+            "OpenAI-compatible server"
+        )
+    return model
+
+
+def _offtopic_turns(path: Path, offtopic_domain: str | None) -> tuple[str | None, list[MtragTurn]]:
+    """The off-topic domain's name (``offtopic_domain``, else another domain beside
+    ``path``; None when there is none) and its first questions; ``ValueError`` when the
+    named domain has no turns file."""
+    offtopic_name = offtopic_domain or (_other_domain(path.parent, path.name))
+    if not offtopic_name:
+        return offtopic_name, []
+    off_path = path.parent / offtopic_name
+    if not (off_path / "turns.jsonl").exists():
+        raise ValueError(f"--offtopic-domain: {off_path / 'turns.jsonl'} not found")
+    return offtopic_name, _first_questions(off_path)
+
+
+def _gold(qrels: Mapping[str, Mapping[str, int]], task_id: str) -> list[str]:
+    """The passages judged relevant to a turn, in the qrels' order."""
+    return [p for p, g in qrels.get(task_id, {}).items() if g > 0]
+
+
+async def _answer_turns(
+    evaluation: AnswerEvaluation,
+    turns: Sequence[MtragTurn],
+    qrels: Mapping[str, Mapping[str, int]],
+    progress: Callable[[str, int, int], None] | None,
+) -> tuple[dict[str, list[Reply]], dict[str, float]]:
+    """Every system's reply to every turn, in turn order, and the seconds each system
+    spent on them in all."""
+    replies: dict[str, list[Reply]] = defaultdict(list)
+    seconds: dict[str, float] = defaultdict(float)
+    for i, turn in enumerate(turns, 1):
+        gold = _gold(qrels, turn.task_id)
+        for name in SYSTEMS:
+            t0 = time.perf_counter()
+            if name == "convrag":
+                reply = await evaluation.convrag(turn)
+            elif name == "top1_sentence":
+                reply = await evaluation.top1_sentence(turn)
+            else:
+                reply = evaluation.oracle_sentence(turn, gold)
+            seconds[name] += time.perf_counter() - t0
+            replies[name].append(reply)
+        if progress:
+            progress("turns", i, len(turns))
+    return replies, seconds
+
+
+#: Whether each baseline abstains on an off-topic question, which it is not run on:
+#: the top hit's sentence never abstains, the oracle always does (no gold passage).
+_BASELINE_OFFTOPIC_ABSTAINS = {"top1_sentence": False, "oracle_sentence": True}
+
+
+def _offtopic_abstained(name: str, off_replies: Sequence[Reply]) -> list[bool]:
+    """Whether system ``name`` abstained on each off-topic question (only convrag is
+    run on them)."""
+    if name == "convrag":
+        return [r.abstained for r in off_replies]
+    return [_BASELINE_OFFTOPIC_ABSTAINS[name]] * len(off_replies)
+
+
+def _system_scores(
+    turns: Sequence[MtragTurn],
+    replies: Sequence[Reply],
+    qrels: Mapping[str, dict[str, int]],
+    offtopic_abstained: Sequence[bool],
+    seconds: float,
+) -> dict[str, Any]:
+    """One system's part of the report: abstention on the turns (and apart, on PARTIAL
+    and CONVERSATIONAL ones), answer quality, off-topic abstention and time per turn."""
+    pairs = [(t.answerability, r.abstained) for t, r in zip(turns, replies, strict=True)]
+    rows = [
+        (t, r, set(_gold(qrels, t.task_id)), qrels.get(t.task_id, {}))
+        for t, r in zip(turns, replies, strict=True)
+    ]
+    apart = {
+        label.lower(): _mean(1.0 if a else 0.0 for lab, a in pairs if lab == label)
+        for label in ("PARTIAL", "CONVERSATIONAL")
+    }
+    return {
+        "abstention": abstention_scores(pairs),
+        "abstention_rate_apart": apart,
+        "answerable": answer_scores(rows),
+        "offtopic_abstention": _mean(1.0 if a else 0.0 for a in offtopic_abstained),
+        "ms_per_turn": round(1000 * seconds / max(1, len(turns)), 2),
     }
 
 
@@ -341,7 +384,7 @@ def write_turns(
                 "signals": reply.signals,
             }
             if label != "OFFTOPIC" and turn.reference_answer:
-                gold = {p for p, g in qrels.get(turn.task_id, {}).items() if g > 0}
+                gold = set(_gold(qrels, turn.task_id))
                 row["rougeL_recall"] = round(
                     rouge_l_recall(strip_markers(reply.text), turn.reference_answer), 4
                 )

@@ -30,8 +30,12 @@ CLI (serves the default reply, or rules from a JSON script)::
 
     python -m convrag.testing.openai_stub --port 0 [--host 127.0.0.1] [--script rules.json]
 
-This module also hosts :class:`StubServer`, the in-loop/in-thread server base class
-that :mod:`convrag.testing.serper_stub` reuses.
+The stub is four modules by purpose, every public name importable from this one:
+:mod:`convrag.testing.stub_server` (:class:`StubServer`, the in-loop/in-thread server
+base class that :mod:`convrag.testing.serper_stub` reuses),
+:mod:`convrag.testing.openai_rules` (the replies and the rules that pick them),
+:mod:`convrag.testing.openai_wire` (the completions, errors and vectors as sent), and
+this one: the OpenAI server itself and its CLI.
 """
 
 from __future__ import annotations
@@ -39,399 +43,58 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
-import hashlib
 import itertools
 import json
-import math
-import re
-import signal
 import struct
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
+from convrag.testing.openai_rules import (
+    DEFAULT_ANSWER,
+    JSONDict,
+    Matcher,
+    Reply,
+    Rule,
+    last_message_text,
+    message_text,
+    rules_from_script,
+)
+from convrag.testing.openai_wire import (
+    Completion,
+    count_tokens,
+    error_body,
+    hashed_embedding,
+    prompt_tokens,
+    split_tokens,
+)
+from convrag.testing.stub_server import StubServer, run_forever_cli
+
+# Every public name of the stub's modules, as when they were all defined here.
 __all__ = [
     "DEFAULT_ANSWER",
+    "Completion",
+    "JSONDict",
     "Matcher",
     "OpenAIStub",
     "Reply",
     "Rule",
     "StubServer",
+    "count_tokens",
+    "error_body",
     "hashed_embedding",
+    "last_message_text",
     "main",
+    "message_text",
+    "prompt_tokens",
+    "rules_from_script",
+    "run_forever_cli",
+    "split_tokens",
 ]
-
-DEFAULT_ANSWER = "According to the provided sources, this is the stub answer [1]."
-"""Content of the default reply: short, deterministic, and it cites ``[1]``."""
-
-JSONDict = dict[str, Any]
-Matcher = str | re.Pattern[str] | Callable[[JSONDict], bool] | None
-"""How a rule selects requests.
-
-* ``str``: case-sensitive *substring* of the last message's text;
-* ``re.Pattern``: ``pattern.search(last_message_text)``;
-* callable: receives the whole request JSON body, returns ``True`` to match;
-* ``None``: matches every request (handy with ``times=`` for "fail once").
-"""
-
-
-# --------------------------------------------------------------------------------------
-# Generic in-loop / in-thread aiohttp server
-# --------------------------------------------------------------------------------------
-
-
-class StubServer:
-    """Base class: an ``aiohttp.web`` app that runs in the current loop or in a thread.
-
-    Subclasses implement :meth:`_setup_routes`. The server binds ``host`` and ``port``
-    (``0`` = an ephemeral port, the default, so parallel test runs never collide); the
-    chosen port is available as :attr:`port` once started.
-
-    In-loop: ``async with server:`` or ``await server.start()`` / ``await server.stop()``.
-    In-thread: ``with server:``, ``with Cls.in_thread(...)`` or
-    ``server.start_in_thread()`` / ``server.stop_in_thread()``. The thread owns its own
-    event loop, so synchronous code (``llm.invoke``) and other event loops can use it.
-    """
-
-    #: Seconds that ``stop()`` waits for in-flight handlers before cancelling them.
-    shutdown_timeout: float = 0.2
-
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.host = host
-        self._requested_port = port
-        self._port: int | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._thread_loop: asyncio.AbstractEventLoop | None = None
-        self._thread_stop: asyncio.Event | None = None
-        # Guards rules/recordings shared between the server thread and test code.
-        self._lock = threading.Lock()
-
-    # -- subclass hook ------------------------------------------------------------------
-    def _setup_routes(self, app: web.Application) -> None:
-        """Register the stub's routes on ``app``."""
-        raise NotImplementedError
-
-    # -- addresses ----------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        """The bound TCP port (only valid while running)."""
-        if self._port is None:
-            raise RuntimeError(f"{type(self).__name__} is not running")
-        return self._port
-
-    @property
-    def root_url(self) -> str:
-        """``http://HOST:PORT`` without any path."""
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the server is currently accepting connections."""
-        return self._runner is not None
-
-    # -- in-loop mode -------------------------------------------------------------------
-    async def start(self) -> Self:
-        """Start serving inside the *running* event loop; returns ``self``."""
-        if self._runner is not None:
-            raise RuntimeError(f"{type(self).__name__} already running")
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        self._setup_routes(app)
-        # access_log=None: logging every request costs real time in benchmarks.
-        # handler_cancellation=True: a client that gives up (timeout) cancels the
-        # handler's scripted sleep instead of leaving it running.
-        runner = web.AppRunner(
-            app,
-            access_log=None,
-            handler_cancellation=True,
-            shutdown_timeout=self.shutdown_timeout,
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        addresses = runner.addresses
-        self._port = int(addresses[0][1])
-        self._runner = runner
-        return self
-
-    async def stop(self) -> None:
-        """Stop serving (in-loop mode). Idempotent."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
-        self._port = None
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    # -- in-thread mode -----------------------------------------------------------------
-    def start_in_thread(self, timeout: float = 10.0) -> Self:
-        """Start serving from a daemon thread with its own event loop; returns ``self``.
-
-        Blocks until the port is bound (or raises what ``start()`` raised).
-        """
-        if self._thread is not None:
-            raise RuntimeError(f"{type(self).__name__} already running in a thread")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        async def serve() -> None:
-            self._thread_loop = asyncio.get_running_loop()
-            self._thread_stop = asyncio.Event()
-            try:
-                await self.start()
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-                return
-            ready.set()
-            try:
-                await self._thread_stop.wait()
-            finally:
-                await self.stop()
-
-        thread = threading.Thread(
-            target=asyncio.run, args=(serve(),), name=f"{type(self).__name__}", daemon=True
-        )
-        thread.start()
-        if not ready.wait(timeout):
-            raise TimeoutError(f"{type(self).__name__} did not start within {timeout}s")
-        if failure:
-            thread.join(timeout)
-            raise failure[0]
-        self._thread = thread
-        return self
-
-    def stop_in_thread(self, timeout: float = 10.0) -> None:
-        """Stop a server started with :meth:`start_in_thread`. Idempotent."""
-        thread, self._thread = self._thread, None
-        loop, stop_event = self._thread_loop, self._thread_stop
-        if thread is None or loop is None or stop_event is None:
-            return
-        with contextlib.suppress(RuntimeError):  # loop already closed
-            loop.call_soon_threadsafe(stop_event.set)
-        thread.join(timeout)
-        self._thread_loop = None
-        self._thread_stop = None
-
-    @classmethod
-    @contextlib.contextmanager
-    def in_thread(cls, *args: Any, **kwargs: Any) -> Iterator[Self]:
-        """``with Cls.in_thread(**ctor_kwargs) as stub:`` — construct and run in a thread."""
-        server = cls(*args, **kwargs)
-        server.start_in_thread()
-        try:
-            yield server
-        finally:
-            server.stop_in_thread()
-
-    def __enter__(self) -> Self:
-        return self.start_in_thread()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop_in_thread()
-
-
-def run_forever_cli(server: StubServer, banner: Callable[[StubServer], str]) -> None:
-    """Run ``server`` in the foreground until SIGINT/SIGTERM (used by the CLIs).
-
-    Prints ``banner(server)`` (which contains the bound port) on one flushed stdout
-    line, so a parent process that passed ``--port 0`` can read the chosen port.
-    """
-
-    async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        async with server:
-            print(banner(server), flush=True)
-            await stop.wait()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
-
-
-# --------------------------------------------------------------------------------------
-# Scripting
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    """What the stub answers to a chat-completion request.
-
-    Attributes:
-        content: Assistant text, or a callable ``(request_json) -> str`` for replies
-            that depend on the request. ``None`` (default) means
-            :data:`DEFAULT_ANSWER`, or ``""`` when ``tool_calls`` are given.
-        tool_calls: ``[{"name": str, "arguments": dict | str, "id"?: str}]``; returned
-            as OpenAI ``tool_calls`` (ids generated unless given) with
-            ``finish_reason="tool_calls"``. A ``str`` ``arguments`` is sent verbatim
-            (e.g. to test invalid JSON).
-        status: HTTP status; anything but 200 returns an OpenAI-format error body.
-        error_message: ``error.message`` for ``status != 200``.
-        delay_s: Sleep before answering at all (no headers): for client timeouts.
-        empty: Force ``content == ""`` (``content`` is ignored).
-        first_token_delay_s: Streaming only: sleep after the headers/role chunk and
-            before the first content chunk (simulates time-to-first-token).
-        token_delay_s: Streaming only: sleep between content chunks.
-        times: Use the rule at most this many times, then it falls through to the
-            next rule (``None`` = unlimited). Ignored for the default reply.
-        finish_reason: Override the ``finish_reason`` (default ``"stop"`` or
-            ``"tool_calls"``), e.g. ``"length"``.
-    """
-
-    content: str | Callable[[JSONDict], str] | None = None
-    tool_calls: list[JSONDict] | None = None
-    status: int = 200
-    error_message: str | None = None
-    delay_s: float = 0.0
-    empty: bool = False
-    first_token_delay_s: float = 0.0
-    token_delay_s: float = 0.0
-    times: int | None = None
-    finish_reason: str | None = None
-
-    def render_content(self, body: JSONDict) -> str:
-        """The assistant text for ``body`` (handles ``empty`` and callables)."""
-        if self.empty:
-            return ""
-        if self.content is None:
-            return "" if self.tool_calls else DEFAULT_ANSWER
-        if callable(self.content):
-            return self.content(body)
-        return self.content
-
-
-@dataclass
-class Rule:
-    """A matcher, its reply, and bookkeeping (``hits``, ``remaining`` uses)."""
-
-    match: Matcher
-    reply: Reply
-    remaining: int | None = None
-    hits: int = 0
-
-    def matches(self, text: str, body: JSONDict) -> bool:
-        """Whether this rule applies to a request with last-message ``text``."""
-        m = self.match
-        if m is None:
-            return True
-        if isinstance(m, str):
-            return m in text
-        if isinstance(m, re.Pattern):
-            return m.search(text) is not None
-        return bool(m(body))
-
-
-def message_text(message: JSONDict) -> str:
-    """Plain text of an OpenAI message (``content`` may be a string or a parts list)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "".join(parts)
-    return ""
-
-
-def last_message_text(body: JSONDict) -> str:
-    """Text of the last message of a chat-completion request (``""`` if none)."""
-    messages = body.get("messages")
-    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
-        return message_text(messages[-1])
-    return ""
-
-
-_PIECE_RE = re.compile(r"\s*\S+|\s+$")
-_WORD_RE = re.compile(r"\w+")
-
-
-def split_tokens(content: str) -> list[str]:
-    """Split text into word-ish pieces (leading whitespace kept) that join back exactly."""
-    return _PIECE_RE.findall(content)
-
-
-def _count_tokens(text: str) -> int:
-    return len(_WORD_RE.findall(text))
-
-
-_ERROR_TYPES = {
-    400: ("invalid_request_error", None),
-    401: ("invalid_request_error", "invalid_api_key"),
-    403: ("invalid_request_error", "unsupported_country_region_territory"),
-    404: ("invalid_request_error", "model_not_found"),
-    429: ("requests", "rate_limit_exceeded"),
-}
-
-
-def error_body(status: int, message: str | None = None) -> JSONDict:
-    """An OpenAI-format error body for ``status``."""
-    err_type, code = _ERROR_TYPES.get(status, ("server_error", None))
-    return {
-        "error": {
-            "message": message or f"Stub error (HTTP {status}).",
-            "type": err_type,
-            "param": None,
-            "code": code,
-        }
-    }
-
-
-def hashed_embedding(text: str, dim: int) -> list[float]:
-    """Deterministic unit vector for ``text``: signed feature hashing of its words.
-
-    Texts sharing words get a positive cosine similarity, so retrieval over these
-    vectors behaves sensibly in tests; text without words falls back to a hash of the
-    whole string.
-    """
-    vec = [0.0] * dim
-    words = _WORD_RE.findall(text.lower()) or [text]
-    for word in words:
-        digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
-        h = int.from_bytes(digest, "little")
-        vec[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
-    norm = math.sqrt(sum(v * v for v in vec))
-    if norm == 0.0:  # e.g. two opposite-signed collisions
-        vec[0], norm = 1.0, 1.0
-    return [v / norm for v in vec]
-
-
-# --------------------------------------------------------------------------------------
-# The OpenAI stub
-# --------------------------------------------------------------------------------------
 
 
 class OpenAIStub(StubServer):
@@ -549,6 +212,8 @@ class OpenAIStub(StubServer):
         return body
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        """Answer a chat completion as the rules say (:meth:`choose`), after the reply's
+        delay: its error, or the completion whole or streamed as the request asks."""
         body = await self._read_json(request)
         if isinstance(body, web.Response):
             return body
@@ -564,55 +229,31 @@ class OpenAIStub(StubServer):
             )
         if not isinstance(body.get("messages"), list):
             return web.json_response(error_body(400, "'messages' is required."), status=400)
+        completion = self._completion(body, reply)
+        if not body.get("stream"):
+            return web.json_response(completion.whole())
+        return await self._stream(request, completion, reply, body.get("stream_options"))
 
+    def _completion(self, body: JSONDict, reply: Reply) -> Completion:
+        """The completion that ``reply`` makes of the request ``body``."""
         content = reply.render_content(body)
         tool_calls = self._render_tool_calls(reply)
-        finish = reply.finish_reason or ("tool_calls" if tool_calls else "stop")
-        prompt_tokens = sum(
-            _count_tokens(message_text(m)) for m in body["messages"] if isinstance(m, dict)
+        return Completion(
+            id=f"chatcmpl-stub-{next(self._ids)}",
+            model=str(body.get("model") or self.model),
+            created=int(time.time()),
+            content=content,
+            tool_calls=tool_calls,
+            finish_reason=reply.finish_reason or ("tool_calls" if tool_calls else "stop"),
+            prompt_tokens=prompt_tokens(body["messages"]),
         )
-        pieces = split_tokens(content)
-        completion_tokens = len(pieces) + sum(
-            _count_tokens(tc["function"]["arguments"]) + 1 for tc in tool_calls
-        )
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
-        completion_id = f"chatcmpl-stub-{next(self._ids)}"
-        model = str(body.get("model") or self.model)
-        created = int(time.time())
 
-        if not body.get("stream"):
-            message: JSONDict = {
-                "role": "assistant",
-                "content": content if (content or not tool_calls) else None,
-                "refusal": None,
-                "annotations": [],
-            }
-            if tool_calls:
-                message["tool_calls"] = tool_calls
-            return web.json_response(
-                {
-                    "id": completion_id,
-                    "object": "chat.completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": message,
-                            "logprobs": None,
-                            "finish_reason": finish,
-                        }
-                    ],
-                    "usage": usage,
-                    "system_fingerprint": "stub",
-                }
-            )
-
-        stream_options = body.get("stream_options")
+    @staticmethod
+    async def _stream(
+        request: web.Request, completion: Completion, reply: Reply, stream_options: Any
+    ) -> web.StreamResponse:
+        """Send ``completion`` as SSE chunks, paced by the reply's token delays; with
+        ``stream_options.include_usage``, a last chunk holds the usage."""
         include_usage = isinstance(stream_options, dict) and bool(
             stream_options.get("include_usage")
         )
@@ -620,71 +261,15 @@ class OpenAIStub(StubServer):
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await resp.prepare(request)
-        head = (
-            f'{{"id":"{completion_id}","object":"chat.completion.chunk",'
-            f'"created":{created},"model":{json.dumps(model)},"system_fingerprint":"stub",'
-        )
-        tail = ',"usage":null}' if include_usage else "}"
-
-        async def send(choice: JSONDict) -> None:
-            choices = json.dumps([choice], separators=(",", ":"))
-            await resp.write(f'data: {head}"choices":{choices}{tail}\n\n'.encode())
-
-        await send(
-            {
-                "index": 0,
-                "delta": {"role": "assistant", "content": "", "refusal": None},
-                "logprobs": None,
-                "finish_reason": None,
-            }
-        )
-        if reply.first_token_delay_s > 0:
-            await asyncio.sleep(reply.first_token_delay_s)
-        for i, piece in enumerate(pieces):
-            if i and reply.token_delay_s > 0:
-                await asyncio.sleep(reply.token_delay_s)
-            await send(
-                {"index": 0, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}
-            )
-        for index, tc in enumerate(tool_calls):
-            args = tc["function"]["arguments"]
-            cut = len(args) // 2  # two fragments: exercises client-side concatenation
-            await send(
-                {
-                    "index": 0,
-                    "delta": {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": tc["id"],
-                                "type": "function",
-                                "function": {"name": tc["function"]["name"], "arguments": ""},
-                            }
-                        ]
-                    },
-                    "logprobs": None,
-                    "finish_reason": None,
-                }
-            )
-            for fragment in (args[:cut], args[cut:]):
-                if fragment:
-                    await send(
-                        {
-                            "index": 0,
-                            "delta": {
-                                "tool_calls": [
-                                    {"index": index, "function": {"arguments": fragment}}
-                                ]
-                            },
-                            "logprobs": None,
-                            "finish_reason": None,
-                        }
-                    )
-        await send({"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish})
-        if include_usage:
-            usage_chunk = json.dumps(usage, separators=(",", ":"))
-            await resp.write(f'data: {head}"choices":[],"usage":{usage_chunk}}}\n\n'.encode())
-        await resp.write(b"data: [DONE]\n\n")
+        for item in completion.stream(
+            include_usage=include_usage,
+            first_token_delay_s=reply.first_token_delay_s,
+            token_delay_s=reply.token_delay_s,
+        ):
+            if isinstance(item, bytes):
+                await resp.write(item)
+            elif item > 0:
+                await asyncio.sleep(item)
         await resp.write_eof()
         return resp
 
@@ -728,7 +313,7 @@ class OpenAIStub(StubServer):
         total = 0
         for i, item in enumerate(inputs):
             text = item if isinstance(item, str) else " ".join(f"t{x}" for x in item)
-            total += _count_tokens(text)
+            total += count_tokens(text)
             vec = hashed_embedding(text, dim)
             emb: list[float] | str = (
                 base64.b64encode(struct.pack(f"<{dim}f", *vec)).decode("ascii") if b64 else vec
@@ -742,42 +327,6 @@ class OpenAIStub(StubServer):
                 "usage": {"prompt_tokens": total, "total_tokens": total},
             }
         )
-
-
-# --------------------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------------------
-
-
-def rules_from_script(items: Sequence[JSONDict]) -> list[tuple[Matcher, Reply]]:
-    """Parse ``--script`` entries into ``(matcher, reply)`` pairs.
-
-    Each entry: ``{"match_regex"?: str, "content"?: str, "tool_calls"?: [...],
-    "status"?: int, "error_message"?: str, "delay_s"?: float, "empty"?: bool,
-    "first_token_delay_s"?: float, "token_delay_s"?: float, "times"?: int}``;
-    a missing ``match_regex`` matches everything.
-    """
-    allowed = {
-        "content",
-        "tool_calls",
-        "status",
-        "error_message",
-        "delay_s",
-        "empty",
-        "first_token_delay_s",
-        "token_delay_s",
-        "times",
-        "finish_reason",
-    }
-    out: list[tuple[Matcher, Reply]] = []
-    for item in items:
-        unknown = set(item) - allowed - {"match_regex"}
-        if unknown:
-            raise ValueError(f"unknown keys in script rule: {sorted(unknown)}")
-        regex = item.get("match_regex")
-        matcher: Matcher = re.compile(regex) if regex is not None else None
-        out.append((matcher, Reply(**{k: v for k, v in item.items() if k in allowed})))
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:

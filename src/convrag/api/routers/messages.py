@@ -216,33 +216,34 @@ async def _joined(
     return await _reply(request, answer_out(conversation_id, result))
 
 
-@router.post(
-    "/v1/conversations/{conversation_id}/messages",
-    responses={
-        200: {
-            "content": {
-                "text/event-stream": {},
-                "application/json": {"schema": {"$ref": "#/components/schemas/AnswerOut"}},
-            },
-            "description": "SSE events (default) or, with `Accept: application/json`, "
-            "the whole answer.",
+#: What ``POST .../messages`` answers, beyond the route's common errors.
+_MESSAGE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {
+            "text/event-stream": {},
+            "application/json": {"schema": {"$ref": "#/components/schemas/AnswerOut"}},
         },
-        404: {"description": "No such conversation in this workspace."},
-        406: {"description": "`Accept` names neither text/event-stream nor application/json."},
-        409: {
-            "description": "The conversation is still answering a message or is being "
-            "deleted, or this message's idempotency key is being answered by another "
-            "worker, or (the JSON reply) the answer was stopped "
-            "(`POST /v1/conversations/{id}/stop`)."
-        },
-        422: {
-            "description": "`content` blank or too long, or `Idempotency-Key` / "
-            "`client_message_id` blank, over 200 characters, with control characters, "
-            "differing, or already used for a different message; or `Last-Event-ID` "
-            "sent without an idempotency key."
-        },
+        "description": "SSE events (default) or, with `Accept: application/json`, "
+        "the whole answer.",
     },
-)
+    404: {"description": "No such conversation in this workspace."},
+    406: {"description": "`Accept` names neither text/event-stream nor application/json."},
+    409: {
+        "description": "The conversation is still answering a message or is being "
+        "deleted, or this message's idempotency key is being answered by another "
+        "worker, or (the JSON reply) the answer was stopped "
+        "(`POST /v1/conversations/{id}/stop`)."
+    },
+    422: {
+        "description": "`content` blank or too long, or `Idempotency-Key` / "
+        "`client_message_id` blank, over 200 characters, with control characters, "
+        "differing, or already used for a different message; or `Last-Event-ID` "
+        "sent without an idempotency key."
+    },
+}
+
+
+@router.post("/v1/conversations/{conversation_id}/messages", responses=_MESSAGE_RESPONSES)
 async def post_message(
     conversation_id: OwnedConversation,
     body: MessageIn,
@@ -289,12 +290,27 @@ async def post_message(
             pass
         answer = answer_out(conversation_id, await task)
         return JSONResponse(answer.model_dump(mode="json"))
-    # The conversation was the caller's when the request came in (OwnedConversation);
-    # the turn checks again as it stores the question, and its first event says so if
-    # the conversation was deleted meanwhile: a 404 before any stream starts. That check
-    # is a quick database read; should the first event take longer than a keep-alive
-    # period, the stream starts with a keep-alive instead (and an `error` then ends it).
     keepalive = settings.sse_keepalive_s
+    first = await _first_event(conversation_id, queue, task, keepalive)
+    return StreamingResponse(
+        _events(first, queue, keepalive), media_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+async def _first_event(
+    conversation_id: str,
+    queue: asyncio.Queue[Event | None],
+    task: asyncio.Task[TurnResult],
+    keepalive: float,
+) -> Event | None:
+    """The turn's first event, or :data:`KEEPALIVE` when it takes longer than a
+    keep-alive period; 404 or 409 when that event says the turn cannot run.
+
+    The conversation was the caller's when the request came in (OwnedConversation);
+    the turn checks again as it stores the question, and its first event says so if
+    the conversation was deleted meanwhile: a 404 before any stream starts. That check
+    is a quick database read; should the first event take longer than a keep-alive
+    period, the stream starts with a keep-alive instead (and an `error` then ends it)."""
     first: Event | None
     try:
         first = await asyncio.wait_for(queue.get(), keepalive)
@@ -306,15 +322,19 @@ async def post_message(
     if first is not None and first[0] == "error" and first[1].get("code") == "conflict":
         await task  # another worker took the keyed turn up between the check and the start
         raise HTTPException(status.HTTP_409_CONFLICT, first[1]["message"])
+    return first
 
-    async def events() -> AsyncIterator[str]:
-        if first is None:
-            return
-        yield KEEPALIVE_COMMENT if first is KEEPALIVE else _sse(*first)
-        async for item in drain(queue, keepalive_s=keepalive):
-            yield KEEPALIVE_COMMENT if item is KEEPALIVE else _sse(*item)
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+async def _events(
+    first: Event | None, queue: asyncio.Queue[Event | None], keepalive: float
+) -> AsyncIterator[str]:
+    """The answer's SSE stream: ``first`` (:func:`_first_event`; None ends it at once),
+    then the turn's events, with a keep-alive comment after each quiet period."""
+    if first is None:
+        return
+    yield KEEPALIVE_COMMENT if first is KEEPALIVE else _sse(*first)
+    async for item in drain(queue, keepalive_s=keepalive):
+        yield KEEPALIVE_COMMENT if item is KEEPALIVE else _sse(*item)
 
 
 @router.post(
