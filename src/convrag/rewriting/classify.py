@@ -4,7 +4,7 @@
 nothing new to look up), ``follow_up`` (it cannot be understood without the earlier turns) or
 ``standalone``. The rewrite node skips retrieval for the first and rewrites the second before
 retrieving. The cue patterns here (``WHAT_ABOUT_RE``, ``BARE_WH_RE``, ...) are shared with
-:mod:`convrag.rewriting.resolve`, which completes the fragments they match.
+:mod:`convrag.rewriting.fragments`, which completes the fragments they match.
 """
 
 from __future__ import annotations

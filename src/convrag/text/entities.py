@@ -62,98 +62,127 @@ def name_spans(toks: tuple[Token, ...]) -> tuple[NameSpan, ...]:
     n = len(toks)
     i = 0
     while i < n:
+        if not _opens_name(toks, i):
+            i += 1
+            continue
         t = toks[i]
-        is_start = is_capitalised(t) or (t.kind == "word" and has_inner_cap(t.text))
-        if not is_start or t.text == "I":
-            i += 1
-            continue
-        if (
-            t.sent_start
-            and t.low in NOT_NAME
-            and not is_acronym(t.text)
-            # "New York", "San Diego": a name that starts with a common word
-            and not (t.low in NAME_PREFIXES and i + 1 < n and is_capitalised(toks[i + 1]))
-        ):
-            i += 1
-            continue
-        if t.low in PRONOUNS or (
-            t.low in FUNCTION_WORDS and t.low not in JOINERS and not is_acronym(t.text)
-        ):
-            i += 1
-            continue
-        last = i
-        j = i + 1
-        joined = False
-        while j < n:
-            u = toks[j]
-            if toks[j - 1].text.endswith(("'s", "’s")) and j - 1 >= i:
-                break  # "Chaudhari's salary": the possessive ends the name
-            if is_capitalised(u) and u.low not in PRONOUNS and u.text != "I":
-                last = j
-                j += 1
-            elif (
-                u.kind == "word"
-                and u.low in JOINERS
-                and j + 1 < n
-                and not (last == i and is_acronym(t.text))  # "CEO of Netflix": two names
-                and (
-                    is_capitalised(toks[j + 1])
-                    or (toks[j + 1].low == "the" and j + 2 < n and is_capitalised(toks[j + 2]))
-                )
-            ):
-                joined = True
-                j += 1
-            else:
-                break
-        first = i
+        last, joined = _name_end(toks, i)
         if t.low in JOINERS and last == i:
             i += 1
             continue
-        if t.low == "the" and last > i:
-            first = i + 1  # mid-sentence "The Little Mermaid": keep the article apart
-        words = [toks[k].text for k in range(first, last + 1)]
-        words[-1] = strip_possessive(words[-1])
-        text = " ".join(words)
-        if len(words) == 1 and t.sent_start and not is_acronym(t.text):
-            nxt = toks[last + 1] if last + 1 < n else None
-            if (
-                t.low in TIME_WORDS
-                or t.low.endswith("ing")
-                # "Sickle cell disease is ...": a capitalised common noun, not a name.
-                or (
-                    nxt is not None
-                    and nxt.kind == "word"
-                    and nxt.text[0].islower()
-                    and nxt.low not in FUNCTION_WORDS
-                    and nxt.low not in ADVERBS
-                    and not is_verb_like(nxt)
-                    and not nxt.low.endswith("s")
-                )
-            ):
-                i = last + 1
-                continue
-        before = first - 1
-        article = before >= 0 and toks[before].low == "the"
-        if article:
-            before -= 1
-        prev = toks[before].low if before >= 0 else ""
-        lastw = fold(words[-1])
-        spans.append(
-            NameSpan(
-                text=text,
-                key=fold(text),
-                ntok=len(words),
-                first=first,
-                last=last,
-                article=article,
-                prev=prev,
-                acronym=len(words) == 1 and is_acronym(words[0]),
-                joined=joined,
-                plural=lastw.endswith("s") and not lastw.endswith(("ss", "us", "is")),
-            )
-        )
+        first = i + 1 if t.low == "the" and last > i else i  # mid-sentence "The Little Mermaid"
+        if not (first == last and _common_opener(toks, i, last)):
+            spans.append(_span(toks, first, last, joined))
         i = last + 1
     return tuple(spans)
+
+
+def _opens_name(toks: tuple[Token, ...], i: int) -> bool:
+    """Whether token ``i`` can start a name: capitalised (or "iPhone"-like), and neither
+    "I", a pronoun, a function word nor a common word that opens the sentence ("What",
+    "New" only in "New York")."""
+    t = toks[i]
+    is_start = is_capitalised(t) or (t.kind == "word" and has_inner_cap(t.text))
+    if not is_start or t.text == "I":
+        return False
+    if (
+        t.sent_start
+        and t.low in NOT_NAME
+        and not is_acronym(t.text)
+        # "New York", "San Diego": a name that starts with a common word
+        and not (t.low in NAME_PREFIXES and i + 1 < len(toks) and is_capitalised(toks[i + 1]))
+    ):
+        return False
+    return not (
+        t.low in PRONOUNS
+        or (t.low in FUNCTION_WORDS and t.low not in JOINERS and not is_acronym(t.text))
+    )
+
+
+def _name_end(toks: tuple[Token, ...], i: int) -> tuple[int, bool]:
+    """The index of the last word of the name that starts at ``i``, and whether a joiner
+    ("of", "van der", "&") is inside it."""
+    n = len(toks)
+    last = i
+    j = i + 1
+    joined = False
+    while j < n:
+        u = toks[j]
+        if toks[j - 1].text.endswith(("'s", "’s")) and j - 1 >= i:
+            break  # "Chaudhari's salary": the possessive ends the name
+        if is_capitalised(u) and u.low not in PRONOUNS and u.text != "I":
+            last = j
+            j += 1
+        elif _joins(toks, i, j, last):
+            joined = True
+            j += 1
+        else:
+            break
+    return last, joined
+
+
+def _joins(toks: tuple[Token, ...], i: int, j: int, last: int) -> bool:
+    """Whether token ``j`` joins two parts of the name that starts at ``i`` ("Battle of
+    Gettysburg", "Bank of the West"), but not an acronym to a name ("CEO of Netflix")."""
+    u = toks[j]
+    n = len(toks)
+    return (
+        u.kind == "word"
+        and u.low in JOINERS
+        and j + 1 < n
+        and not (last == i and is_acronym(toks[i].text))  # "CEO of Netflix": two names
+        and (
+            is_capitalised(toks[j + 1])
+            or (toks[j + 1].low == "the" and j + 2 < n and is_capitalised(toks[j + 2]))
+        )
+    )
+
+
+def _common_opener(toks: tuple[Token, ...], i: int, last: int) -> bool:
+    """Whether a one-word name at ``i`` is only a common word capitalised because it opens
+    the sentence: a time word, an "-ing" word, or the first word of a lowercase term."""
+    t = toks[i]
+    if not t.sent_start or is_acronym(t.text):
+        return False
+    nxt = toks[last + 1] if last + 1 < len(toks) else None
+    return (
+        t.low in TIME_WORDS
+        or t.low.endswith("ing")
+        # "Sickle cell disease is ...": a capitalised common noun, not a name.
+        or (
+            nxt is not None
+            and nxt.kind == "word"
+            and nxt.text[0].islower()
+            and nxt.low not in FUNCTION_WORDS
+            and nxt.low not in ADVERBS
+            and not is_verb_like(nxt)
+            and not nxt.low.endswith("s")
+        )
+    )
+
+
+def _span(toks: tuple[Token, ...], first: int, last: int, joined: bool) -> NameSpan:
+    """The name of tokens ``first`` to ``last``, with what its surroundings say about it."""
+    words = [toks[k].text for k in range(first, last + 1)]
+    words[-1] = strip_possessive(words[-1])
+    text = " ".join(words)
+    before = first - 1
+    article = before >= 0 and toks[before].low == "the"
+    if article:
+        before -= 1
+    lastw = fold(words[-1])
+    return NameSpan(
+        text=text,
+        key=fold(text),
+        ntok=len(words),
+        first=first,
+        last=last,
+        article=article,
+        prev=toks[before].low if before >= 0 else "",
+        acronym=len(words) == 1 and is_acronym(words[0]),
+        joined=joined,
+        plural=lastw.endswith("s") and not lastw.endswith(("ss", "us", "is")),
+    )
 
 
 def _amounts(toks: tuple[Token, ...]) -> list[str]:
