@@ -53,13 +53,13 @@ close second), and a gain on the other domain in both directions (BENCHMARKS.md)
 
 
 DEFAULT_RAW_QUERY_WEIGHT = 1.0
-DEFAULT_REWRITE_QUERY_WEIGHT = 3.0
-DEFAULT_HISTORY_QUERY_WEIGHT = 2.0
-DEFAULT_ANCHOR_WEIGHT = 0.0
+DEFAULT_REWRITE_QUERY_WEIGHT = 0.5
+DEFAULT_HISTORY_QUERY_WEIGHT = 0.5
+DEFAULT_ANCHOR_WEIGHT = 0.5
 """The multi-query fusion's weights (:mod:`convrag.fusion`; only their ratios matter): the
-best mean R@5 (all turns and follow-ups) of both MTRAG dev domains with
+best mean R@5 (all turns and follow-ups) of both MTRAG dev domains, full pools, with
 ``benchmarks/fit_fusion.py``, each domain's own fit tested on the other (BENCHMARKS.md,
-issue 31). Anchoring fitted to 0 on ClapNQ and on both together (0.5 on Cloud alone)."""
+issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out."""
 
 
 class KnobTypeError(ValueError):
