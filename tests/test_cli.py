@@ -569,13 +569,14 @@ def test_serve_docs_ingests_a_folder_prints_its_key_and_url_and_answers_from_it(
     (folder / "site").mkdir(parents=True)
     (folder / "lunch.md").write_text("# Lunch\n\nLunch is served in the canteen at noon.\n")
     (folder / "site" / "parking.md").write_text("# Parking\n\nStaff park in lot B.\n")
-    args = ("--docs", str(folder), "-w", "mine")
+    args = ("--docs", str(folder), "-w", "handbook-docs")
     server, printed = _serve_docs(cli_data, tmp_path / "serve.log", *args)
     try:
-        assert printed["workspace"] == "mine" and printed["url"] == f"{server.url}/"
+        assert printed["workspace"] == "handbook-docs" and printed["url"] == f"{server.url}/"
         assert json.loads(printed["report"])["added"] == 2
         keyfile = Path(printed["keyfile"])
-        assert keyfile == cli_data / "mine.key" and keyfile.read_text().strip() == printed["key"]
+        assert keyfile == cli_data / "handbook-docs.key"
+        assert keyfile.read_text().strip() == printed["key"]
         assert stat.S_IMODE(keyfile.stat().st_mode) == 0o600
         _assert_answers_from_the_folder(server.url, printed["key"])
     finally:
@@ -592,7 +593,7 @@ def _assert_answers_from_the_folder(url: str, key: str) -> None:
     import httpx
 
     with httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {key}"}) as c:
-        assert c.get("/v1/workspace").json() == {"workspace": "mine"}
+        assert c.get("/v1/workspace").json() == {"workspace": "handbook-docs"}
         listed = c.get("/v1/documents").json()
         assert sorted(d["source"] for d in listed) == ["lunch.md", "parking.md"]
         assert all(d["status"] == "ready" for d in listed), listed
