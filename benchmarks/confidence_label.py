@@ -6,8 +6,8 @@ the margin of the relevance floor is labelled low confidence (as the service lab
 ``convrag.answering.abstention.assurance``); for each margin, each label's turns are
 reported with the share whose decision is wrong (abstained on an answerable turn, or
 answered an unanswerable or off-topic one), and the answered answerable turns' ROUGE-L
-recall and share citing a gold passage. Rows recorded before ``evidence`` was a signal
-get it rebuilt from the others, as ``merge_context`` computes it.
+recall and share citing a gold passage. Only rows whose signals hold ``evidence``
+(recorded since session 18) are read.
 
     python benchmarks/confidence_label.py bench-out/ans-clapnq-turns.jsonl \\
         bench-out/ans-cloud-turns.jsonl
@@ -21,19 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from convrag.answering.abstention import assurance
-from convrag.context import DEFAULT_RARE_TERM_PENALTY, DEFAULT_RELEVANCE_FLOOR
+from convrag.context import DEFAULT_RELEVANCE_FLOOR
 
 ABSTAIN = {"UNANSWERABLE", "OFFTOPIC"}
-
-
-def evidence(signals: dict[str, float]) -> float:
-    """The evidence the floor was held against (recorded, or rebuilt from the signals)."""
-    if "evidence" in signals:
-        return signals["evidence"]
-    value = signals["sentence"] - DEFAULT_RARE_TERM_PENALTY * signals["rarest"]
-    if value < DEFAULT_RELEVANCE_FLOOR and signals["rarest"] == 0 and signals["every_term"]:
-        value = DEFAULT_RELEVANCE_FLOOR  # a sentence says every word asked
-    return value
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -55,10 +45,10 @@ def main() -> None:
     args = parser.parse_args()
     for path in args.files:
         rows = [json.loads(line) for line in path.open() if line.strip()]
-        weighed = [r for r in rows if r.get("signals")]
+        weighed = [r for r in rows if "evidence" in (r.get("signals") or {})]
         for margin in map(float, args.margins.split(",")):
             label = {
-                id(r): assurance(evidence(r["signals"]), DEFAULT_RELEVANCE_FLOOR, margin)
+                id(r): assurance(r["signals"]["evidence"], DEFAULT_RELEVANCE_FLOOR, margin)
                 for r in weighed
             }
             by = {k: summary([r for r in weighed if label[id(r)] == k]) for k in ("low", "high")}

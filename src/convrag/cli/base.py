@@ -118,10 +118,13 @@ def fail(message: object, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _workspace_id(value: str) -> str:
-    """The ``--workspace`` value, checked before any work starts (exit 2 naming the rule)."""
+def workspace_option(value: str | None) -> str | None:
+    """A ``--workspace`` value, checked before any work starts (exit 2 naming the rule);
+    None where the option is optional and not given."""
     from convrag.ids import check_id
 
+    if value is None:
+        return None
     try:
         return check_id(value)
     except ValueError as exc:
@@ -135,7 +138,7 @@ WorkspaceOpt = Annotated[
         "-w",
         metavar="WORKSPACE",
         help="Workspace id (documents never cross workspaces).",
-        callback=_workspace_id,
+        callback=workspace_option,
     ),
 ]
 

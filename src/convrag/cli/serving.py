@@ -20,6 +20,7 @@ from convrag.cli.base import (
     fail,
     out,
     warn_if_new_store,
+    workspace_option,
 )
 from convrag.config import Settings, get_settings, setting_sources
 
@@ -57,19 +58,6 @@ def config(
     out.print(table)
 
 
-def _optional_workspace(value: str | None) -> str | None:
-    """``serve --workspace``, checked before any work starts (exit 2 naming the allowed
-    characters, as every other command's ``--workspace``)."""
-    from convrag.ids import check_id
-
-    if value is None:
-        return None
-    try:
-        return check_id(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
 DocsOpt = Annotated[
     Path | None,
     typer.Option(
@@ -90,7 +78,7 @@ DocsWorkspaceOpt = Annotated[
         metavar="NAME",
         help="The workspace --docs goes into (default: the folder's or file's name "
         "without its extension, lowercased, other characters than a-z 0-9 _ - as -).",
-        callback=_optional_workspace,
+        callback=workspace_option,
     ),
 ]
 

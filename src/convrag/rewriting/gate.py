@@ -141,23 +141,26 @@ def _unsupported(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
 _CLAUSE_WORDS = WH | AUX | frozenset({"whether"})
 """Words a noun phrase put for a pronoun never holds: a clause came with it."""
 
-_VERBS = frozenset({"get", "got", "give", "make", "tell", "know", "say", "mean", "find", "see"})
-"""Verbs that end no noun phrase: "the resource detector get" is a subject and its verb."""
+_NO_PHRASE_END = FUNCTION_WORDS | frozenset(
+    {"get", "got", "give", "make", "tell", "know", "say", "mean", "find", "see"}
+)
+"""Words that end no noun phrase: grammar words, and verbs ("the resource detector get"
+is a subject and its verb)."""
 
 
 def _not_a_phrase(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
     """What was put for a pronoun is no noun phrase ("the callback tell whether",
     "what's", "the Roman Empire's religion" is fine), or the rewrite doubles a word the
     message did not ("a builder for for sorted maps")."""
+    named = {t.low for t in _words(rewrite) if t.text[:1].isupper()}
     for _, old, new in _replaced(message, rewrite):
         if not old or not set(old) <= PRONOUNS or set(new) <= DETS:
             continue  # a determiner for "their" leads the noun the message had
-        named = {t.low for t in _words(rewrite) if t.text[:1].isupper()}
         last = tokenize(strip_possessive(new[-1]))
-        if set(new) - named & _CLAUSE_WORDS or (
+        if (set(new) - named) & _CLAUSE_WORDS or (
             last
             and new[-1] not in named
-            and (last[0].low in FUNCTION_WORDS | _VERBS or is_verb_like(last[0]))
+            and (last[0].low in _NO_PHRASE_END or is_verb_like(last[0]))
         ):
             return True
     return _doubled(rewrite) > _doubled(message)
