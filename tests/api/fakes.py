@@ -571,10 +571,13 @@ class FixedAnswerGraph:
 
     With ``hold`` set, a run waits after its question is stored until the event is set
     (a turn still being answered); ``started`` is set as each run's question is stored.
+    With ``fail`` set, a run raises it after its sources, as a node whose store or LLM
+    failed does.
     """
 
     db: FakeDatabase
     hold: asyncio.Event | None = None
+    fail: Exception | None = None
     started: asyncio.Event = field(default_factory=asyncio.Event)
     runs: list[InputState] = field(default_factory=list)
 
@@ -592,6 +595,8 @@ class FixedAnswerGraph:
         yield "custom", {"event": "sources", "sources": [SOURCE]}
         if self.hold is not None:
             await self.hold.wait()
+        if self.fail is not None:
+            raise self.fail
         for word in ANSWER.split(" "):
             yield "custom", {"event": "token", "text": word if word == "Prasad" else f" {word}"}
         self.db.add_turn(
@@ -666,10 +671,20 @@ def fake_app(stack: FakeStack) -> FastAPI:
     """The real app (``create_app``) serving ``stack``, its state shared as its lifespan
     shares it (:func:`~convrag.api.app.share`), without the lifespan's start (no
     listener on a database, no recovery, no retention sweep)."""
-    app = create_app(stack.services.settings, services=stack.services)
+    settings = stack.services.settings
+    app = _app(settings.max_file_bytes, settings.max_body_bytes)
     graph = cast(CompiledStateGraph[Any, Any, Any, Any], stack.graph)
     share(app, Assistant(stack.services, graph))
     return app
+
+
+@cache
+def _app(max_file_bytes: int, max_body_bytes: int) -> FastAPI:
+    """The app with these body limits, made once (making one takes tens of ms): of the
+    settings, ``create_app`` reads only the limits, and :func:`fake_app` shares each
+    test's services on it. Its lifespan, which would open real stores, is never run."""
+    limits = {"max_file_bytes": max_file_bytes, "max_body_bytes": max_body_bytes}
+    return create_app(_default_settings().model_copy(update=limits))
 
 
 def client(app: FastAPI) -> httpx.AsyncClient:

@@ -10,8 +10,10 @@ import uuid
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from convrag.api.errors import DATABASE_DOWN
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
 
 JSON = {"Accept": "application/json"}
@@ -226,6 +228,36 @@ async def test_a_stop_ends_the_answers_stream_stores_it_failed_and_says_which_tu
     assert events[-1] == ("error", {"code": "stopped", "message": events[-1][1]["message"]})
     turn = stack.db.turns[body["turn_id"]].record
     assert (turn.status, turn.error) == ("failed", events[-1][1]["message"])
+
+
+async def test_a_failed_run_ends_its_stream_with_an_error_and_is_stored_failed_with_why(
+    api: httpx.AsyncClient, auth: dict[str, str], conversation: str, stack: FakeStack
+) -> None:
+    stack.graph.fail = psycopg.OperationalError("connection to 10.0.0.5:5432 lost")
+    resp = await api.post(
+        f"/v1/conversations/{conversation}/messages", json={"content": "Salary?"}, headers=auth
+    )
+    assert resp.status_code == 200
+    events = sse(resp.text)
+    assert [name for name, _ in events] == ["sources", "error"]
+    assert events[-1][1] == {"code": "turn_failed", "message": "the database was unavailable"}
+    assert "10.0.0.5" not in resp.text
+    (turn,) = stack.db.turns.values()
+    assert (turn.record.status, turn.record.error) == ("failed", "the database was unavailable")
+
+
+async def test_the_json_reply_of_a_failed_run_is_a_503_saying_to_retry(
+    api: httpx.AsyncClient, auth: dict[str, str], conversation: str, stack: FakeStack
+) -> None:
+    stack.graph.fail = psycopg.OperationalError("connection to 10.0.0.5:5432 lost")
+    resp = await api.post(
+        f"/v1/conversations/{conversation}/messages",
+        json={"content": "Salary?"},
+        headers={**auth, **JSON},
+    )
+    assert resp.status_code == 503
+    assert resp.headers["Retry-After"] == "3"
+    assert resp.json()["detail"] == DATABASE_DOWN
 
 
 async def test_a_stop_with_nothing_being_answered_says_stopped_false(

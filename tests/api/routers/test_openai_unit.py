@@ -9,8 +9,10 @@ import json
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from convrag.api.errors import DATABASE_DOWN
 from tests.api.fakes import ANSWER, SOURCE, FakeStack
 
 QUESTION = {"messages": [{"role": "user", "content": "What is Prasad's salary?"}]}
@@ -114,6 +116,35 @@ async def test_a_streamed_completion_ends_with_the_answer_its_citations_and_done
     assert usage["choices"] == []
     assert usage["usage"]["total_tokens"] == 0
     assert {c["id"] for c in data[:-1]} == {data[0]["id"]}
+
+
+async def test_a_failed_run_is_a_503_server_error_in_openais_shape(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    stack.graph.fail = psycopg.OperationalError("connection to 10.0.0.5:5432 lost")
+    resp = await api.post("/v1/chat/completions", json=QUESTION, headers=auth)
+    assert resp.status_code == 503
+    assert resp.headers["Retry-After"] == "3"
+    assert resp.json()["error"]["type"] == "server_error"
+    assert resp.json()["error"]["message"] == DATABASE_DOWN
+
+
+async def test_a_failed_streamed_run_sends_an_error_chunk_then_done(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    stack.graph.fail = psycopg.OperationalError("connection to 10.0.0.5:5432 lost")
+    resp = await api.post("/v1/chat/completions", json={**QUESTION, "stream": True}, headers=auth)
+    assert resp.status_code == 200
+    *_, error, done = chunks(resp.text)
+    assert error == {
+        "error": {
+            "type": "server_error",
+            "param": None,
+            "code": "turn_failed",
+            "message": "the database was unavailable",
+        }
+    }
+    assert done == "[DONE]"
 
 
 @pytest.mark.parametrize(
