@@ -200,12 +200,10 @@ def _start_background_tasks(stack: AsyncExitStack, assistant: Assistant) -> None
 
 
 async def _serve_turns(app: FastAPI, stack: AsyncExitStack, assistant: Assistant) -> TurnRunner:
-    """Put what the routes share on ``app.state`` (the services, the assistant, the turn
-    runner, the rate limiter, the API key cache), listen for the stops other processes
-    ask of this one's turns, and stop the turns shortly after a shutdown signal."""
-    app.state.services = assistant.services
-    app.state.assistant = assistant
-    runner = app.state.runner = TurnRunner(assistant)
+    """Put what the routes share on ``app.state`` (:func:`share`), listen for the stops
+    other processes ask of this one's turns, and stop the turns shortly after a shutdown
+    signal."""
+    runner = share(app, assistant)
     stack.push_async_callback(runner.close)
     # Stops that other processes on the database ask for, of the turns this one
     # answers; handed to the runner the routes use (app.state), as a stop here is.
@@ -217,6 +215,16 @@ async def _serve_turns(app: FastAPI, stack: AsyncExitStack, assistant: Assistant
         )
     )
     stack.callback(_on_shutdown_signal(lambda: runner.stop_after(STOP_TURNS_AFTER_S)))
+    return runner
+
+
+def share(app: FastAPI, assistant: Assistant) -> TurnRunner:
+    """Put what the routes share on ``app.state``: the services, the assistant, a new turn
+    runner (returned), the rate limiter and the API key cache. The lifespan calls it as
+    the app starts; the routers' unit tests call it with fakes, without a lifespan."""
+    app.state.services = assistant.services
+    app.state.assistant = assistant
+    runner = app.state.runner = TurnRunner(assistant)
     app.state.limiter = RateLimiter(assistant.services.settings.rate_limit_per_minute)
     app.state.keys = KeyCache()
     return runner

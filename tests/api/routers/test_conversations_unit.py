@@ -1,0 +1,252 @@
+"""Conversation routes: create, list (cursor pages), read, rename, export, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+
+from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
+
+
+async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "Salary?") -> str:
+    """A conversation of ``workspace`` with one answered turn citing :data:`SOURCE`."""
+    cid = await stack.db.create_conversation(workspace)
+    stack.db.add_turn(workspace, cid, question, ANSWER, sources=[SOURCE], citations=[CITATION])
+    return cid
+
+
+async def test_a_created_conversation_is_201_with_its_id_and_listed(
+    api: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    resp = await api.post("/v1/conversations", headers=auth)
+    assert resp.status_code == 201
+    cid = resp.json()["conversation_id"]
+    listed = (await api.get("/v1/conversations", headers=auth)).json()
+    assert [c["id"] for c in listed["conversations"]] == [cid]
+    assert listed["conversations"][0]["turn_count"] == 0
+
+
+async def test_a_conversation_created_with_a_title_is_listed_under_it_stripped(
+    api: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    resp = await api.post("/v1/conversations", json={"title": "  Payroll  "}, headers=auth)
+    assert resp.status_code == 201
+    listed = (await api.get("/v1/conversations", headers=auth)).json()["conversations"]
+    assert listed[0]["title"] == "Payroll"
+
+
+async def test_creating_with_an_unknown_field_gets_422_naming_it(
+    api: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    resp = await api.post("/v1/conversations", json={"name": "x"}, headers=auth)
+    assert resp.status_code == 422
+    assert [e["field"] for e in resp.json()["errors"]] == ["name"]
+
+
+async def test_conversations_are_listed_by_last_activity_in_cursor_pages(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    ids = [await stack.db.create_conversation("acme") for _ in range(3)]
+    stack.db.add_turn("acme", ids[0], "What is the leave policy?", "20 days.")
+    first = (await api.get("/v1/conversations?limit=2", headers=auth)).json()
+    assert [c["id"] for c in first["conversations"]] == [ids[0], ids[2]]
+    assert first["conversations"][0]["title"] == "What is the leave policy?"
+    cursor = first["next_cursor"]
+    second = (await api.get(f"/v1/conversations?limit=2&cursor={cursor}", headers=auth)).json()
+    assert [c["id"] for c in second["conversations"]] == [ids[1]]
+    assert second["next_cursor"] is None
+
+
+async def test_another_workspaces_conversations_are_not_listed(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    await stack.db.create_conversation("other")
+    listed = (await api.get("/v1/conversations", headers=auth)).json()
+    assert listed == {"conversations": [], "next_cursor": None}
+
+
+async def test_a_limit_out_of_range_or_a_bad_cursor_gets_422_naming_the_parameter(
+    api: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    for query, field in (
+        ("limit=0", "query.limit"),
+        ("limit=101", "query.limit"),
+        ("cursor=abc", "query.cursor"),
+    ):
+        resp = await api.get(f"/v1/conversations?{query}", headers=auth)
+        assert resp.status_code == 422, query
+        assert [e["field"] for e in resp.json()["errors"]] == [field], query
+
+
+async def test_a_documents_cursor_is_refused_by_the_conversations_list(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    for source in ("a.txt", "b.txt"):
+        stack.db.add_document("acme", source)
+    docs = await api.get("/v1/documents?limit=1", headers=auth)
+    cursor = docs.headers["X-Next-Cursor"]
+    resp = await api.get(f"/v1/conversations?cursor={cursor}", headers=auth)
+    assert resp.status_code == 422
+    assert "a cursor of documents, not of conversations" in resp.json()["detail"]
+
+
+async def test_a_conversation_reads_as_its_turns_with_their_ratings(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack)
+    turn_id = next(iter(stack.db.turns))
+    await stack.db.save_feedback("acme", turn_id, "up", "spot on")
+    resp = await api.get(f"/v1/conversations/{cid}", headers=auth)
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["conversation_id"] == cid
+    (turn,) = body["turns"]
+    assert (turn["id"], turn["question"], turn["answer"]) == (turn_id, "Salary?", ANSWER)
+    assert (turn["status"], turn["confidence"]) == ("done", "high")
+    assert turn["feedback"]["rating"] == "up"
+
+
+async def test_a_failed_turn_is_shown_with_why(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await stack.db.create_conversation("acme")
+    stack.db.add_turn("acme", cid, "Salary?", status="failed", error="the LLM timed out")
+    (turn,) = (await api.get(f"/v1/conversations/{cid}", headers=auth)).json()["turns"]
+    assert (turn["status"], turn["error"], turn["answer"]) == ("failed", "the LLM timed out", "")
+
+
+async def test_another_workspaces_unknown_or_malformed_ids_get_the_same_404(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    theirs = await _answered(stack, "other")
+    for cid in (theirs, str(uuid.uuid4()), "not-an-id"):
+        for method, path in (
+            ("GET", f"/v1/conversations/{cid}"),
+            ("GET", f"/v1/conversations/{cid}/export"),
+            ("DELETE", f"/v1/conversations/{cid}"),
+        ):
+            resp = await api.request(method, path, headers=auth)
+            assert resp.status_code == 404, (method, path)
+            assert resp.json()["detail"] == f"conversation {cid} not found"
+    assert theirs in stack.db.conversations
+
+
+async def test_an_upper_case_id_is_the_same_conversation(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack)
+    resp = await api.get(f"/v1/conversations/{cid.upper()}", headers=auth)
+    assert resp.status_code == 200
+    assert resp.json()["conversation_id"] == cid
+
+
+async def test_a_rename_answers_the_conversation_under_its_stripped_title(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack)
+    resp = await api.patch(f"/v1/conversations/{cid}", json={"title": " Pay "}, headers=auth)
+    assert resp.status_code == 200
+    assert (resp.json()["id"], resp.json()["title"], resp.json()["turn_count"]) == (cid, "Pay", 1)
+
+
+async def test_a_blank_multi_line_or_missing_title_gets_422_naming_title(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await stack.db.create_conversation("acme")
+    for body in ({"title": "   "}, {"title": "a\nb"}, {"title": "x" * 201}, {}):
+        resp = await api.patch(f"/v1/conversations/{cid}", json=body, headers=auth)
+        assert resp.status_code == 422, body
+        assert [e["field"] for e in resp.json()["errors"]] == ["title"], body
+
+
+async def test_renaming_another_workspaces_conversation_gets_404_and_changes_nothing(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    theirs = await stack.db.create_conversation("other")
+    resp = await api.patch(f"/v1/conversations/{theirs}", json={"title": "Mine"}, headers=auth)
+    assert resp.status_code == 404
+    assert stack.db.conversations[theirs].title is None
+
+
+async def test_a_json_export_holds_every_turn_with_what_it_cites_as_an_attachment(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack)
+    resp = await api.get(f"/v1/conversations/{cid}/export", headers=auth)
+    assert resp.status_code == 200
+    assert resp.headers["Content-Disposition"] == (
+        f'attachment; filename="conversation-{cid}.json"'
+    )
+    body = resp.json()
+    assert body["conversation"]["id"] == cid
+    (turn,) = body["turns"]
+    assert turn["answer"] == ANSWER
+    assert turn["citations"] == [
+        {
+            "marker": "[1]",
+            "source_type": "document",
+            "title": "Employees",
+            "document_id": SOURCE["document_id"],
+            "page": None,
+            "url": None,
+            "snippet": SOURCE["snippet"],
+        }
+    ]
+
+
+async def test_a_markdown_export_lists_each_answers_sources_and_escapes_markup(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack, question="<script>alert(1)</script> salary?")
+    resp = await api.get(f"/v1/conversations/{cid}/export?format=md", headers=auth)
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "text/markdown; charset=utf-8"
+    assert resp.headers["Content-Disposition"].endswith(f'conversation-{cid}.md"')
+    text = resp.text
+    assert "## 1. &lt;script&gt;alert(1)&lt;/script&gt; salary?" in text
+    assert "<script>" not in text
+    assert "**Sources**" in text
+    assert f"- [1] **Employees** (document `{SOURCE['document_id']}`)" in text
+
+
+async def test_an_export_in_another_format_gets_422_naming_format(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await stack.db.create_conversation("acme")
+    resp = await api.get(f"/v1/conversations/{cid}/export?format=pdf", headers=auth)
+    assert resp.status_code == 422
+    assert [e["field"] for e in resp.json()["errors"]] == ["query.format"]
+
+
+async def test_a_delete_is_204_and_clears_its_turns_vectors_and_memory(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await _answered(stack)
+    resp = await api.delete(f"/v1/conversations/{cid}", headers=auth)
+    assert resp.status_code == 204
+    assert resp.content == b""
+    assert cid not in stack.db.conversations
+    assert stack.db.turns == {}
+    assert stack.index.deleted == [("acme", cid)]
+    assert stack.memory.discarded == [cid]
+    assert (await api.get(f"/v1/conversations/{cid}", headers=auth)).status_code == 404
+
+
+async def test_deleting_a_conversation_while_it_answers_gets_409_and_keeps_it(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    cid = await stack.db.create_conversation("acme")
+    stack.graph.hold = asyncio.Event()
+    url = f"/v1/conversations/{cid}/messages"
+    asking = asyncio.create_task(
+        api.post(url, json={"content": "Salary?"}, headers={**auth, "Accept": "application/json"})
+    )
+    await stack.graph.started.wait()
+    resp = await api.delete(f"/v1/conversations/{cid}", headers=auth)
+    stack.graph.hold.set()
+    assert (await asking).status_code == 200
+    assert resp.status_code == 409
+    assert cid in stack.db.conversations
+    assert stack.index.deleted == []
