@@ -57,14 +57,14 @@ NEW_TITLE = "Salary questions: Prasad Chaudhari's total and basic salary, allowa
 SHOWN_TITLE_JS = """
 const button = document.querySelector(arguments[0]), box = button.firstElementChild;
 const style = getComputedStyle(box), text = box.firstChild;
-const bottom = box.getBoundingClientRect().bottom;
+const { right, bottom } = box.getBoundingClientRect();
 const range = document.createRange();
 let shown = 0;
 for (let i = 0; i < text.length; i++) {
   range.setStart(text, i);
   range.setEnd(text, i + 1);
   const r = range.getBoundingClientRect();
-  if (r.height && r.bottom <= bottom + 0.5) shown = i + 1;
+  if (r.height && r.bottom <= bottom + 0.5 && r.right <= right + 0.5) shown = i + 1;
 }
 return {
   clamp: style.webkitLineClamp,
@@ -341,7 +341,7 @@ def _drive(base: str, key: str) -> Seen:
             lambda d: d.execute_script(titles_js, f"{item_css} .conversation-title") == [NEW_TITLE]
         )
         # The long title shows on two lines, cut with an ellipsis at the end, long enough
-        # to tell titles apart (one line showed some 15 characters); hovering it shows all
+        # to tell titles apart (one line showed some 20 characters); hovering it shows all
         # of it (its tooltip).
         cut = driver.execute_script(SHOWN_TITLE_JS, f"{item_css} .conversation-title")
         assert cut["clamp"] == "2" and cut["lines"] == 2 and cut["clipped"], cut
