@@ -339,6 +339,28 @@ async def test_a_chat_replayed_by_the_client_is_one_conversation_of_its_turns(
     assert [t["answer"] for t in conv["turns"]] == [m["content"] for m in messages[2::2]]
 
 
+async def test_an_answer_regenerated_from_an_earlier_point_of_the_chat_stays_in_its_conversation(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str]
+) -> None:
+    """A chat UI's "regenerate" resends the chat up to the question again: its turn is
+    the conversation's next one, and the chat goes on from the new answer."""
+
+    async def ask(chat: list[dict[str, str]]) -> tuple[str, str]:
+        reply = await client.chat.completions.create(model="convrag", messages=chat)  # type: ignore[arg-type]
+        return reply.choices[0].message.content or "", (reply.model_extra or {})["conversation_id"]
+
+    chat = [{"role": "user", "content": CHAT[0]}]
+    first, conv = await ask(chat)
+    chat += [{"role": "assistant", "content": first}, {"role": "user", "content": CHAT[1]}]
+    _, second = await ask(chat)
+    regenerated, again = await ask(chat)  # the same messages once more
+    chat += [{"role": "assistant", "content": regenerated}, {"role": "user", "content": CHAT[2]}]
+    _, then = await ask(chat)
+    assert second == again == then == conv
+    (listed,) = await _conversations(base_url, tenant)
+    assert [t["question"] for t in listed["turns"]] == [CHAT[0], CHAT[1], CHAT[1], CHAT[2]]
+
+
 async def test_a_client_may_name_the_conversation_in_metadata_or_a_header(
     client: AsyncOpenAI, base_url: str, tenant: dict[str, str]
 ) -> None:

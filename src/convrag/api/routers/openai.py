@@ -12,9 +12,11 @@ One conversation per chat: an OpenAI client sends the whole history with each re
 and a request whose earlier messages (its user and assistant messages before the last
 user message, system messages aside, whitespace aside) are a chat whose last answer was
 stored continues that chat's conversation (:class:`_Transcript`: the hash of the chat so
-far, one indexed lookup). A client may name the conversation instead, with
-``metadata: {"conversation_id": ...}`` in the body or an ``X-Conversation-Id`` header; an
-id that is no conversation of the workspace is a 404 naming it. Any other request starts
+far, one indexed lookup; each answer's is kept, so a chat resent from an earlier point,
+as a regenerated answer is, continues it too). A client may name the conversation
+instead, with ``metadata: {"conversation_id": ...}`` in the body or an
+``X-Conversation-Id`` header; an id that is no conversation of the workspace is a 404
+naming it. Any other request starts
 a new conversation, except one whose question is only a greeting, a thanks or a goodbye
 (chit-chat, which needs no retrieval): it gets its fixed reply and is stored nowhere
 (``conversation_id`` null). The turn reads the conversation's stored turns when they are
