@@ -396,6 +396,10 @@ async def test_a_conversation_named_that_is_not_the_workspaces_is_refused_naming
         await client.chat.completions.create(
             model="convrag", messages=ASK, metadata={"conversation_id": unknown}
         )
+    with pytest.raises(openai.NotFoundError) as missing_by_header:
+        await client.chat.completions.create(
+            model="convrag", messages=ASK, extra_headers={"X-Conversation-Id": unknown}
+        )
     with pytest.raises(openai.BadRequestError) as malformed:
         await client.chat.completions.create(
             model="convrag", messages=ASK, extra_headers={"X-Conversation-Id": "my-chat"}
@@ -409,6 +413,7 @@ async def test_a_conversation_named_that_is_not_the_workspaces_is_refused_naming
         )
     assert missing.value.code == "conversation_not_found"
     assert missing.value.param == "metadata.conversation_id" and unknown in missing.value.message
+    assert missing_by_header.value.param == "X-Conversation-Id"
     assert (
         malformed.value.param == "X-Conversation-Id"
         and "my-chat is not a conversation id" in malformed.value.message

@@ -446,10 +446,19 @@ def _chat_hash(chat: tuple[tuple[str, str], ...]) -> str:
     return hashlib.sha256(json.dumps(chat, ensure_ascii=False).encode()).hexdigest()
 
 
-def _named_conversation(body: ChatCompletionIn, header: str | None) -> str | None:
-    """The conversation id the request names (``metadata.conversation_id``, or the
-    ``X-Conversation-Id`` header), as a canonical UUID; None when it names none. A 400
-    for an id that is not a UUID, or two that differ."""
+@dataclass(frozen=True)
+class _Named:
+    """A conversation a request names: its id (a canonical UUID), and where (``param``:
+    ``metadata.conversation_id`` or the ``X-Conversation-Id`` header)."""
+
+    id: str
+    param: str
+
+
+def _named_conversation(body: ChatCompletionIn, header: str | None) -> _Named | None:
+    """The conversation the request names (``metadata.conversation_id``, or the
+    ``X-Conversation-Id`` header); None when it names none. A 400 for an id that is not
+    a UUID, or two that differ."""
     metadata = (body.model_extra or {}).get("metadata")
     in_body = metadata.get("conversation_id") if isinstance(metadata, dict) else None
     named: dict[str, object] = {
@@ -457,7 +466,7 @@ def _named_conversation(body: ChatCompletionIn, header: str | None) -> str | Non
         for p, v in (("metadata.conversation_id", in_body), (CONVERSATION_HEADER, header))
         if v is not None and v != ""
     }
-    ids: dict[str, str] = {}
+    ids: list[_Named] = []
     for param, value in named.items():
         if not isinstance(value, str) or not is_uuid(value):
             raise InvalidRequest(
@@ -466,33 +475,32 @@ def _named_conversation(body: ChatCompletionIn, header: str | None) -> str | Non
                 param=param,
                 code="invalid_value",
             )
-        ids[param] = str(uuid.UUID(value))
-    if len(set(ids.values())) > 1:
+        ids.append(_Named(str(uuid.UUID(value)), param))
+    if len({n.id for n in ids}) > 1:
         raise InvalidRequest(
             f"metadata.conversation_id and {CONVERSATION_HEADER} name different "
             "conversations; name one",
             param="metadata.conversation_id",
             code="invalid_value",
         )
-    return next(iter(ids.values()), None)
+    return ids[0] if ids else None
 
 
 async def _continued(
-    db: Database, workspace: str, named: str | None, transcript: _Transcript
+    db: Database, workspace: str, named: _Named | None, transcript: _Transcript
 ) -> str | None:
     """The conversation the request continues: the one it names (a 404 when that is no
     conversation of the workspace), else the one whose chat its earlier messages are;
     None for a new one."""
     if named is not None:
-        if not await db.conversation_exists(workspace, named):
-            param = "metadata.conversation_id"
+        if not await db.conversation_exists(workspace, named.id):
             raise InvalidRequest(
-                f"{param}: conversation {shown(named)} not found in this workspace",
-                param=param,
+                f"{named.param}: conversation {shown(named.id)} not found in this workspace",
+                param=named.param,
                 code="conversation_not_found",
                 status_code=404,
             )
-        return named
+        return named.id
     if not transcript.earlier:
         return None
     return await db.conversation_of_transcript(workspace, transcript.earlier_hash())
