@@ -52,6 +52,28 @@ SKIP_BROWSER = os.environ.get("CONVRAG_SKIP_BROWSER") == "1"
 SCREENSHOT = os.environ.get("CONVRAG_SCREENSHOT", "")
 #: Longer than the sidebar is wide: it is shown cut with an ellipsis.
 NEW_TITLE = "Salary questions: Prasad Chaudhari's total and basic salary, allowances and position"
+#: How a conversation's title shows in the sidebar: its line clamp, the lines shown, whether
+#: text is cut, how many characters show (those laid out within its box) and its tooltip.
+SHOWN_TITLE_JS = """
+const button = document.querySelector(arguments[0]), box = button.firstElementChild;
+const style = getComputedStyle(box), text = box.firstChild;
+const { right, bottom } = box.getBoundingClientRect();
+const range = document.createRange();
+let shown = 0;
+for (let i = 0; i < text.length; i++) {
+  range.setStart(text, i);
+  range.setEnd(text, i + 1);
+  const r = range.getBoundingClientRect();
+  if (r.height && r.bottom <= bottom + 0.5 && r.right <= right + 0.5) shown = i + 1;
+}
+return {
+  clamp: style.webkitLineClamp,
+  lines: Math.round(box.clientHeight / parseFloat(style.lineHeight)),
+  clipped: box.scrollHeight > box.clientHeight,
+  shown,
+  tooltip: button.title,
+};
+"""
 #: A small document the page uploads; nothing in it answers the test's questions.
 UPLOADED_MD = "# Office plants\n\nThe ficus by the window is watered on Mondays.\n"
 #: A second one, uploaded together with it (the file input takes several at once).
@@ -318,13 +340,12 @@ def _drive(base: str, key: str) -> Seen:
         wait.until(
             lambda d: d.execute_script(titles_js, f"{item_css} .conversation-title") == [NEW_TITLE]
         )
-        # The long title stays on one line, cut with an ellipsis; its tooltip has all of it.
-        cut = driver.execute_script(
-            "const e = document.querySelector(arguments[0]), s = getComputedStyle(e);"
-            "return [s.textOverflow, s.whiteSpace, e.scrollWidth > e.clientWidth, e.title];",
-            f"{item_css} .conversation-title",
-        )
-        assert cut[:3] == ["ellipsis", "nowrap", True] and cut[3].startswith(NEW_TITLE), cut
+        # The long title shows on two lines, cut with an ellipsis at the end, long enough
+        # to tell titles apart (one line showed some 20 characters); hovering it shows all
+        # of it (its tooltip).
+        cut = driver.execute_script(SHOWN_TITLE_JS, f"{item_css} .conversation-title")
+        assert cut["clamp"] == "2" and cut["lines"] == 2 and cut["clipped"], cut
+        assert cut["shown"] >= 40 and cut["tooltip"].startswith(NEW_TITLE), cut
 
         # A new conversation empties the view; deleting it (confirmed) drops it from the list.
         by_id("new-conversation").click()

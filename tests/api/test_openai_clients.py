@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from fastapi import FastAPI
@@ -277,3 +278,207 @@ async def test_a_long_earlier_message_reaches_the_llm_cut_as_a_stored_question_i
     prompts = str(rewriting_llm.requests)
     assert "Here are my notes on salaries." in prompts  # the history is read
     assert "salary " * (MAX_MESSAGE_CHARS // len("salary ") + 1) not in prompts
+
+
+# One conversation per chat ------------------------------------------------------------
+
+CHAT = [
+    "What is Prasad Chaudhari's salary?",
+    "What is his position?",
+    "What is John Doe's salary?",
+    "And his allowances?",
+]
+
+
+async def _conversations(base_url: str, tenant: dict[str, str]) -> list[dict[str, Any]]:
+    """The workspace's conversations as listed, each with its stored turns."""
+    auth = {"Authorization": f"Bearer {tenant['key']}"}
+    async with httpx.AsyncClient(base_url=f"{base_url}/v1", headers=auth, timeout=30) as http:
+        listed = (await http.get("/conversations")).json()["conversations"]
+        for conv in listed:
+            conv["turns"] = (await http.get(f"/conversations/{conv['id']}")).json()["turns"]
+    return list(listed)
+
+
+async def _streamed_answer(client: AsyncOpenAI, **params: Any) -> tuple[str, dict[str, Any]]:
+    """The text a streamed completion ends on (after its last ``convrag_reset``, as a
+    client that knows the field shows it) and its final chunk's extra fields."""
+    text, final = "", {}
+    async for chunk in await client.chat.completions.create(stream=True, **params):
+        extra = chunk.model_extra or {}
+        if extra.get("convrag_reset"):
+            text = ""
+        if chunk.choices:
+            text += chunk.choices[0].delta.content or ""
+            if chunk.choices[0].finish_reason:
+                final = extra
+    return text, final
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "streamed"])
+async def test_a_chat_replayed_by_the_client_is_one_conversation_of_its_turns(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str], stream: bool
+) -> None:
+    """Each request resends the whole chat, as every OpenAI client does: each one was
+    stored as a conversation of its own (four conversations of one turn each)."""
+    messages: list[dict[str, str]] = [{"role": "system", "content": "Be brief."}]
+    ids = []
+    for question in CHAT:
+        messages.append({"role": "user", "content": question})
+        if stream:
+            answer, extra = await _streamed_answer(client, model="convrag", messages=messages)
+        else:
+            reply = await client.chat.completions.create(model="convrag", messages=messages)  # type: ignore[arg-type]
+            answer, extra = reply.choices[0].message.content or "", reply.model_extra or {}
+        ids.append(extra["conversation_id"])
+        messages.append({"role": "assistant", "content": answer})
+    (conv,) = await _conversations(base_url, tenant)
+    assert ids == [conv["id"]] * len(CHAT)
+    assert conv["turn_count"] == len(CHAT)
+    assert [t["question"] for t in conv["turns"]] == CHAT
+    assert [t["answer"] for t in conv["turns"]] == [m["content"] for m in messages[2::2]]
+
+
+async def test_an_answer_regenerated_from_an_earlier_point_of_the_chat_stays_in_its_conversation(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str]
+) -> None:
+    """A chat UI's "regenerate" resends the chat up to the question again: its turn is
+    the conversation's next one, and the chat goes on from the new answer."""
+
+    async def ask(chat: list[dict[str, str]]) -> tuple[str, str]:
+        reply = await client.chat.completions.create(model="convrag", messages=chat)  # type: ignore[arg-type]
+        return reply.choices[0].message.content or "", (reply.model_extra or {})["conversation_id"]
+
+    chat = [{"role": "user", "content": CHAT[0]}]
+    first, conv = await ask(chat)
+    chat += [{"role": "assistant", "content": first}, {"role": "user", "content": CHAT[1]}]
+    _, second = await ask(chat)
+    regenerated, again = await ask(chat)  # the same messages once more
+    chat += [{"role": "assistant", "content": regenerated}, {"role": "user", "content": CHAT[2]}]
+    _, then = await ask(chat)
+    assert second == again == then == conv
+    (listed,) = await _conversations(base_url, tenant)
+    assert [t["question"] for t in listed["turns"]] == [CHAT[0], CHAT[1], CHAT[1], CHAT[2]]
+
+
+async def test_a_client_may_name_the_conversation_in_metadata_or_a_header(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str]
+) -> None:
+    """Named, a conversation takes a request that sends only the new message, and its
+    stored turns are the history: "his" is the Prasad Chaudhari of the first turn."""
+    first = await client.chat.completions.create(model="convrag", messages=ASK)  # type: ignore[arg-type]
+    conv = (first.model_extra or {})["conversation_id"]
+    by_metadata = await client.chat.completions.create(
+        model="convrag",
+        messages=[{"role": "user", "content": "What is his position?"}],
+        metadata={"conversation_id": conv},
+    )
+    raw = await client.chat.completions.with_raw_response.create(
+        model="convrag",
+        messages=[{"role": "user", "content": "And his allowances?"}],
+        extra_headers={"X-Conversation-Id": conv.upper()},
+    )
+    by_header = raw.parse()
+    assert (by_metadata.model_extra or {})["conversation_id"] == conv
+    assert (by_header.model_extra or {})["conversation_id"] == conv
+    assert raw.headers["x-conversation-id"] == conv  # said in the response's header too
+    assert "Software Engineer" in (by_metadata.choices[0].message.content or "")
+    assert "$40,000" in (by_header.choices[0].message.content or "")
+    (listed,) = await _conversations(base_url, tenant)
+    assert listed["id"] == conv and listed["turn_count"] == 3
+
+
+async def test_a_conversation_named_that_is_not_the_workspaces_is_refused_naming_it(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str]
+) -> None:
+    unknown = "0b5f6c1e-8d0a-4a43-9f59-2f1a3c4d5e6f"
+    with pytest.raises(openai.NotFoundError) as missing:
+        await client.chat.completions.create(
+            model="convrag", messages=ASK, metadata={"conversation_id": unknown}
+        )
+    with pytest.raises(openai.NotFoundError) as missing_by_header:
+        await client.chat.completions.create(
+            model="convrag", messages=ASK, extra_headers={"X-Conversation-Id": unknown}
+        )
+    with pytest.raises(openai.BadRequestError) as malformed:
+        await client.chat.completions.create(
+            model="convrag", messages=ASK, extra_headers={"X-Conversation-Id": "my-chat"}
+        )
+    with pytest.raises(openai.BadRequestError) as two:
+        await client.chat.completions.create(
+            model="convrag",
+            messages=ASK,
+            metadata={"conversation_id": unknown},
+            extra_headers={"X-Conversation-Id": "1b5f6c1e-8d0a-4a43-9f59-2f1a3c4d5e6f"},
+        )
+    assert missing.value.code == "conversation_not_found"
+    assert missing.value.param == "metadata.conversation_id" and unknown in missing.value.message
+    assert missing_by_header.value.param == "X-Conversation-Id"
+    assert (
+        malformed.value.param == "X-Conversation-Id"
+        and "my-chat is not a conversation id" in malformed.value.message
+    )
+    assert two.value.param == "metadata.conversation_id" and "different" in two.value.message
+    assert await _conversations(base_url, tenant) == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "streamed"])
+async def test_a_greeting_that_starts_a_chat_is_answered_without_storing_a_conversation(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str], stream: bool
+) -> None:
+    """ "hello" was a conversation of its own in the list; the chat it opens is one
+    conversation once it asks something, and continues as one."""
+    hello = [{"role": "user", "content": "hello"}]
+    if stream:
+        greeting, extra = await _streamed_answer(client, model="convrag", messages=hello)
+    else:
+        reply = await client.chat.completions.create(model="convrag", messages=hello)  # type: ignore[arg-type]
+        greeting, extra = reply.choices[0].message.content or "", reply.model_extra or {}
+    assert extra["conversation_id"] is None
+    assert await _conversations(base_url, tenant) == []
+    chat = [*hello, {"role": "assistant", "content": greeting}]
+    for question in CHAT[:2]:
+        chat.append({"role": "user", "content": question})
+        reply = await client.chat.completions.create(model="convrag", messages=chat)  # type: ignore[arg-type]
+        chat.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+    assert "Software Engineer" in chat[-1]["content"]
+    (conv,) = await _conversations(base_url, tenant)
+    assert [t["question"] for t in conv["turns"]] == CHAT[:2]
+    # The reply is the one a stored conversation gets to the same greeting.
+    auth = {"Authorization": f"Bearer {tenant['key']}"}
+    async with httpx.AsyncClient(base_url=f"{base_url}/v1", headers=auth, timeout=30) as http:
+        stored = (await http.post("/conversations")).json()["conversation_id"]
+        asked = await http.post(
+            f"/conversations/{stored}/messages",
+            json={"content": "hello"},
+            headers={"Accept": "application/json"},
+        )
+    assert greeting == asked.json()["answer"]
+
+
+@pytest.fixture
+async def slow_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OpenAIStub]:
+    """A stub LLM whose answers take a second to start."""
+    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0)
+    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
+        yield stub
+
+
+async def test_two_requests_continuing_one_conversation_at_once_get_one_answer_and_a_409(
+    client: AsyncOpenAI, base_url: str, tenant: dict[str, str], slow_llm: OpenAIStub
+) -> None:
+    """A conversation answers one message at a time: the second request, while the first
+    is answered, is refused (a conflict the client shows) and stores nothing."""
+    first = await client.chat.completions.create(model="convrag", messages=ASK)  # type: ignore[arg-type]
+    chat = [*ASK, {"role": "assistant", "content": first.choices[0].message.content or ""}]
+    ask = [*chat, {"role": "user", "content": "And his basic salary?"}]
+    answering = await client.chat.completions.create(model="convrag", messages=ask, stream=True)  # type: ignore[arg-type]
+    with pytest.raises(openai.ConflictError) as busy:
+        await client.chat.completions.create(model="convrag", messages=ask)  # type: ignore[arg-type]
+    chunks = [c async for c in answering]
+    assert "answering" in busy.value.message
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    (conv,) = await _conversations(base_url, tenant)
+    assert conv["turn_count"] == 2

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from psycopg.errors import ForeignKeyViolation
+
 from convrag.errors import ANSWERING, BEING_DELETED, ConversationInUse
 from convrag.ids import is_uuid
 from convrag.stores.base import (
@@ -251,6 +253,42 @@ class ConversationStore(PooledStore):
             (workspace_id, conversation_id),
         )
         return deleted > 0
+
+    async def remember_transcript(
+        self, workspace_id: str, conversation_id: str, transcript_hash: str
+    ) -> None:
+        """Remember that the chat whose messages so far hash to ``transcript_hash`` is
+        ``conversation_id`` (:meth:`conversation_of_transcript` finds it again). Nothing
+        is remembered for a conversation that is not this workspace's, or was deleted
+        meanwhile."""
+        if not is_uuid(conversation_id):
+            return
+        try:
+            await self.execute(
+                """INSERT INTO conversation_transcripts
+                     (workspace_id, transcript_hash, conversation_id)
+                   SELECT workspace_id, %s, id FROM conversations
+                   WHERE workspace_id = %s AND id = %s
+                   ON CONFLICT DO NOTHING""",
+                (transcript_hash, workspace_id, conversation_id),
+            )
+        except ForeignKeyViolation:  # deleted between the select and the insert
+            return
+
+    async def conversation_of_transcript(
+        self, workspace_id: str, transcript_hash: str
+    ) -> str | None:
+        """The conversation of this workspace whose chat so far hashes to
+        ``transcript_hash`` (:meth:`remember_transcript`), the most recently active one
+        when several do; None when none does, or only ones being deleted."""
+        row = await self.fetch_one(
+            f"""SELECT c.id::text AS id FROM conversation_transcripts t
+                JOIN conversations c ON c.id = t.conversation_id
+                WHERE t.workspace_id = %s AND t.transcript_hash = %s AND NOT {deleting("c")}
+                ORDER BY c.last_activity_at DESC, c.id DESC LIMIT 1""",
+            (workspace_id, transcript_hash),
+        )
+        return None if row is None else str(row["id"])
 
     async def record_thread(self, conversation_id: str, thread_id: str) -> None:
         """Remember that ``conversation_id`` is answered under the checkpoint thread

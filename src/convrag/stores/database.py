@@ -200,6 +200,8 @@ class Database:
         self.departing_conversations = conversations.departing_conversations
         self.delete_conversation = conversations.delete_conversation
         self.record_thread = conversations.record_thread
+        self.remember_transcript = conversations.remember_transcript
+        self.conversation_of_transcript = conversations.conversation_of_transcript
         self.checkpoint_threads = conversations.checkpoint_threads
         self.expired_conversations = conversations.expired_conversations
         self.start_turn = turns.start_turn

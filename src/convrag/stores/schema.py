@@ -161,4 +161,18 @@ MIGRATIONS: list[str] = [
     """ALTER TABLE conversations
         ADD COLUMN deleting_since TIMESTAMPTZ,
         ADD COLUMN deleting_owner INTEGER""",
+    # The chats of the OpenAI-compatible endpoint, whose clients resend the whole history
+    # with each request: the hash of a chat's messages up to each answer stored in a
+    # conversation, so that the next request, whose earlier messages are those, continues
+    # that conversation (one indexed lookup). Gone with the conversation.
+    """CREATE TABLE conversation_transcripts (
+        workspace_id TEXT NOT NULL,
+        transcript_hash TEXT NOT NULL,
+        conversation_id UUID NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (workspace_id, transcript_hash, conversation_id)
+    )""",
+    # A conversation's delete finds its transcripts by conversation (the foreign key).
+    """CREATE INDEX conversation_transcripts_conversation
+        ON conversation_transcripts (conversation_id)""",
 ]

@@ -8,12 +8,26 @@ OpenAI clients show, and a refused body is a 400, as OpenAI answers it
 accepted and ignored; those whose request cannot be honoured (several choices, a tool
 call, JSON or audio output) are a 400 naming them (:func:`_refuse_unsupported`).
 
-An OpenAI client sends the whole history with each request, so each request is a new
-conversation whose history comes from its ``messages``, not from stored turns. Replies
-carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``; streamed
-chunks follow OpenAI's format, ending with ``data: [DONE]``, and the final one carries
-``citations``, ``no_answer``, ``confidence``, ``answer`` and ``conversation_id`` (no
-``sources``).
+One conversation per chat: an OpenAI client sends the whole history with each request,
+and a request whose earlier messages (its user and assistant messages before the last
+user message, system messages aside, whitespace aside) are a chat whose last answer was
+stored continues that chat's conversation (:class:`_Transcript`: the hash of the chat so
+far, one indexed lookup; each answer's is kept, so a chat resent from an earlier point,
+as a regenerated answer is, continues it too). A client may name the conversation
+instead, with ``metadata: {"conversation_id": ...}`` in the body or an
+``X-Conversation-Id`` header; an id that is no conversation of the workspace is a 404
+naming it. Any other request starts
+a new conversation, except one whose question is only a greeting, a thanks or a goodbye
+(chit-chat, which needs no retrieval): it gets its fixed reply and is stored nowhere
+(``conversation_id`` null). The turn reads the conversation's stored turns when they are
+the history the request sends (their cited documents guide a follow-up's search), else
+the request's ``messages``. Two requests continuing one conversation at once: the second
+is a 409, as for any conversation answering a message.
+
+Replies carry the usual fields plus ``citations``, ``sources`` and ``conversation_id``
+(also the ``X-Conversation-Id`` response header); streamed chunks follow OpenAI's format,
+ending with ``data: [DONE]``, and the final one carries ``citations``, ``no_answer``,
+``confidence``, ``answer`` and ``conversation_id`` (no ``sources``).
 
 ``usage`` counts the tokens that the turn's LLM calls reported (LangChain's
 ``usage_metadata`` of each reply: the rewrite, the answer and any regeneration, summed),
@@ -40,21 +54,24 @@ clients skip.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import json
+import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 
+from convrag.answering.replies import chit_chat_answer
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import openai_error_body, shown
 from convrag.api.schemas import (
@@ -66,6 +83,7 @@ from convrag.api.schemas import (
     UsageOut,
     openai_route_responses,
 )
+from convrag.api.turn_replies import done_data
 from convrag.api.turns import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
@@ -74,24 +92,43 @@ from convrag.api.turns import (
     TurnResult,
     TurnRunner,
     answer_out,
+    done_event,
     drain,
     turn_context,
 )
+from convrag.config import Settings
 from convrag.context import Context
+from convrag.errors import ConversationBusyHere
+from convrag.ids import is_uuid
 from convrag.records import HistoryTurn
+from convrag.rewriting.classify import is_chit_chat
+from convrag.services import Services
 from convrag.state import InputState
+from convrag.stores.database import Database
 from convrag.text.entities import extract_entities
+from convrag.text.tokens import clean
+
+log = logging.getLogger(__name__)
 
 
 class InvalidRequest(Exception):
     """A request OpenAI's API would refuse: a 400 ``invalid_request_error`` naming the
-    field at fault (``param``) and why (``code``)."""
+    field at fault (``param``) and why (``code``); or another 4xx (``status_code``):
+    a 404 for a conversation it names that does not exist, a 409 for one that is busy."""
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        status_code: int = 400,
+    ):
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.status_code = status_code
 
 
 def openai_error(
@@ -121,7 +158,7 @@ class OpenAIRoute(APIRoute):
             try:
                 return await handler(request)
             except InvalidRequest as exc:
-                return openai_error(400, exc.message, param=exc.param, code=exc.code)
+                return openai_error(exc.status_code, exc.message, param=exc.param, code=exc.code)
             except Exception as exc:
                 reply = await _app_reply(request, exc)
                 if reply is None:
@@ -236,11 +273,18 @@ _CHAT_ERRORS: dict[int | str, str] = {
     400: "A body OpenAI's API would refuse too (`messages` empty or not ending with a user "
     "message of 1 to 8,000 characters, a field of the wrong type), or one asking for what "
     "this endpoint cannot give: `n` over 1, a tool call (`tool_choice: required` or a named "
-    "tool), JSON output (`response_format` `json_object` or `json_schema`), audio; `param` "
-    "names the field.",
+    "tool), JSON output (`response_format` `json_object` or `json_schema`), audio; or a "
+    "conversation named in two ways, or by an id that is not a UUID; `param` names the "
+    "field.",
+    404: "The conversation named (`metadata.conversation_id` or `X-Conversation-Id`) is "
+    "not one of the workspace's (`code: conversation_not_found`).",
+    409: "The conversation continued is still answering an earlier message.",
     413: "The body is over `MAX_BODY_BYTES`.",
     415: "The body is not sent as `application/json`.",
 }
+
+#: The request header that names the conversation a request continues.
+CONVERSATION_HEADER = "X-Conversation-Id"
 
 
 @router.post(
@@ -261,8 +305,18 @@ async def chat_completions(
     services: ServicesDep,
     runner: RunnerDep,
     settings: SettingsDep,
+    x_conversation_id: Annotated[
+        str | None,
+        Header(
+            description="The conversation this message continues (as "
+            "`metadata.conversation_id` does); without it, the conversation whose chat "
+            "is the request's earlier messages, else a new one."
+        ),
+    ] = None,
 ) -> Response:
-    """OpenAI's chat completions shape; the history comes from the request's messages.
+    """OpenAI's chat completions shape, one conversation per chat (see the module's
+    docstring): the conversation named, or the one whose chat the request's earlier
+    messages are, or a new one; a greeting that starts a chat is answered unstored.
 
     Streamed, a dropped draft is announced with a ``"convrag_reset": true`` chunk and the
     text after the last one is the stored answer (see the module's docstring); the
@@ -270,21 +324,224 @@ async def chat_completions(
     """
     _refuse_unsupported(body)
     turns, question = _history_from_messages(body)
-    model = body.model or MODEL_ID
-    conversation_id = await services.db.create_conversation(workspace)
-    payload = InputState(message=question, conversation_id=conversation_id, history_override=turns)
+    transcript = _Transcript.of(body)
+    named = _named_conversation(body, x_conversation_id)
+    conversation_id = await _continued(services.db, workspace, named, transcript)
     rag = body.workspace_rag or RagOptions()
-    context = turn_context(workspace, rag, runner.assistant.services)
+    context = turn_context(
+        workspace, rag, runner.assistant.services, create_conversation=conversation_id is None
+    )
+    history: list[HistoryTurn] | None = turns
+    if conversation_id is None:
+        if is_chit_chat(clean(question)):
+            return _unstored_reply(body, chit_chat_answer(question), settings)
+        conversation_id = await services.db.create_conversation(workspace)
+    else:
+        history = await _history_sent(services, context, conversation_id, turns)
+    payload = InputState(
+        message=question, conversation_id=conversation_id, history_override=history
+    )
     counter = UsageMetadataCallbackHandler()
     queue, task = await _start_counted(runner, conversation_id, payload, context, counter)
-    completion = _Completion(conversation_id=conversation_id, model=model, counter=counter)
+
+    async def remember(answer: str) -> None:
+        await _remember(services, workspace, conversation_id, transcript.with_answer(answer))
+
+    completion = _Completion(
+        conversation_id=conversation_id,
+        model=body.model or MODEL_ID,
+        counter=counter,
+        remember=remember,
+    )
+    headers = {CONVERSATION_HEADER: conversation_id}
     if not body.stream:
         async for _ in drain(queue):
             pass
-        return JSONResponse(completion.reply(answer_out(conversation_id, await task)))
+        answer = answer_out(conversation_id, await task)
+        await remember(answer.answer)
+        return JSONResponse(completion.reply(answer), headers=headers)
+    return _streamed(body, completion, queue, settings, headers)
+
+
+def _streamed(
+    body: ChatCompletionIn,
+    completion: _Completion,
+    queue: asyncio.Queue[Event | None],
+    settings: Settings,
+    headers: dict[str, str] | None = None,
+) -> StreamingResponse:
+    """The streamed reply of ``completion``, whose turn writes its events to ``queue``."""
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     chunks = completion.stream(queue, settings.sse_keepalive_s, include_usage=include_usage)
-    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(
+        chunks, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
+    )
+
+
+def _unstored_reply(body: ChatCompletionIn, text: str, settings: Settings) -> Response:
+    """The reply ``text`` (a fixed one: chit-chat's) of a turn that is stored nowhere,
+    in the same shapes as a stored turn's, with ``conversation_id`` null."""
+    completion = _Completion(
+        conversation_id=None, model=body.model or MODEL_ID, counter=UsageMetadataCallbackHandler()
+    )
+    done = done_data(
+        turn_id=None,
+        answer=text,
+        citations=[],
+        timings_ms={},
+        repetition_detected=False,
+        no_answer=False,
+        confidence="high",
+        flags={},
+    )
+    if not body.stream:
+        return JSONResponse(completion.reply_of(done, sources=[]))
+    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    for event in (("token", {"text": text}), ("done", done), None):
+        queue.put_nowait(event)
+    return _streamed(body, completion, queue, settings)
+
+
+@dataclass(frozen=True)
+class _Transcript:
+    """A request's chat as it is matched with stored conversations: its user and
+    assistant messages before the question (``earlier``), each as ``(role, text)`` with
+    its whitespace collapsed, and the question. Its hash with the answer stored
+    (:meth:`with_answer`) is what the next request's earlier messages hash to
+    (:meth:`earlier_hash`) when the client resends the chat as it got it."""
+
+    earlier: tuple[tuple[str, str], ...]
+    question: str
+
+    @classmethod
+    def of(cls, body: ChatCompletionIn) -> _Transcript:
+        """The chat of a request whose last user or assistant message is its question
+        (:func:`_history_from_messages` has checked that)."""
+        chat = [
+            (m.role, _normalised(_text(m.content)))
+            for m in body.messages
+            if m.role in ("user", "assistant")
+        ]
+        return cls(earlier=tuple(chat[:-1]), question=chat[-1][1])
+
+    def earlier_hash(self) -> str:
+        """The hash of the chat before the question."""
+        return _chat_hash(self.earlier)
+
+    def with_answer(self, answer: str) -> str:
+        """The hash of the chat once ``answer`` has answered the question."""
+        return _chat_hash(
+            (*self.earlier, ("user", self.question), ("assistant", _normalised(answer)))
+        )
+
+
+def _normalised(text: str) -> str:
+    """``text`` with its whitespace collapsed: a client may trim or re-wrap what it
+    resends."""
+    return " ".join(text.split())
+
+
+def _chat_hash(chat: tuple[tuple[str, str], ...]) -> str:
+    """A SHA-256 of the ``(role, text)`` messages, in order."""
+    return hashlib.sha256(json.dumps(chat, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A conversation a request names: its id (a canonical UUID), and where (``param``:
+    ``metadata.conversation_id`` or the ``X-Conversation-Id`` header)."""
+
+    id: str
+    param: str
+
+
+def _named_conversation(body: ChatCompletionIn, header: str | None) -> _Named | None:
+    """The conversation the request names (``metadata.conversation_id``, or the
+    ``X-Conversation-Id`` header); None when it names none. A 400 for an id that is not
+    a UUID, or two that differ."""
+    metadata = (body.model_extra or {}).get("metadata")
+    in_body = metadata.get("conversation_id") if isinstance(metadata, dict) else None
+    named: dict[str, object] = {
+        p: v
+        for p, v in (("metadata.conversation_id", in_body), (CONVERSATION_HEADER, header))
+        if v is not None and v != ""
+    }
+    ids: list[_Named] = []
+    for param, value in named.items():
+        if not isinstance(value, str) or not is_uuid(value):
+            raise InvalidRequest(
+                f"{param}: {shown(str(value))} is not a conversation id (a UUID, as "
+                "`conversation_id` in a reply gives it)",
+                param=param,
+                code="invalid_value",
+            )
+        ids.append(_Named(str(uuid.UUID(value)), param))
+    if len({n.id for n in ids}) > 1:
+        raise InvalidRequest(
+            f"metadata.conversation_id and {CONVERSATION_HEADER} name different "
+            "conversations; name one",
+            param="metadata.conversation_id",
+            code="invalid_value",
+        )
+    return ids[0] if ids else None
+
+
+async def _continued(
+    db: Database, workspace: str, named: _Named | None, transcript: _Transcript
+) -> str | None:
+    """The conversation the request continues: the one it names (a 404 when that is no
+    conversation of the workspace), else the one whose chat its earlier messages are;
+    None for a new one."""
+    if named is not None:
+        if not await db.conversation_exists(workspace, named.id):
+            raise InvalidRequest(
+                f"{named.param}: conversation {shown(named.id)} not found in this workspace",
+                param=named.param,
+                code="conversation_not_found",
+                status_code=404,
+            )
+        return named.id
+    if not transcript.earlier:
+        return None
+    return await db.conversation_of_transcript(workspace, transcript.earlier_hash())
+
+
+async def _history_sent(
+    services: Services, context: Context, conversation_id: str, sent: list[HistoryTurn]
+) -> list[HistoryTurn] | None:
+    """The history the continued conversation's turn reads: None (its stored turns,
+    whose cited documents guide a follow-up's search) when they are the history the
+    request sends, chit-chat before them aside, or when it sends none (only the new
+    message, to a conversation it names); else the request's (``sent``)."""
+    if not sent:
+        return None
+    stored = await services.db.recent_turns(
+        workspace_id=context.workspace_id,
+        conversation_id=conversation_id,
+        limit=context.history_turns,
+    )
+    pairs = [(_normalised(t.question), _normalised(t.answer[:MAX_MESSAGE_CHARS])) for t in stored]
+    sent_pairs = [(_normalised(h["question"]), _normalised(h["answer"])) for h in sent]
+    cut = len(sent_pairs) - len(pairs)  # the messages sent before the stored turns
+    if not pairs or cut < 0 or sent_pairs[cut:] != pairs:
+        return sent
+    window_full = len(pairs) >= context.history_turns
+    if not window_full and not all(is_chit_chat(q) for q, _ in sent_pairs[:cut]):
+        return sent
+    return None
+
+
+async def _remember(
+    services: Services, workspace: str, conversation_id: str, transcript_hash: str
+) -> None:
+    """Remember the chat answered in the conversation, for its next request to find it;
+    a failure is logged, not the reply's (that next request starts a new one)."""
+    try:
+        await services.db.remember_transcript(workspace, conversation_id, transcript_hash)
+    except Exception:
+        log.warning(
+            "remembering the chat of conversation %s failed", conversation_id, exc_info=True
+        )
 
 
 async def _start_counted(
@@ -295,10 +552,13 @@ async def _start_counted(
     counter: UsageMetadataCallbackHandler,
 ) -> tuple[asyncio.Queue[Event | None], asyncio.Task[TurnResult]]:
     """Start the turn with ``counter`` counting its LLM calls' usage: the turn's task is
-    created here, in a context that holds the counter (:data:`_TURN_USAGE`)."""
+    created here, in a context that holds the counter (:data:`_TURN_USAGE`). A 409 when
+    this process is answering another message of the conversation."""
     token = _TURN_USAGE.set(counter)
     try:
         return await runner.start(conversation_id, payload, context)
+    except ConversationBusyHere as busy:  # answering an earlier message, or being deleted
+        raise InvalidRequest(str(busy), code="conversation_busy", status_code=409) from None
     finally:
         _TURN_USAGE.reset(token)
 
@@ -312,10 +572,15 @@ class _Completion:
     """One chat completion's reply: the JSON object, or its stream of chunks. Each
     object of it repeats its ``id``, ``created`` and ``model``."""
 
-    conversation_id: str
+    conversation_id: str | None
+    """None for a reply stored nowhere (:func:`_unstored_reply`)."""
     model: str
     counter: UsageMetadataCallbackHandler
     """The turn's LLM usage (:func:`usage_of`)."""
+    remember: Callable[[str], Awaitable[None]] | None = None
+    """Called with the stored answer before the stream's last chunks go out: the chat
+    answered is remembered (:func:`_remember`) before the client can send its next
+    message."""
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
     draft: str = ""
@@ -327,20 +592,25 @@ class _Completion:
 
     def reply(self, answer: AnswerOut) -> dict[str, Any]:
         """The ``chat.completion`` object answering with ``answer``."""
+        return self.reply_of(done_event(answer), sources=answer.sources)
+
+    def reply_of(self, done: dict[str, Any], *, sources: Sequence[object]) -> dict[str, Any]:
+        """The ``chat.completion`` object of a turn whose ``done`` event's data is
+        ``done``, with its ``sources``."""
         return {
             **self._head("chat.completion"),
             "choices": [
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": answer.answer},
+                    "message": {"role": "assistant", "content": done["answer"]},
                 }
             ],
             "usage": usage_of(self.counter).model_dump(),
-            "citations": [c.model_dump() for c in answer.citations],
-            "no_answer": answer.no_answer,
-            "confidence": answer.confidence,
-            "sources": answer.sources,
+            "citations": done["citations"],
+            "no_answer": done["no_answer"],
+            "confidence": done["confidence"],
+            "sources": sources,
             "conversation_id": self.conversation_id,
         }
 
@@ -364,6 +634,8 @@ class _Completion:
             if item is KEEPALIVE:
                 yield KEEPALIVE_COMMENT
                 continue
+            if item[0] == "done" and self.remember is not None:
+                await self.remember(item[1]["answer"])
             for out in self._chunks(*item):
                 yield out
         if include_usage:

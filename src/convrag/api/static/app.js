@@ -18,7 +18,8 @@
 //   #stop (shown while an answer streams)
 //   #conversation[data-id]            the open conversation
 //   #conversations > li.conversation-item[data-id]
-//       .conversation-title (select) .rename .delete, and while renaming
+//       .conversation-title (select; its text in .conversation-title-text) .rename .delete,
+//       and while renaming
 //       form.rename-form > input.rename-input (Enter saves, Escape cancels)
 //   #log > li.turn[data-state=streaming|done|error|pending|stopped][data-no-answer]
 //       [data-turn-id][data-confidence=high|low]
@@ -426,6 +427,9 @@
     const select = element("button", "conversation-title");
     select.type = "button";
     select.dir = "auto";
+    // The text in a span of its own: it wraps to two lines, cut with an ellipsis at the
+    // end (a line clamp, which a button's own box does not take).
+    select.append(element("span", "conversation-title-text"));
     // Symbols, not words: in a 17rem sidebar two worded buttons left the title "What is …".
     const rename = element("button", "rename secondary small", "✎");
     rename.type = "button";
@@ -449,7 +453,7 @@
     item.dataset.title = title;
     item.dataset.turnCount = String(turnCount);
     const select = item.querySelector(".conversation-title");
-    select.textContent = title;
+    select.firstElementChild.textContent = title;
     select.title = `${title} (${turnCount} turn${turnCount === 1 ? "" : "s"})`;
     item.querySelector(".rename").setAttribute("aria-label", `Rename ${title}`);
     item.querySelector(".delete").setAttribute("aria-label", `Delete ${title}`);
