@@ -18,7 +18,7 @@ from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-SourceType = Literal["chunk", "document", "web", "memory"]
+SourceType = Literal["chunk", "document", "web"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 """Which lists a search runs: both fused, or the dense or the keyword list alone."""
 

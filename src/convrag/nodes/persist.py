@@ -7,8 +7,7 @@ Only markers that resolve to a source are stored; the others are removed from th
 and counted, as are the images and links whose URL is not a source's
 (:func:`~convrag.answering.guard.strip_foreign_links`, flag ``links_removed``). The
 turn id was fixed by load_history, so re-running this node after a crash
-never duplicates a turn. The turn is then embedded as conversation memory, off the hot
-path.
+never duplicates a turn.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
 from convrag.state import PersistUpdate, State, repetition_detected
 from convrag.stores.conversations import NewTurn
-from convrag.stores.memory import MemoryItem
 
 
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
@@ -46,7 +44,7 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
 
 
 async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
-    """Complete the turn and write its citations once; queue it as conversation memory."""
+    """Complete the turn and write its citations once."""
     services = runtime.context.deps
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
@@ -98,13 +96,4 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         citations=citations,
     )
     written = await services.db.complete_turn(turn)
-    if written and answer:
-        services.memory.add(
-            MemoryItem(
-                state["workspace_id"],
-                state["conversation_id"],
-                state["turn_id"],
-                f"Q: {state['message']}\nA: {answer}",
-            )
-        )
     return PersistUpdate(answer=answer, citations=citations, persisted=written, flags=flags)
