@@ -26,7 +26,7 @@ from convrag.config import Settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
-from convrag.records import Citation, Source
+from convrag.records import Citation
 from convrag.services import Services, open_services
 from convrag.state import Classification, InputState, State
 from convrag.stores.conversations import TurnRecord
@@ -270,20 +270,7 @@ def stored_state(
     its citation kept (empty for one the answer did not cite); what only the run held
     (history, retrieval hits, drafts, the repetition verdict) is absent."""
     snippets = {c["source_index"]: c["snippet"] for c in citations}
-    sources = [
-        Source(
-            id=str(s["id"]),
-            source_type=s["type"],
-            document_id=s.get("document_id"),
-            title=s.get("title"),
-            text=snippets.get(int(s["n"]), ""),
-            url=s.get("url"),
-            score=float(s.get("score") or 0.0),
-            page=s.get("page"),
-            section=s.get("section"),
-        )
-        for s in turn.sources
-    ]
+    sources = [s.source(snippets.get(s.n, "")) for s in turn.sources]
     meta = turn.metadata or {}
     state = State(
         message=turn.question,

@@ -18,6 +18,7 @@ from convrag.answering.guard import strip_foreign_links
 from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
+from convrag.records import StoredSource
 from convrag.state import PersistUpdate, State, repetition_detected
 from convrag.stores.conversations import NewTurn
 
@@ -59,19 +60,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
     if links.removed:
         flags["links_removed"] = links.removed
     stored_sources = [
-        {
-            "n": n,
-            "id": s["id"],
-            "type": s["source_type"],
-            "document_id": s["document_id"],
-            "title": s["title"],
-            "url": s["url"],
-            "score": float(s["score"]),
-            "page": s.get("page"),
-            "section": s.get("section"),
-            "cited": n in cited,
-        }
-        for n, s in enumerate(sources, start=1)
+        StoredSource.of(n, s, cited=n in cited) for n, s in enumerate(sources, start=1)
     ]
     turn = NewTurn(
         id=state["turn_id"],

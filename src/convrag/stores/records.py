@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from convrag.answering.abstention import Assurance, assurance_of
-from convrag.records import Citation
+from convrag.records import Citation, StoredSource
 from convrag.stores.citations import CitedSource
 from convrag.stores.feedback import FeedbackRecord
 
@@ -37,7 +37,7 @@ class TurnRecord:
     answer: str
     contextualized_query: str | None
     entities_mentioned: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[StoredSource]
     web_search_triggered: bool
     repetition_detected: bool
     metadata: dict[str, Any]
@@ -50,6 +50,11 @@ class TurnRecord:
     """Why a ``failed`` turn failed (short, for the client); None otherwise."""
     intent: str | None = None
     """The turn's classification (standalone, follow_up, no_retrieval), once answered."""
+
+    def source(self, n: int) -> StoredSource | None:
+        """The answer's source number ``n`` (what ``[n]`` points at); None when it has
+        no such source."""
+        return next((s for s in self.sources if s.n == n), None)
 
     @property
     def flags(self) -> dict[str, Any]:
@@ -79,7 +84,7 @@ class NewTurn:
     answer: str
     contextualized_query: str | None
     entities: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[StoredSource]
     web_search_triggered: bool
     repetition_detected: bool
     intent: str | None
