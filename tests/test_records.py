@@ -1,5 +1,6 @@
-"""The records of a turn: a stored source read back from its JSON row as written, shown as
-the live one is, and a malformed row refused naming the turn, the source and the field."""
+"""The records of a turn: a stored source (and a turn's metadata, and a citation) read back
+from its JSON row as written, shown as the live one is, and a malformed row refused naming
+the turn, the record and the field."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from convrag.records import (
     MalformedRecord,
     Source,
     StoredSource,
+    TurnMetadata,
     source_out,
     stored_citations,
+    stored_metadata,
     stored_sources,
 )
 
@@ -90,7 +93,7 @@ def test_a_stored_source_gives_the_graph_its_source_back_with_the_text_given() -
             "source 2: score: Input should be a valid number",
         ),
         ('[{"n": 1, "id": "c1", "type": "memory", "score": 0.5}]', "source 1: type: Input"),
-        ('{"n": 1}', "the sources: Input should be a valid list"),
+        ('{"n": 1}', "sources: Input should be a valid list"),
     ],
 )
 def test_a_malformed_stored_source_is_refused_naming_the_turn_the_source_and_the_field(
@@ -127,3 +130,27 @@ def test_a_malformed_stored_citation_is_refused_naming_the_answer_and_the_field(
     rows = [_citation_row(), _citation_row(position=None)]
     with pytest.raises(MalformedRecord, match=r"^answer m1: .*citation 2: position: "):
         stored_citations(rows, message_id="m1")
+
+
+#: A turn's ``metadata`` column as ``persist`` writes it.
+METADATA_ROW = (
+    '{"flags": {"no_answer": false, "unresolved_markers": 0, "links_removed": 1}, '
+    '"errors": {"web_search": "timeout"}, "rewrite_method": "rules", "regenerations": 1, '
+    '"timings_ms": {"synthesize": 812.25, "persist": 3.5}}'
+)
+
+
+def test_a_turns_stored_metadata_reads_back_and_is_written_again_as_the_same_json() -> None:
+    metadata = stored_metadata(json.loads(METADATA_ROW), turn_id="t1")
+    assert metadata.regenerations == 1 and metadata.errors == {"web_search": "timeout"}
+    assert json.dumps(metadata.model_dump()) == METADATA_ROW
+
+
+def test_a_turn_not_answered_has_empty_metadata() -> None:
+    assert stored_metadata({}, turn_id="t1") == TurnMetadata()
+
+
+def test_malformed_stored_metadata_is_refused_naming_the_turn_and_the_field() -> None:
+    row = {**json.loads(METADATA_ROW), "regenerations": "twice"}
+    with pytest.raises(MalformedRecord, match=r"^turn t2: .*regenerations: Input should be"):
+        stored_metadata(row, turn_id="t2")

@@ -28,7 +28,7 @@ from convrag.graph import compile_graph
 from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
 from convrag.records import Citation
 from convrag.services import Services, open_services
-from convrag.state import Classification, InputState, State
+from convrag.state import Classification, InputState, RewriteMethod, State
 from convrag.stores.conversations import TurnRecord
 
 log = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ def stored_state(
     (history, retrieval hits, drafts, the repetition verdict) is absent."""
     snippets = {c["source_index"]: c["snippet"] for c in citations}
     sources = [s.source(snippets.get(s.n, "")) for s in turn.sources]
-    meta = turn.metadata or {}
+    meta = turn.metadata
     state = State(
         message=turn.question,
         conversation_id=conversation_id,
@@ -283,14 +283,14 @@ def stored_state(
         answer=turn.answer,
         citations=citations,
         entities=list(turn.entities_mentioned),
-        regenerations=int(meta.get("regenerations") or 0),
+        regenerations=meta.regenerations,
         flags=turn.flags,
-        errors=dict(meta.get("errors") or {}),
-        timings=dict(meta.get("timings_ms") or {}),
+        errors=dict(meta.errors),
+        timings=dict(meta.timings_ms),
         persisted=True,
     )
-    if meta.get("rewrite_method"):
-        state["rewrite_method"] = meta["rewrite_method"]
+    if meta.rewrite_method:
+        state["rewrite_method"] = cast(RewriteMethod, meta.rewrite_method)
     return state
 
 

@@ -5,6 +5,8 @@
 - :class:`StoredSource`: the same source as a stored turn keeps it (numbered, whether
   the answer cited it, without its text), written by ``persist`` and validated when a
   turn is read back;
+- :class:`TurnMetadata`: what a stored turn keeps of its run beside the answer (flags,
+  failed steps, rewrite method, regenerations, timings), validated alike;
 - :class:`SourceOut`: the same source as clients see it, in the ``sources`` event, the
   JSON reply and the reply read back from the store, made in one place
   (:meth:`StoredSource.out`);
@@ -20,7 +22,7 @@ and the field.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -216,6 +218,22 @@ def sources_out(sources: list[Source]) -> list[SourceOut]:
     return [source_out(n, s) for n, s in enumerate(sources, start=1)]
 
 
+class TurnMetadata(BaseModel):
+    """What a stored turn keeps of its run beside its answer (``conversation_turns.metadata``),
+    as ``persist`` writes it; a turn not answered (yet) has none of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flags: dict[str, Any] = {}
+    """The flags it was answered with, as its ``done`` event carried them (an open set:
+    ``no_answer``, ``repetition_unresolved``, ``web_search_triggered``, ...)."""
+    errors: dict[str, str] = {}
+    """The steps that failed and were answered without, each with why."""
+    rewrite_method: str | None = None
+    regenerations: int = 0
+    timings_ms: dict[str, float] = {}
+
+
 class MalformedRecord(RuntimeError):
     """A stored record that does not read as its type: the store holds something no
     version of the service wrote (edited by hand, or damaged). The service's fault, not
@@ -224,17 +242,19 @@ class MalformedRecord(RuntimeError):
 
 _STORED_SOURCES = TypeAdapter(list[StoredSource])
 _STORED_CITATIONS = TypeAdapter(list[Citation])
+_METADATA = TypeAdapter(TurnMetadata)
 
 
-def _problems(exc: ValidationError, item: str) -> str:
-    """What is wrong with a list of records, one ``place: why`` per problem (at most
-    three), each record named by its position from 1 ("source 2: id: Field required")."""
+def _problems(exc: ValidationError, item: str, whole: str) -> str:
+    """What is wrong with a stored record, one ``place: why`` per problem (at most three):
+    a record of a list by its position from 1 and its field ("source 2: id: Field
+    required"), a field of one record by its name, the whole value as ``whole``."""
     shown = []
     for e in exc.errors()[:3]:
-        first, *rest = e["loc"] or ("",)
-        place = f"{item} {first + 1}" if isinstance(first, int) else f"the {item}s"
-        field = ".".join(map(str, rest))
-        shown.append(f"{place}: {field}: {e['msg']}" if field else f"{place}: {e['msg']}")
+        first, *rest = e["loc"] or (whole,)
+        place = [f"{item} {first + 1}" if isinstance(first, int) else str(first)]
+        place += [".".join(map(str, rest))] if rest else []
+        shown.append(": ".join([*place, e["msg"]]))
     more = exc.error_count() - len(shown)
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
@@ -246,7 +266,18 @@ def stored_sources(value: object, *, turn_id: str) -> list[StoredSource]:
         return _STORED_SOURCES.validate_python(value)
     except ValidationError as exc:
         raise MalformedRecord(
-            f"turn {turn_id}: malformed stored sources: {_problems(exc, 'source')}"
+            f"turn {turn_id}: malformed stored sources: {_problems(exc, 'source', 'sources')}"
+        ) from exc
+
+
+def stored_metadata(value: object, *, turn_id: str) -> TurnMetadata:
+    """A turn's stored ``metadata`` column as its record; :class:`MalformedRecord` naming
+    the turn and the field when it does not validate."""
+    try:
+        return _METADATA.validate_python(value)
+    except ValidationError as exc:
+        raise MalformedRecord(
+            f"turn {turn_id}: malformed stored metadata: {_problems(exc, 'field', 'metadata')}"
         ) from exc
 
 
@@ -256,6 +287,7 @@ def stored_citations(value: object, *, message_id: str) -> list[Citation]:
     try:
         return _STORED_CITATIONS.validate_python(value)
     except ValidationError as exc:
+        problems = _problems(exc, "citation", "citations")
         raise MalformedRecord(
-            f"answer {message_id}: malformed stored citations: {_problems(exc, 'citation')}"
+            f"answer {message_id}: malformed stored citations: {problems}"
         ) from exc

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from convrag.records import Citation, MalformedRecord, StoredSource
+from convrag.records import Citation, MalformedRecord, StoredSource, TurnMetadata
 from convrag.stores.conversations import TITLE_CHARS, NewTurn, title_from_question
 from convrag.stores.database import Database
 from convrag.stores.documents import join_chunks
@@ -433,14 +433,16 @@ def _sourced_turn(workspace: str, conversation: str) -> NewTurn:
     return turn
 
 
-async def test_a_turns_sources_read_back_as_written_and_its_export_keeps_their_titles(
+async def test_a_turns_records_read_back_as_written_and_its_export_keeps_their_titles(
     db: Database, workspace: str
 ) -> None:
     conv = await db.create_conversation(workspace)
     turn = _sourced_turn(workspace, conv)
+    turn.metadata = TurnMetadata(flags={"low_confidence": True}, timings_ms={"persist": 2.5})
     assert await db.save_turn(turn)
     (stored,) = await db.all_turns(workspace, conv)
-    assert stored.sources == turn.sources
+    assert (stored.sources, stored.metadata) == (turn.sources, turn.metadata)
+    assert stored.assurance == "low"
     transcript = await db.transcript(workspace, conv)
     assert transcript is not None
     # The cited chunk's document is not in the store: the title is the one stored then.

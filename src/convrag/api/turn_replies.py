@@ -166,7 +166,6 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
     cite)."""
     snippets = {c["source_index"]: c["snippet"] for c in citations}
     sources = [s.out(snippets.get(s.n, "")) for s in turn.sources]
-    meta = turn.metadata or {}
     return AnswerOut(
         conversation_id=conversation_id,
         turn_id=turn.id,
@@ -179,5 +178,5 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         no_answer=turn.no_answer,
         confidence=turn.assurance,
         flags=turn.flags,
-        timings_ms=dict(meta.get("timings_ms") or {}),
+        timings_ms=dict(turn.metadata.timings_ms),
     )

@@ -18,7 +18,7 @@ from convrag.answering.guard import strip_foreign_links
 from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
-from convrag.records import StoredSource
+from convrag.records import StoredSource, TurnMetadata
 from convrag.state import PersistUpdate, State, repetition_detected
 from convrag.stores.conversations import NewTurn
 
@@ -75,13 +75,13 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         repetition_detected=repetition_detected(state),
         intent=state.get("classification"),
         confidence=state.get("retrieval_confidence"),
-        metadata={
-            "flags": flags,
-            "errors": state.get("errors") or {},
-            "rewrite_method": state.get("rewrite_method"),
-            "regenerations": state.get("regenerations", 0),
-            "timings_ms": state.get("timings") or {},
-        },
+        metadata=TurnMetadata(
+            flags=flags,
+            errors=state.get("errors") or {},
+            rewrite_method=state.get("rewrite_method"),
+            regenerations=state.get("regenerations", 0),
+            timings_ms=state.get("timings") or {},
+        ),
         citations=citations,
     )
     written = await services.db.complete_turn(turn)

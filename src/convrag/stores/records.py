@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from convrag.answering.abstention import Assurance, assurance_of
-from convrag.records import Citation, StoredSource
+from convrag.records import Citation, StoredSource, TurnMetadata
 from convrag.stores.citations import CitedSource
 from convrag.stores.feedback import FeedbackRecord
 
@@ -40,7 +40,7 @@ class TurnRecord:
     sources: list[StoredSource]
     web_search_triggered: bool
     repetition_detected: bool
-    metadata: dict[str, Any]
+    metadata: TurnMetadata
     created_at: datetime
     feedback: FeedbackRecord | None = None
     cited_sources: list[CitedSource] = field(default_factory=list)
@@ -60,7 +60,7 @@ class TurnRecord:
     def flags(self) -> dict[str, Any]:
         """The flags the turn was answered with, as its ``done`` event carried them
         (``no_answer``, ``repetition_unresolved``, ``web_search_triggered``, ...)."""
-        return dict((self.metadata or {}).get("flags") or {})
+        return dict(self.metadata.flags)
 
     @property
     def no_answer(self) -> bool:
@@ -89,7 +89,7 @@ class NewTurn:
     repetition_detected: bool
     intent: str | None
     confidence: float | None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: TurnMetadata = field(default_factory=TurnMetadata)
     citations: list[Citation] = field(default_factory=list)
 
 

@@ -13,7 +13,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from convrag.ids import is_uuid
-from convrag.records import stored_sources
+from convrag.records import stored_metadata, stored_sources
 from convrag.stores.base import (
     ANSWERING_TURN,
     PooledStore,
@@ -49,7 +49,8 @@ def turn_record(row: Mapping[str, Any]) -> TurnRecord:
     """A turn's row (of :data:`_TURN_COLUMNS`) as its record, its sources validated
     (:class:`~convrag.records.MalformedRecord` when they do not read)."""
     sources = stored_sources(row["sources"], turn_id=row["id"])
-    return TurnRecord(**{**row, "sources": sources})
+    metadata = stored_metadata(row["metadata"], turn_id=row["id"])
+    return TurnRecord(**{**row, "sources": sources, "metadata": metadata})
 
 
 def _turn_values(turn: NewTurn) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def _turn_values(turn: NewTurn) -> dict[str, Any]:
         "sources": Jsonb([s.model_dump() for s in turn.sources]),
         "web": turn.web_search_triggered,
         "repeated": turn.repetition_detected,
-        "metadata": Jsonb(turn.metadata),
+        "metadata": Jsonb(turn.metadata.model_dump()),
     }
 
 
