@@ -18,7 +18,7 @@ class CitedSource:
     """What one ``[n]`` marker of a stored answer cites, as an export lists it.
 
     ``title`` is the source's title when the answer was given (it survives the document's
-    deletion, :meth:`titled`), else its document's current title.
+    deletion), else its document's current title.
     """
 
     marker: str
