@@ -246,7 +246,7 @@ async def test_an_llm_failure_during_synthesis_gives_the_flagged_extractive_answ
     why = state["flags"]["extractive_fallback"]
     assert why.startswith("error: ") and why.endswith(" (HTTP 500)") and "boom" not in why
     turns = await services.db.all_turns(seeded, conv)
-    assert turns[-1].metadata["flags"]["extractive_fallback"]
+    assert turns[-1].metadata.flags["extractive_fallback"]
 
 
 async def test_unresolved_citation_markers_are_removed_and_never_stored(
