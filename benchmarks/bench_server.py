@@ -221,7 +221,6 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
                     raise RuntimeError(f"TTFT turn failed: {t.error}")
                 turns.append(t)
                 per_turn.setdefault(n, []).append(t.ttft_ms or 0.0)
-                await asyncio.sleep(0.05)  # the turn's background memory write
     await stub_client.close()
     by_class: dict[str, list[float]] = {}
     for t in turns:

@@ -11,8 +11,7 @@ ClapNQ pooled corpus, in two variants interleaved per conversation:
 Then the ``stub_llm`` replay runs again with a searcher on ``dense_engine="milvus"`` (Milvus
 Lite's own dense search instead of the in-process numpy engine ``auto`` picks on Lite).
 
-Between turns the suite waits for the turn's background memory write (embedding the turn
-for conversation memory), outside the timed ``ask``, and reports it separately.
+Between turns the suite waits for the service's background work, outside the timed ``ask``.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ class Recorder:
         self.wall: list[float] = []
         self.non_llm: list[float] = []
         self.framework: list[float] = []
-        self.memory_write: list[float] = []
         self.nodes: dict[str, list[float]] = {}
         self.classes: dict[str, int] = {}
         self.methods: dict[str, int] = {}
@@ -59,13 +57,12 @@ class Recorder:
         self.checkpoint: dict[str, list[float]] = {}
         self.langgraph_only: list[float] = []
 
-    def add(self, state: dict[str, Any], wall_ms: float, memory_ms: float, *,
+    def add(self, state: dict[str, Any], wall_ms: float, *,
             llm: bool, checkpoint_ms: dict[str, float]) -> None:
         timings: dict[str, float] = state.get("timings") or {}
         self.wall.append(wall_ms)
         for name, ms in checkpoint_ms.items():
             self.checkpoint.setdefault(name, []).append(ms)
-        self.memory_write.append(memory_ms)
         for node, ms in timings.items():
             self.nodes.setdefault(node, []).append(ms)
         method = state.get("rewrite_method") or "unchanged"
@@ -100,7 +97,6 @@ class Recorder:
             "langgraph_and_checkpoint_ms": stats(self.framework),
             "checkpointer_calls_ms": {k: stats(v) for k, v in sorted(self.checkpoint.items())},
             "langgraph_without_checkpointer_ms": stats(self.langgraph_only),
-            "background_memory_write_ms": stats(self.memory_write),
             "classification": self.classes,
             "rewrite_method": self.methods,
             "regenerations": self.regenerations,
@@ -133,13 +129,12 @@ class CheckpointClock:
 
 
 async def _turn(bot: Assistant, question: str, conv: str, ctx: Context
-                ) -> tuple[Any, float, float]:
+                ) -> tuple[Any, float]:
     t0 = time.perf_counter()
     state = await bot.ask(question, conv, workspace_id=CLAPNQ_WORKSPACE, context=ctx)
     wall = (time.perf_counter() - t0) * 1000
-    t1 = time.perf_counter()
     await bot.services.drain()
-    return state, wall, (time.perf_counter() - t1) * 1000
+    return state, wall
 
 
 async def _replay(bot: Assistant, convs: list[list[str]], variants: dict[str, Context],
@@ -150,8 +145,8 @@ async def _replay(bot: Assistant, convs: list[list[str]], variants: dict[str, Co
             conv = await bot.new_conversation(CLAPNQ_WORKSPACE)
             for q in questions:
                 clock.take()
-                state, wall, mem = await _turn(bot, q, conv, ctx)
-                recs[name].add(state, wall, mem, llm=name == "stub_llm",
+                state, wall = await _turn(bot, q, conv, ctx)
+                recs[name].add(state, wall, llm=name == "stub_llm",
                                checkpoint_ms=clock.take())
                 queries.append(state.get("rewritten_query") or q)
     return recs
@@ -178,7 +173,7 @@ async def run(data_dir: Path, *, quick: bool, passages: int, real: int,
             for name, ctx in variants.items():
                 conv = await bot.new_conversation(CLAPNQ_WORKSPACE)
                 for i, q in enumerate(convs[0][:3]):
-                    _, wall, _ = await _turn(bot, q, conv, ctx)
+                    _, wall = await _turn(bot, q, conv, ctx)
                     if i == 0:
                         cold[name] = wall
             clock = CheckpointClock(bot.graph.checkpointer)

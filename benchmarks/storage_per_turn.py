@@ -81,7 +81,6 @@ async def ask_all(bot: Assistant, workspace: str, convs: list[list[str]]) -> int
         for q in questions:
             await bot.ask(q, conv, workspace_id=workspace, context=ctx)
             turns += 1
-    await bot.services.memory.flush()
     return turns
 
 

@@ -1,4 +1,5 @@
-"""Deleting a conversation deletes the checkpoints of every thread it was answered under.
+"""Deleting a conversation deletes the checkpoints of every thread it was answered under,
+and the vectors that conversation memory wrote for it before its removal.
 
 A thread id that is not a UUID (``"my-chat"``) stores its turns under that name's UUID5,
 while the checkpointer keys its checkpoints by the name itself.
@@ -20,7 +21,7 @@ from convrag.documents.load import SourceDocument
 from convrag.ids import conversation_uuid
 from convrag.ingest import ingest_documents
 from convrag.services import Services
-from convrag.stores.memory import MemoryItem, MemoryWriter
+from tests.legacy import conversation_vectors, legacy_memory_vector
 
 QUESTION = "How many days of annual leave do employees get?"
 POLICY = "Leave policy.\n\nEmployees get 25 days of annual leave per year."
@@ -111,32 +112,28 @@ async def test_a_run_that_ends_after_its_conversation_was_deleted_keeps_no_check
     assert await _checkpoints(assistant.services, thread_id) == 0
 
 
-async def test_a_turn_another_worker_queued_for_memory_leaves_no_vector_of_its_deleted_conversation(
+async def test_a_delete_clears_the_memory_vectors_of_an_earlier_version_that_search_never_finds(
     assistant: Assistant, workspace: str
 ) -> None:
-    """The delete drops the turns its own process queued for memory; another worker's
-    writer still holds one, and writes it after the delete cleared the vectors."""
+    """Conversation memory is gone, but a collection made before still holds a vector of
+    each answered turn, with its text: searching never returns one, and the
+    conversation's delete removes them (and those of no other conversation)."""
     services = assistant.services
     deleted, kept = [await services.db.create_conversation(workspace) for _ in range(2)]
-    theirs = MemoryWriter(
-        services.index,
-        services.embedder,
-        quiet_s=60,
-        max_delay_s=60,
-        departing=services.db.departing_conversations,
-    )
-    for conversation_id in (deleted, kept):
-        theirs.add(MemoryItem(workspace, conversation_id, str(uuid.uuid4()), f"Q: {QUESTION}"))
+    text = f"Q: {QUESTION}\nA: Employees get 25 days of annual leave per year."
+    index = services.index
+    chunks = await asyncio.to_thread(index.count, workspace)
+    legacy = {await legacy_memory_vector(services, workspace, c, text) for c in (deleted, kept)}
 
+    vector = (await asyncio.to_thread(services.embedder.embed, [text]))[0]
+    found = [
+        *await asyncio.to_thread(index.dense_search, workspace, vector, 10),
+        *await asyncio.to_thread(index.bm25_search, workspace, "annual leave employees", 10),
+        *await services.searcher.search(workspace, QUESTION, top_k=10),
+    ]
+    assert found and not legacy & {h.chunk_id for h in found}
+    assert await asyncio.to_thread(index.count, workspace) == chunks
     assert await delete_conversation(assistant, workspace, deleted)
-    await theirs.flush()
 
-    assert theirs.dropped == 0
-    for conversation_id, vectors in ((deleted, 0), (kept, 1)):
-        rows = await asyncio.to_thread(
-            services.index.client.query,
-            services.index.collection,
-            filter=f'conversation_id == "{conversation_id}"',
-            output_fields=["chunk_id"],
-        )
-        assert len(rows) == vectors
+    assert await conversation_vectors(services, deleted) == []
+    assert len(await conversation_vectors(services, kept)) == 1

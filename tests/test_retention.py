@@ -22,7 +22,7 @@ from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.stores.conversations import TurnStart
 from convrag.stores.database import Database
-from convrag.stores.vectors import KIND_MEMORY
+from tests.legacy import legacy_memory_vector
 
 QUESTION = "How many days of annual leave do employees get?"
 POLICY = "Leave policy.\n\nEmployees get 25 days of annual leave per year."
@@ -36,7 +36,8 @@ async def assistant(services: Services) -> AsyncIterator[Assistant]:
 
 
 async def _conversation(bot: Assistant, workspace: str) -> str:
-    """A conversation with one answered, cited and rated turn, and its memory vector."""
+    """A conversation with one answered, cited and rated turn, and the memory vector that
+    versions before conversation memory's removal wrote for it."""
     services = bot.services
     if not await services.db.list_documents(workspace):
         policy = SourceDocument("leave.md", "Leave", POLICY, {})
@@ -44,7 +45,7 @@ async def _conversation(bot: Assistant, workspace: str) -> str:
     conv = await bot.new_conversation(workspace)
     state = await bot.ask(QUESTION, conv, workspace_id=workspace)
     await services.db.save_feedback(workspace, state["turn_id"], "up", "clear")
-    await services.memory.flush()
+    await legacy_memory_vector(services, workspace, conv, f"Q: {QUESTION}\nA: {state['answer']}")
     return conv
 
 
@@ -101,7 +102,7 @@ async def _stored(services: Services, workspace: str, conversation_id: str) -> d
     res = await asyncio.to_thread(
         index.client.query,
         index.collection,
-        filter=f'workspace_id == "{workspace}" and kind == "{KIND_MEMORY}" '
+        filter=f'workspace_id == "{workspace}" and kind == "memory" '
         f'and conversation_id == "{conversation_id}"',
         output_fields=["count(*)"],
     )

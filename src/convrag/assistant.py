@@ -26,9 +26,9 @@ from convrag.config import Settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
-from convrag.records import Citation, Source
+from convrag.records import Citation
 from convrag.services import Services, open_services
-from convrag.state import Classification, InputState, State
+from convrag.state import Classification, InputState, RewriteMethod, State
 from convrag.stores.conversations import TurnRecord
 
 log = logging.getLogger(__name__)
@@ -270,21 +270,8 @@ def stored_state(
     its citation kept (empty for one the answer did not cite); what only the run held
     (history, retrieval hits, drafts, the repetition verdict) is absent."""
     snippets = {c["source_index"]: c["snippet"] for c in citations}
-    sources = [
-        Source(
-            id=str(s["id"]),
-            source_type=s["type"],
-            document_id=s.get("document_id"),
-            title=s.get("title"),
-            text=snippets.get(int(s["n"]), ""),
-            url=s.get("url"),
-            score=float(s.get("score") or 0.0),
-            page=s.get("page"),
-            section=s.get("section"),
-        )
-        for s in turn.sources
-    ]
-    meta = turn.metadata or {}
+    sources = [s.source(snippets.get(s.n, "")) for s in turn.sources]
+    meta = turn.metadata
     state = State(
         message=turn.question,
         conversation_id=conversation_id,
@@ -296,14 +283,14 @@ def stored_state(
         answer=turn.answer,
         citations=citations,
         entities=list(turn.entities_mentioned),
-        regenerations=int(meta.get("regenerations") or 0),
+        regenerations=meta.regenerations,
         flags=turn.flags,
-        errors=dict(meta.get("errors") or {}),
-        timings=dict(meta.get("timings_ms") or {}),
+        errors=dict(meta.errors),
+        timings=dict(meta.timings_ms),
         persisted=True,
     )
-    if meta.get("rewrite_method"):
-        state["rewrite_method"] = meta["rewrite_method"]
+    if meta.rewrite_method:
+        state["rewrite_method"] = cast(RewriteMethod, meta.rewrite_method)
     return state
 
 

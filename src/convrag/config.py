@@ -259,8 +259,8 @@ class Settings(BaseSettings):
     conversation_ttl_days: float | None = Field(
         default=None,
         validation_alias=AliasChoices("CONVERSATION_TTL_DAYS", "conversation_ttl_days"),
-        description="Delete conversations (turns, citations, feedback, checkpoints, memory "
-        "vectors) whose last activity is older than this many days; unset or 0 keeps them "
+        description="Delete conversations (turns, citations, feedback, checkpoints) whose "
+        "last activity is older than this many days; unset or 0 keeps them "
         "forever. The service sweeps at start and hourly; `convrag sweep` runs one sweep.",
     )
 

@@ -1,10 +1,11 @@
 """Conversation lifecycle actions that span several stores.
 
-A conversation lives in three places: its rows in Postgres (the conversation, its turns
-and their citations), its checkpoint thread in the graph's checkpointer, and its memory
-vectors in Milvus. Deleting one must clear all three, in one place that the HTTP
-service, the CLI and library callers share, so none of them reaches into a store or
-the checkpointer to do it.
+A conversation lives in two places: its rows in Postgres (the conversation, its turns
+and their citations) and its checkpoint thread in the graph's checkpointer; a
+conversation answered before conversation memory was removed may also have ``memory``
+vectors in Milvus (one per turn), which nothing reads. Deleting one must clear them all,
+in one place that the HTTP service, the CLI and library callers share, so none of them
+reaches into a store or the checkpointer to do it.
 
 With ``CONVERSATION_TTL_DAYS`` set, :func:`sweep_expired` deletes the conversations whose
 last activity is older than that through the same action, and the HTTP service runs it
@@ -35,7 +36,8 @@ SWEEP_BATCH = 100
 async def delete_conversation(
     assistant: Assistant, workspace_id: str, conversation_id: str
 ) -> bool:
-    """Delete a conversation's memory vectors, checkpoints, turns and citations.
+    """Delete a conversation's checkpoints, turns and citations, and any legacy memory
+    vectors it has in Milvus.
 
     Returns False, touching nothing, when the conversation is not this workspace's:
     checkpoint threads are keyed by the thread id alone, so Postgres, which knows the
@@ -43,14 +45,16 @@ async def delete_conversation(
     thread id it was answered under (``"my-chat"``, whose UUID5 it is), which Postgres
     recorded. The Postgres rows go last: if Milvus or the checkpointer fails, the
     conversation is still listed and a retried DELETE finishes the job, instead of
-    leaving vectors or checkpoints no row points to. Its turns still queued for
-    conversation memory are dropped first, so that none is written after the delete.
+    leaving vectors or checkpoints no row points to. Nothing writes a conversation's
+    vectors any more; the delete in Milvus (one filtered delete, of nothing for a
+    conversation answered since) clears those that earlier versions wrote for each turn
+    (``kind = "memory"``), which hold its text.
 
     Several processes may share the database, so the delete first marks the
     conversation in it (:meth:`~convrag.stores.conversations.ConversationStore.mark_deleting`):
     :class:`~convrag.stores.conversations.ConversationInUse` when any of them is
     answering a message in it, or deleting it already; and from then on, no turn starts
-    in it anywhere, which would write vectors and checkpoints again after they were
+    in it anywhere, which would write checkpoints again after they were
     cleared and, once answered, bring the conversation back. A delete that fails midway
     takes its mark back.
     """
@@ -58,7 +62,6 @@ async def delete_conversation(
     if not await services.db.mark_deleting(workspace_id, conversation_id):
         return False
     try:
-        await services.memory.discard(workspace_id, conversation_id)
         await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
         await services.db.delete_checkpoints(conversation_id)
         return await services.db.delete_conversation(workspace_id, conversation_id)

@@ -2,23 +2,32 @@
 
 - :class:`Source`: a passage numbered for an answer (a chunk, a looked-up document item,
   or a web page), as the graph carries it;
+- :class:`StoredSource`: the same source as a stored turn keeps it (numbered, whether
+  the answer cited it, without its text), written by ``persist`` and validated when a
+  turn is read back;
+- :class:`TurnMetadata`: what a stored turn keeps of its run beside the answer (flags,
+  failed steps, rewrite method, regenerations, timings), validated alike;
 - :class:`SourceOut`: the same source as clients see it, in the ``sources`` event, the
-  JSON reply and the stored turn;
+  JSON reply and the reply read back from the store, made in one place
+  (:meth:`StoredSource.out`);
 - :class:`Citation`: a resolved ``[n]`` marker, as the graph produces it, Postgres stores
-  it and the API shows it;
+  it (validated when read back, :func:`stored_citations`) and the API shows it;
 - :class:`HistoryTurn`: an earlier turn, as the graph reads it back.
 
 ``typing_extensions.TypedDict`` lets pydantic (the HTTP schema) read them on Python 3.11.
+A stored record that does not validate raises :class:`MalformedRecord`, naming the row
+and the field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-SourceType = Literal["chunk", "document", "web", "memory"]
+SourceType = Literal["chunk", "document", "web"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 """Which lists a search runs: both fused, or the dense or the keyword list alone."""
 
@@ -130,22 +139,155 @@ class SourceOut(TypedDict):
     """The headings the passage sits under ("Install › Linux"); None when it has none."""
 
 
+class StoredSource(BaseModel):
+    """A numbered source as a stored turn keeps it (``conversation_turns.sources``, one
+    JSON object each): what ``[n]`` in the answer pointed at and whether the answer
+    cited it. Its text is not kept; a cited source's snippet is kept with its citation.
+
+    Rows written before ``page`` and ``section`` were stored read as None for them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    """Its number in the answer, from 1."""
+    id: str
+    type: SourceType
+    document_id: str | None = None
+    title: str | None = None
+    url: str | None = None
+    score: float
+    page: int | None = None
+    section: str | None = None
+    cited: bool = False
+    """Whether a marker of the stored answer points at it."""
+
+    @classmethod
+    def of(cls, n: int, src: Source, *, cited: bool = False) -> StoredSource:
+        """``src`` as source number ``n`` of an answer that ``cited`` it or not."""
+        return cls(
+            n=n,
+            id=src["id"],
+            type=src["source_type"],
+            document_id=src["document_id"],
+            title=src["title"],
+            url=src["url"],
+            score=float(src["score"]),
+            page=src.get("page"),
+            section=src.get("section"),
+            cited=cited,
+        )
+
+    def out(self, snippet: str) -> SourceOut:
+        """The source as clients see it, with ``snippet`` of its text."""
+        return SourceOut(
+            n=self.n,
+            id=self.id,
+            type=self.type,
+            document_id=self.document_id,
+            title=self.title,
+            url=self.url,
+            score=round(self.score, 6),
+            snippet=snippet,
+            page=self.page,
+            section=self.section,
+        )
+
+    def source(self, text: str) -> Source:
+        """The source as the graph carries it, with ``text`` for the text it was not
+        stored with."""
+        return Source(
+            id=self.id,
+            source_type=self.type,
+            document_id=self.document_id,
+            title=self.title,
+            text=text,
+            url=self.url,
+            score=self.score,
+            page=self.page,
+            section=self.section,
+        )
+
+
 def source_out(n: int, src: Source) -> SourceOut:
     """``src`` as source number ``n``, with a short snippet of its text."""
-    return SourceOut(
-        n=n,
-        id=src["id"],
-        type=src["source_type"],
-        document_id=src["document_id"],
-        title=src["title"],
-        url=src["url"],
-        score=round(float(src["score"]), 6),
-        snippet=snippet(src["text"]),
-        page=src.get("page"),
-        section=src.get("section"),
-    )
+    return StoredSource.of(n, src).out(snippet(src["text"]))
 
 
 def sources_out(sources: list[Source]) -> list[SourceOut]:
     """Every source, numbered from 1."""
     return [source_out(n, s) for n, s in enumerate(sources, start=1)]
+
+
+class TurnMetadata(BaseModel):
+    """What a stored turn keeps of its run beside its answer (``conversation_turns.metadata``),
+    as ``persist`` writes it; a turn not answered (yet) has none of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flags: dict[str, Any] = {}
+    """The flags it was answered with, as its ``done`` event carried them (an open set:
+    ``no_answer``, ``repetition_unresolved``, ``web_search_triggered``, ...)."""
+    errors: dict[str, str] = {}
+    """The steps that failed and were answered without, each with why."""
+    rewrite_method: str | None = None
+    regenerations: int = 0
+    timings_ms: dict[str, float] = {}
+
+
+class MalformedRecord(RuntimeError):
+    """A stored record that does not read as its type: the store holds something no
+    version of the service wrote (edited by hand, or damaged). The service's fault, not
+    the request's."""
+
+
+_STORED_SOURCES = TypeAdapter(list[StoredSource])
+_STORED_CITATIONS = TypeAdapter(list[Citation])
+_METADATA = TypeAdapter(TurnMetadata)
+
+
+def _problems(exc: ValidationError, item: str, whole: str) -> str:
+    """What is wrong with a stored record, one ``place: why`` per problem (at most three):
+    a record of a list by its position from 1 and its field ("source 2: id: Field
+    required"), a field of one record by its name, the whole value as ``whole``."""
+    shown = []
+    for e in exc.errors()[:3]:
+        first, *rest = e["loc"] or (whole,)
+        place = [f"{item} {first + 1}" if isinstance(first, int) else str(first)]
+        place += [".".join(map(str, rest))] if rest else []
+        shown.append(": ".join([*place, e["msg"]]))
+    more = exc.error_count() - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def stored_sources(value: object, *, turn_id: str) -> list[StoredSource]:
+    """A turn's stored ``sources`` column as records; :class:`MalformedRecord` naming
+    the turn, the source's position and the field when it does not validate."""
+    try:
+        return _STORED_SOURCES.validate_python(value)
+    except ValidationError as exc:
+        raise MalformedRecord(
+            f"turn {turn_id}: malformed stored sources: {_problems(exc, 'source', 'sources')}"
+        ) from exc
+
+
+def stored_metadata(value: object, *, turn_id: str) -> TurnMetadata:
+    """A turn's stored ``metadata`` column as its record; :class:`MalformedRecord` naming
+    the turn and the field when it does not validate."""
+    try:
+        return _METADATA.validate_python(value)
+    except ValidationError as exc:
+        raise MalformedRecord(
+            f"turn {turn_id}: malformed stored metadata: {_problems(exc, 'field', 'metadata')}"
+        ) from exc
+
+
+def stored_citations(value: object, *, message_id: str) -> list[Citation]:
+    """An answer's stored citation rows as records; :class:`MalformedRecord` naming the
+    answer, the citation's position and the field when one does not validate."""
+    try:
+        return _STORED_CITATIONS.validate_python(value)
+    except ValidationError as exc:
+        problems = _problems(exc, "citation", "citations")
+        raise MalformedRecord(
+            f"answer {message_id}: malformed stored citations: {problems}"
+        ) from exc

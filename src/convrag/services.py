@@ -33,7 +33,6 @@ from convrag.search import HybridSearcher
 from convrag.stores.base import SETUP_LOCK
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
-from convrag.stores.memory import MemoryWriter
 from convrag.stores.vectors import VectorIndex
 from convrag.web import WebSearch
 
@@ -51,7 +50,6 @@ class Services:
     searcher: HybridSearcher
     database_url: str
     milvus_uri: str
-    memory: MemoryWriter
     bulk: BulkEmbedder
     """Embeds ingest batches without slowing the chat's query embeddings."""
     web: WebSearch | None = None
@@ -89,7 +87,6 @@ class Services:
         """Finish background work now (tests and shutdown)."""
         while self.background:
             await asyncio.gather(*list(self.background), return_exceptions=True)
-        await self.memory.flush()
 
     async def stop(self) -> None:
         """At shutdown: ask background work to stop at its next boundary and wait for it
@@ -200,9 +197,6 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                     settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
                 )
             )
-        memory = await stack.enter_async_context(
-            MemoryWriter.open(index, embedder, departing=db.departing_conversations)
-        )
         bulk: BulkEmbedder = ThreadEmbedder(embedder)
         if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
             bulk = await stack.enter_async_context(
@@ -221,7 +215,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                 HttpReranker.open(rerank_url, api_key=key.get_secret_value() if key else None)
             )
         services = Services(
-            settings, db, index, embedder, searcher, db_url, milvus_uri, memory, bulk, web, reranker
+            settings, db, index, embedder, searcher, db_url, milvus_uri, bulk, web, reranker
         )
         stack.push_async_callback(services.stop)
         yield services

@@ -1,6 +1,6 @@
 """In-memory fakes of what the HTTP routes reach, for the routers' unit tests: the
 database (API keys, rate limit, conversations, turns, citations, feedback, documents),
-the vector index, conversation memory, the embedders and the graph. No embedded server
+the vector index, the embedders and the graph. No embedded server
 runs and no process starts: :func:`fake_app` serves the real app (``create_app``) over
 them, and :func:`client` talks to it in-process (httpx's ``ASGITransport``).
 
@@ -33,7 +33,7 @@ from convrag.config import Settings
 from convrag.context import Context
 from convrag.embeddings import BulkEmbedder, Embedder
 from convrag.ids import canonical_uuid
-from convrag.records import Citation, SourceOut
+from convrag.records import Citation, SourceOut, StoredSource, TurnMetadata
 from convrag.search import HybridSearcher
 from convrag.services import Services
 from convrag.state import InputState
@@ -42,7 +42,6 @@ from convrag.stores.citations import CitedSource
 from convrag.stores.conversations import title_from_question
 from convrag.stores.database import Database
 from convrag.stores.feedback import FeedbackRecord
-from convrag.stores.memory import MemoryWriter
 from convrag.stores.records import ConversationRecord, Transcript, TurnRecord, TurnStatus
 from convrag.stores.vectors import VectorIndex
 
@@ -88,6 +87,8 @@ class FakeDatabase:
     up: bool = True
     """Whether the database answers :meth:`ping`."""
     checkpoints: InMemorySaver = field(default_factory=InMemorySaver)
+    transcripts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The conversation of each remembered chat, by ``(workspace, transcript hash)``."""
     _clock: datetime = EPOCH
 
     def now(self) -> datetime:
@@ -212,6 +213,18 @@ class FakeDatabase:
             self.feedback.pop(turn_id, None)
         return True
 
+    async def remember_transcript(
+        self, workspace_id: str, conversation_id: str, transcript_hash: str
+    ) -> None:
+        if self._owned(workspace_id, conversation_id) is not None:
+            self.transcripts[(workspace_id, transcript_hash)] = conversation_id
+
+    async def conversation_of_transcript(
+        self, workspace_id: str, transcript_hash: str
+    ) -> str | None:
+        found = self.transcripts.get((workspace_id, transcript_hash))
+        return found if found in self.conversations else None
+
     # -- turns, citations, feedback --------------------------------------------
 
     def add_turn(
@@ -239,10 +252,10 @@ class FakeDatabase:
             answer=answer,
             contextualized_query=None,
             entities_mentioned=[],
-            sources=[dict(s) for s in sources],
+            sources=[StoredSource.model_validate(dict(s)) for s in sources],
             web_search_triggered=False,
             repetition_detected=False,
-            metadata={"flags": {}, "timings_ms": {"total": 1.0}},
+            metadata=TurnMetadata(timings_ms={"total": 1.0}),
             created_at=previous.record.created_at if previous else self.now(),
             status=status,
             error=error,
@@ -462,11 +475,11 @@ def _document_row(
 
 def _cited(turn: TurnRecord, citation: Citation) -> CitedSource:
     """What ``citation`` of ``turn`` cites, as a transcript lists it."""
-    source = next((s for s in turn.sources if s.get("n") == citation["source_index"]), {})
+    source = turn.source(citation["source_index"])
     return CitedSource(
         marker=citation["marker"],
         source_type=citation["source_type"],
-        title=source.get("title"),
+        title=source.title if source else None,
         document_id=citation["document_id"],
         page=citation.get("page"),
         url=citation["url"],
@@ -490,19 +503,6 @@ class FakeIndex:
 
     def delete_conversation(self, workspace_id: str, conversation_id: str) -> None:
         self.deleted.append((workspace_id, conversation_id))
-
-
-@dataclass
-class FakeMemory:
-    """Conversation memory: records the conversations whose queued turns were dropped."""
-
-    discarded: list[str] = field(default_factory=list)
-
-    async def discard(self, workspace_id: str, conversation_id: str) -> None:
-        self.discarded.append(conversation_id)
-
-    async def flush(self, deadline_s: float = 5.0) -> None:
-        pass
 
 
 @dataclass
@@ -633,7 +633,6 @@ class FakeStack:
 
     db: FakeDatabase
     index: FakeIndex
-    memory: FakeMemory
     graph: FixedAnswerGraph
     services: FakeServices
 
@@ -651,7 +650,7 @@ def _default_settings() -> Settings:
 def fake_stack(data_dir: Path, **settings: Any) -> FakeStack:
     """Fakes of every service the routes reach, with the default settings but
     ``data_dir`` and ``settings`` (``rate_limit_per_minute=2``...)."""
-    db, index, memory = FakeDatabase(), FakeIndex(), FakeMemory()
+    db, index = FakeDatabase(), FakeIndex()
     embedder = FakeEmbedder()
     services = FakeServices(
         settings=_default_settings().model_copy(update={"data_dir": data_dir, **settings}),
@@ -661,10 +660,9 @@ def fake_stack(data_dir: Path, **settings: Any) -> FakeStack:
         searcher=cast(HybridSearcher, None),  # no route reaches it
         database_url="",
         milvus_uri="",
-        memory=cast(MemoryWriter, memory),
         bulk=cast(BulkEmbedder, FakeBulk()),
     )
-    return FakeStack(db, index, memory, FixedAnswerGraph(db), services)
+    return FakeStack(db, index, FixedAnswerGraph(db), services)
 
 
 def fake_app(stack: FakeStack) -> FastAPI:

@@ -9,6 +9,7 @@ import pytest
 
 from convrag.api.schemas import TurnOut
 from convrag.api.turns import done_event, stored_answer
+from convrag.records import TurnMetadata
 from convrag.stores.conversations import TurnRecord
 
 
@@ -23,7 +24,7 @@ def _turn(flags: dict[str, bool]) -> TurnRecord:
         sources=[],
         web_search_triggered=False,
         repetition_detected=False,
-        metadata={"flags": flags},
+        metadata=TurnMetadata(flags=flags),
         created_at=datetime.now(UTC),
     )
 

@@ -11,6 +11,7 @@ import pytest
 from convrag.services import Services
 from tests import test_server as server_tests
 from tests.conftest import checkpoint_count
+from tests.legacy import conversation_vectors, legacy_memory_vector
 
 _auth = server_tests._auth
 _conversation = server_tests._conversation
@@ -60,11 +61,11 @@ async def test_a_message_sent_while_its_conversation_is_being_deleted_is_a_409_a
     assert await _turn_rows(services, conv) == 0
 
 
-async def test_a_conversation_deleted_right_after_an_answer_keeps_no_memory_vector(
+async def test_a_delete_removes_the_memory_vectors_an_earlier_version_wrote_for_its_turns(
     base_url: str, services: Services, tenant: dict[str, str]
 ) -> None:
-    """An answered turn is queued for conversation memory and written after a quiet
-    period; a delete within it must not leave that turn's vector behind."""
+    """A collection made before conversation memory's removal holds a vector of each
+    answered turn, with its text: the conversation's delete removes it."""
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         url = f"{base_url}/v1/conversations/{conv}"
@@ -74,15 +75,11 @@ async def test_a_conversation_deleted_right_after_an_answer_keeps_no_memory_vect
             headers={**_auth(tenant), **JSON},
         )
         assert asked.status_code == 200, asked.text
+        text = f"Q: What is Prasad Chaudhari's salary?\nA: {asked.json()['answer']}"
+        await legacy_memory_vector(services, tenant["workspace"], conv, text)
+        assert await conversation_vectors(services, conv) != []
         assert (await client.delete(url, headers=_auth(tenant))).status_code == 204
-    await services.drain()  # what the memory writer still held is written now
-    rows = await asyncio.to_thread(
-        services.index.client.query,
-        services.index.collection,
-        filter=f'conversation_id == "{conv}"',
-        output_fields=["chunk_id", "kind"],
-    )
-    assert rows == []
+    assert await conversation_vectors(services, conv) == []
 
 
 async def test_a_message_whose_conversation_is_deleted_before_its_turn_starts_leaves_no_checkpoint(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from convrag.records import Citation
+import pytest
+
+from convrag.records import Citation, MalformedRecord, StoredSource, TurnMetadata
 from convrag.stores.conversations import TITLE_CHARS, NewTurn, title_from_question
 from convrag.stores.database import Database
 from convrag.stores.documents import join_chunks
@@ -411,3 +413,60 @@ async def test_a_handle_fails_only_the_turns_it_started_and_left_unanswered(
     ] == [("failed", "interrupted: stopped"), ("done", None)]
     running = await db.get_turn(workspace, theirs, other.turn_id)
     assert running is not None and running.status == "processing"
+
+
+def _sourced_turn(workspace: str, conversation: str) -> NewTurn:
+    """A turn whose answer cites its first source, a chunk titled "Leave (2024)"."""
+    turn = _turn(workspace, conversation, "How much leave?")
+    turn.sources = [
+        StoredSource(
+            n=1,
+            id=turn.citations[0]["source_id"],
+            type="chunk",
+            title="Leave (2024)",
+            score=0.5,
+            page=2,
+            cited=True,
+        ),
+        StoredSource(n=2, id=str(uuid.uuid4()), type="web", url="https://example.org", score=0.1),
+    ]
+    return turn
+
+
+async def test_a_turns_records_read_back_as_written_and_its_export_keeps_their_titles(
+    db: Database, workspace: str
+) -> None:
+    conv = await db.create_conversation(workspace)
+    turn = _sourced_turn(workspace, conv)
+    turn.metadata = TurnMetadata(flags={"low_confidence": True}, timings_ms={"persist": 2.5})
+    assert await db.save_turn(turn)
+    (stored,) = await db.all_turns(workspace, conv)
+    assert (stored.sources, stored.metadata) == (turn.sources, turn.metadata)
+    assert stored.assurance == "low"
+    transcript = await db.transcript(workspace, conv)
+    assert transcript is not None
+    # The cited chunk's document is not in the store: the title is the one stored then.
+    assert [c.title for c in transcript.turns[0].cited_sources] == ["Leave (2024)"]
+
+
+async def test_a_row_written_before_pages_and_sections_reads_and_a_malformed_one_is_named(
+    db: Database, workspace: str
+) -> None:
+    conv = await db.create_conversation(workspace)
+    turn = _sourced_turn(workspace, conv)
+    assert await db.save_turn(turn)
+    old = '[{"n": 1, "id": "c1", "type": "chunk", "document_id": null, "title": "Leave", '
+    old += '"url": null, "score": 0.5, "cited": true}]'
+    async with db.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE conversation_turns SET sources = %s WHERE id = %s", (old, turn.id)
+        )
+    (stored,) = await db.all_turns(workspace, conv)
+    assert [(s.title, s.page, s.section) for s in stored.sources] == [("Leave", None, None)]
+
+    async with db.pool.connection() as conn:
+        await conn.execute(
+            "UPDATE conversation_turns SET sources = '[{\"n\": 1}]' WHERE id = %s", (turn.id,)
+        )
+    with pytest.raises(MalformedRecord, match=f"turn {turn.id}: .*source 1: id: Field required"):
+        await db.get_turn(workspace, conv, turn.id)

@@ -108,8 +108,8 @@ def retention_notice(settings: Settings) -> str | None:
 
     Keeping them is the deliberate default: deleting what users wrote, on a schedule
     nobody chose, would be the surprise no operator can undo. But it is a choice an
-    operator must know they made: the conversations (and their checkpoints and memory
-    vectors) grow without bound."""
+    operator must know they made: the conversations (and their checkpoints) grow
+    without bound."""
     if settings.conversation_ttl_days:
         return None
     return (

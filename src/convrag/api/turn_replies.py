@@ -10,7 +10,6 @@ answer was read back from the store (:func:`done_event` of :func:`stored_answer`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ from fastapi import HTTPException
 from convrag.answering.abstention import Assurance, assurance_of
 from convrag.api.errors import not_found, unavailable
 from convrag.api.schemas import AnswerOut, CitationOut
+from convrag.api.turn_stream import DoneEvent, ErrorCode, ErrorEvent
 from convrag.assistant import conflicts
 from convrag.embeddings import EmbeddingMismatch
 from convrag.records import Citation, SourceOut
@@ -32,7 +32,7 @@ class TurnResult:
 
     state: dict[str, Any] = field(default_factory=dict)
     sources: list[SourceOut] = field(default_factory=list)
-    error: dict[str, str] | None = None
+    error: ErrorEvent | None = None
     stored: AnswerOut | None = None
     """The reply read back from the store, when the run failed after ``persist`` had
     stored its answer (:meth:`~convrag.api.turns.TurnRunner.answered_anyway`)."""
@@ -41,7 +41,7 @@ class TurnResult:
     ``error`` event's short reason may name an exception's class."""
 
 
-def failure_code(exc: Exception) -> str:
+def failure_code(exc: Exception) -> ErrorCode:
     """The ``code`` of the ``error`` event of a run that raised ``exc``; :func:`answer_out`
     maps it to the HTTP status of the JSON reply."""
     if conflicts(exc):
@@ -55,44 +55,45 @@ def failure_code(exc: Exception) -> str:
     return "turn_failed"
 
 
-def citation_data(citation: Citation) -> dict[str, Any]:
-    """A stored or streamed citation as clients read it (:class:`CitationOut`)."""
-    return CitationOut.model_validate(citation).model_dump()
+def citations_out(citations: list[Citation]) -> list[CitationOut]:
+    """Stored or streamed citations as clients read them: the one place a
+    :class:`~convrag.records.Citation` becomes a :class:`CitationOut`."""
+    return [CitationOut.model_validate(c) for c in citations]
 
 
 def done_data(
     *,
     turn_id: str | None,
     answer: str,
-    citations: list[dict[str, Any]],
-    timings_ms: Mapping[str, Any],
+    citations: list[CitationOut],
+    timings_ms: dict[str, float],
     repetition_detected: bool,
     no_answer: bool,
     confidence: Assurance,
-    flags: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The data of the ``done`` event that ends a turn's stream: the one place its shape
-    is written, for a turn just answered (:func:`state_done`) and one read back
-    (:func:`done_event`)."""
-    return {
-        "turn_id": turn_id,
-        "answer": answer,
-        "citations": citations,
-        "timings_ms": timings_ms,
-        "repetition_detected": repetition_detected,
-        "no_answer": no_answer,
-        "confidence": confidence,
-        "flags": flags,
-    }
+    flags: dict[str, Any],
+) -> DoneEvent:
+    """The ``done`` event that ends a turn's stream: the one place it is built, for a
+    turn just answered (:func:`state_done`) and one read back (:func:`done_event`)."""
+    return DoneEvent(
+        event="done",
+        turn_id=turn_id,
+        answer=answer,
+        citations=citations,
+        timings_ms=timings_ms,
+        repetition_detected=repetition_detected,
+        no_answer=no_answer,
+        confidence=confidence,
+        flags=flags,
+    )
 
 
-def state_done(state: dict[str, Any]) -> dict[str, Any]:
-    """The ``done`` event's data of a run that ended with the graph's final ``state``."""
+def state_done(state: dict[str, Any]) -> DoneEvent:
+    """The ``done`` event of a run that ended with the graph's final ``state``."""
     flags = state.get("flags", {})
     return done_data(
         turn_id=state.get("turn_id"),
         answer=state.get("answer", ""),
-        citations=[citation_data(c) for c in state.get("citations", [])],
+        citations=citations_out(state.get("citations", [])),
         timings_ms=state.get("timings", {}),
         repetition_detected=repetition_detected(state),
         no_answer=bool(flags.get("no_answer")),
@@ -101,12 +102,12 @@ def state_done(state: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def done_event(answer: AnswerOut) -> dict[str, Any]:
-    """The data of the ``done`` event that ends a stream answering ``answer``."""
+def done_event(answer: AnswerOut) -> DoneEvent:
+    """The ``done`` event that ends a stream answering ``answer``."""
     return done_data(
         turn_id=answer.turn_id,
         answer=answer.answer,
-        citations=[c.model_dump() for c in answer.citations],
+        citations=list(answer.citations),
         timings_ms=answer.timings_ms,
         repetition_detected=answer.repetition_detected,
         no_answer=answer.no_answer,
@@ -115,7 +116,7 @@ def done_event(answer: AnswerOut) -> dict[str, Any]:
     )
 
 
-def refusal(conversation_id: str, error: dict[str, str], reason: str | None) -> HTTPException:
+def refusal(conversation_id: str, error: ErrorEvent, reason: str | None) -> HTTPException:
     """The HTTP error of a run that ended on ``error`` (its ``error`` event's data;
     ``reason``: what a 503 says instead of its message, when set). Bad input was refused
     before the turn started (422, 404, 409); a failed turn means a store or provider is
@@ -149,7 +150,7 @@ def answer_out(conversation_id: str, result: TurnResult) -> AnswerOut:
         classification=s.get("classification", "standalone"),
         rewritten_query=s.get("rewritten_query", s.get("message", "")),
         sources=result.sources,
-        citations=[CitationOut.model_validate(c) for c in s.get("citations", [])],
+        citations=citations_out(s.get("citations", [])),
         repetition_detected=repetition_detected(s),
         no_answer=bool(flags.get("no_answer")),
         confidence=assurance_of(flags),
@@ -164,22 +165,7 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
     turn, each with the snippet its citation kept (empty for one the answer did not
     cite)."""
     snippets = {c["source_index"]: c["snippet"] for c in citations}
-    sources = [
-        SourceOut(
-            n=int(s["n"]),
-            id=str(s["id"]),
-            type=str(s["type"]),
-            document_id=s.get("document_id"),
-            title=s.get("title"),
-            url=s.get("url"),
-            score=round(float(s.get("score") or 0.0), 6),
-            snippet=snippets.get(int(s["n"]), ""),
-            page=s.get("page"),
-            section=s.get("section"),
-        )
-        for s in turn.sources
-    ]
-    meta = turn.metadata or {}
+    sources = [s.out(snippets.get(s.n, "")) for s in turn.sources]
     return AnswerOut(
         conversation_id=conversation_id,
         turn_id=turn.id,
@@ -187,10 +173,10 @@ def stored_answer(conversation_id: str, turn: TurnRecord, citations: list[Citati
         classification=turn.intent or "standalone",
         rewritten_query=turn.contextualized_query or turn.question,
         sources=sources,
-        citations=[CitationOut.model_validate(c) for c in citations],
+        citations=citations_out(citations),
         repetition_detected=turn.repetition_detected,
         no_answer=turn.no_answer,
         confidence=turn.assurance,
         flags=turn.flags,
-        timings_ms=dict(meta.get("timings_ms") or {}),
+        timings_ms=dict(turn.metadata.timings_ms),
     )

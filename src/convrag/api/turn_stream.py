@@ -1,28 +1,114 @@
 """The stream a turn writes: its events, as the run puts them and as routes read them.
 
 A turn's run (:class:`~convrag.api.turns.TurnRunner`) writes typed events to a queue
-through :class:`TurnEvents`, which turns the graph's custom stream into them: ``sources``
-always before any ``token``, a ``citation`` as a resolvable marker appears, and
-``repetition`` or ``reset`` to discard the tokens so far. ``None`` ends the queue. The
-routes read it with :func:`drain`, which keeps an idle stream open with keep-alives.
+through :class:`TurnEvents`, which turns the graph's custom stream
+(:data:`~convrag.events.GraphEvent`) into them: ``sources`` always before any ``token``,
+a ``citation`` as a resolvable marker appears, and ``repetition`` or ``reset`` to
+discard the tokens so far; the run ends it with ``done`` or ``error``. ``None`` ends the
+queue. The routes read it with :func:`drain`, which keeps an idle stream open with
+keep-alives, and write each event with :func:`sse`.
+
+Every event is a typed record whose ``event`` names it, the graph's
+(:mod:`convrag.events`) and the HTTP layer's own, here: :class:`CitationEvent`,
+:class:`DoneEvent` (built by :func:`~convrag.api.turn_replies.done_data`) and
+:class:`ErrorEvent` (built by :func:`error_event`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from convrag.answering.abstention import Assurance
+from convrag.api.schemas import CitationOut
 from convrag.citations import markers
+from convrag.events import GraphEvent, SourcesEvent, TokenEvent
 from convrag.records import SourceOut
 
-Event = tuple[str, dict[str, Any]]
+
+class CitationEvent(TypedDict):
+    """A marker of the streamed answer that names one of its sources, once, as it first
+    appears."""
+
+    event: Literal["citation"]
+    marker: str
+    source: SourceOut
+
+
+class DoneEvent(TypedDict):
+    """The turn is answered: the answer as stored, its resolved citations and flags."""
+
+    event: Literal["done"]
+    turn_id: str | None
+    answer: str
+    citations: list[CitationOut]
+    timings_ms: dict[str, float]
+    repetition_detected: bool
+    no_answer: bool
+    confidence: Assurance
+    flags: dict[str, Any]
+    """The turn's flags (``no_answer``, ``repetition_unresolved``, ...), an open set."""
+
+
+ErrorCode = Literal[
+    "invalid_request", "not_found", "conflict", "turn_failed", "stopped", "shutting_down"
+]
+"""Why a turn ended without an answer: the request's fault (``invalid_request``,
+``not_found``, ``conflict``), the service's (``turn_failed``), or a stop or shutdown."""
+
+
+class ErrorEvent(TypedDict):
+    """The turn ended without an answer: why (``code``) and a short message."""
+
+    event: Literal["error"]
+    code: ErrorCode
+    message: str
+
+
+class KeepAliveEvent(TypedDict):
+    """No event for a while (:func:`drain`): not an event of the turn, never sent as one."""
+
+    event: Literal["keep-alive"]
+
+
+Event = GraphEvent | CitationEvent | DoneEvent | ErrorEvent
+"""An event of a turn's stream, the graph's or the HTTP layer's."""
+
+
+def error_event(code: ErrorCode, message: str) -> ErrorEvent:
+    """The ``error`` event that ends a turn's stream, its message cut to 500 characters."""
+    return ErrorEvent(event="error", code=code, message=message[:500])
+
+
+def _jsonable(value: object) -> object:
+    """A value of an event's data that ``json`` cannot write: a record of the HTTP
+    schema as its fields, anything else as text."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    return str(value)
+
+
+def event_json(event: Event) -> str:
+    """The data of ``event`` as JSON: its fields but ``event``, which names it."""
+    data = {k: v for k, v in event.items() if k != "event"}
+    return json.dumps(data, default=_jsonable)
+
+
+def sse(event: Event) -> str:
+    """``event`` as a server-sent event: its name, then its data as JSON."""
+    return f"event: {event['event']}\ndata: {event_json(event)}\n\n"
+
 
 #: Streamed replies must reach the client token by token: no caching, no proxy buffering.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
-#: What :func:`drain` yields after ``keepalive_s`` without an event (compare with ``is``).
-KEEPALIVE: Event = ("keep-alive", {})
+#: What :func:`drain` yields after ``keepalive_s`` without an event.
+KEEPALIVE = KeepAliveEvent(event="keep-alive")
 
 #: An SSE comment: clients skip it, proxies see bytes and keep an idle stream open.
 KEEPALIVE_COMMENT = ": keep-alive\n\n"
@@ -44,48 +130,45 @@ class TurnEvents:
         self._cited: set[str] = set()
         self._sent_sources = False
 
-    def put(self, name: str, data: dict[str, Any]) -> None:
-        """Write event ``name`` with ``data``."""
-        self.queue.put_nowait((name, data))
+    def put(self, event: Event) -> None:
+        """Write ``event``."""
+        self.queue.put_nowait(event)
 
     def end(self) -> None:
         """End the stream: :func:`drain` returns after the events written so far."""
         self.queue.put_nowait(None)
 
-    def custom(self, part: dict[str, Any]) -> None:
-        """Write the events of one part of the graph's custom stream (its ``event`` names
-        the kind; the rest is the data)."""
-        event = part.get("event")
-        data = {k: v for k, v in part.items() if k != "event"}
-        if event == "sources":
-            self.sources = data["sources"]
+    def custom(self, event: GraphEvent) -> None:
+        """Write the events of one event of the graph's custom stream."""
+        if event["event"] == "token":
+            self._token(event)
+            return
+        if event["event"] == "sources":
+            self.sources = event["sources"]
             self._sent_sources = True
-            self.put("sources", data)
-        elif event == "token":
-            self._token(data)
-        elif event in ("repetition", "reset"):
+        elif event["event"] in ("repetition", "reset"):
             self._text, self._cited = "", set()
-            self.put(event, data)
-        elif event is not None:
-            self.put(event, data)
+        self.put(event)
 
-    def _token(self, data: dict[str, Any]) -> None:
+    def _token(self, event: TokenEvent) -> None:
         """A token, after the sources, then the citations its marker completes."""
         if not self._sent_sources:
-            self.put("sources", {"sources": []})
+            self.put(SourcesEvent(event="sources", sources=[]))
             self._sent_sources = True
-        self._text += data["text"]
-        self.put("token", data)
+        self._text += event["text"]
+        self.put(event)
         for m in markers(self._text):
             n = int(m.group(1))
             if m.group(0) not in self._cited and 1 <= n <= len(self.sources):
                 self._cited.add(m.group(0))
-                self.put("citation", {"marker": m.group(0), "source": self.sources[n - 1]})
+                self.put(
+                    CitationEvent(event="citation", marker=m.group(0), source=self.sources[n - 1])
+                )
 
 
 async def drain(
     queue: asyncio.Queue[Event | None], *, keepalive_s: float | None = None
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[Event | KeepAliveEvent]:
     """Events until the turn ends; with ``keepalive_s``, also :data:`KEEPALIVE` each time
     that many seconds pass without one.
 

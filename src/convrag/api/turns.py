@@ -65,13 +65,18 @@ from convrag.api.turn_stream import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
+    DoneEvent,
     Event,
+    KeepAliveEvent,
     TurnEvents,
     drain,
+    error_event,
+    sse,
 )
 from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
 from convrag.context import Context
 from convrag.errors import ANSWERING, BEING_DELETED, ConversationBusyHere, ConversationInUse
+from convrag.events import GraphEvent
 from convrag.services import Services
 from convrag.state import InputState
 
@@ -86,12 +91,15 @@ __all__ = [
     "STOP_CHANNEL",
     "STOP_POLL_S",
     "STOP_WAIT_S",
+    "DoneEvent",
     "Event",
+    "KeepAliveEvent",
     "TurnResult",
     "TurnRunner",
     "answer_out",
     "done_event",
     "drain",
+    "sse",
     "stored_answer",
     "turn_context",
     "turn_id_for",
@@ -382,7 +390,7 @@ class TurnRunner:
         try:
             await self._stream(turn)
             observe_turn(result.state, time.perf_counter() - started)
-            turn.events.put("done", state_done(result.state))
+            turn.events.put(state_done(result.state))
         except asyncio.CancelledError as exc:
             task = asyncio.current_task()
             stopped = task in self._stopping
@@ -413,14 +421,13 @@ class TurnRunner:
             stream_mode=["custom", "values", "updates"],
             durability=self.assistant.durability,
         ):
-            part = cast(dict[str, Any], chunk)
             if mode == "values":
-                turn.result.state = part
+                turn.result.state = cast(dict[str, Any], chunk)
             elif mode == "updates":
-                if "persist" in part:
+                if "persist" in cast(dict[str, Any], chunk):
                     self._answered.add(_key(turn.context.workspace_id, turn.conversation_id))
             else:
-                turn.events.custom(part)
+                turn.events.custom(cast(GraphEvent, chunk))
 
     async def _stopped(self, turn: _Turn, exc: asyncio.CancelledError, *, stopped: bool) -> None:
         """End a run that :meth:`stop` (``stopped``) or a shutdown (:meth:`stop_all`)
@@ -430,14 +437,14 @@ class TurnRunner:
             # Stored failed before the stream says so: a client that reads `stopped`
             # finds the conversation free for its next message.
             await self._store_failed(turn, exc)
-            turn.result.error = {"code": "stopped", "message": STOPPED_TURN}
-            turn.events.put("error", turn.result.error)
+            turn.result.error = error_event("stopped", STOPPED_TURN)
+            turn.events.put(turn.result.error)
         else:
             # Shutting down: the stream is told first, before the server cuts it;
             # marking the turn failed is a database write.
             TURNS.labels("error").inc()
-            turn.result.error = {"code": "shutting_down", "message": SHUTTING_DOWN}
-            turn.events.put("error", turn.result.error)
+            turn.result.error = error_event("shutting_down", SHUTTING_DOWN)
+            turn.events.put(turn.result.error)
             await self._store_failed(turn, exc)
 
     async def _failed(self, turn: _Turn, exc: Exception) -> None:
@@ -454,7 +461,7 @@ class TurnRunner:
             )
         if result.stored is not None:
             TURNS.labels("ok").inc()
-            turn.events.put("done", done_event(result.stored))
+            turn.events.put(done_event(result.stored))
             return
         if code == "turn_failed":
             # A message refused before its turn started (404, 409, 422) is no turn:
@@ -463,10 +470,10 @@ class TurnRunner:
         # A failed turn is told by its short reason: the exception's own text can quote
         # SQL, hosts or a provider's reply.
         message = failure_reason(exc) if code == "turn_failed" else str(exc)
-        result.error = {"code": code, "message": message[:500]}
+        result.error = error_event(code, message)
         result.unavailable = plain_reason(exc)
         await self._store_failed(turn, exc)  # the question stays stored, `failed` with why
-        turn.events.put("error", result.error)
+        turn.events.put(result.error)
 
     async def _store_failed(self, turn: _Turn, exc: BaseException) -> None:
         """Mark the turn ``failed`` because of ``exc``, when it has an id

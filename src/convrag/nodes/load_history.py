@@ -17,15 +17,15 @@ from convrag.stores.conversations import TurnRecord, TurnStart
 
 def history_turn(turn: TurnRecord) -> HistoryTurn:
     """A stored turn as the graph reads it back, with the documents its answer cited."""
-    cited = [s for s in turn.sources if s.get("cited")]
+    cited = [s for s in turn.sources if s.cited]
     return HistoryTurn(
         turn_number=turn.turn_number,
         question=turn.question,
         answer=turn.answer,
         contextualized_query=turn.contextualized_query,
         entities=list(turn.entities_mentioned),
-        cited_document_ids=[s["document_id"] for s in cited if s.get("document_id")],
-        cited_titles=list(dict.fromkeys(s["title"] for s in cited if s.get("title"))),
+        cited_document_ids=[s.document_id for s in cited if s.document_id],
+        cited_titles=list(dict.fromkeys(s.title for s in cited if s.title)),
     )
 
 

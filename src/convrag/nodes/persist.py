@@ -7,8 +7,7 @@ Only markers that resolve to a source are stored; the others are removed from th
 and counted, as are the images and links whose URL is not a source's
 (:func:`~convrag.answering.guard.strip_foreign_links`, flag ``links_removed``). The
 turn id was fixed by load_history, so re-running this node after a crash
-never duplicates a turn. The turn is then embedded as conversation memory, off the hot
-path.
+never duplicates a turn.
 """
 
 from __future__ import annotations
@@ -19,9 +18,9 @@ from convrag.answering.guard import strip_foreign_links
 from convrag.citations import resolve_citations
 from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
+from convrag.records import StoredSource, TurnMetadata
 from convrag.state import PersistUpdate, State, repetition_detected
 from convrag.stores.conversations import NewTurn
-from convrag.stores.memory import MemoryItem
 
 
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
@@ -46,7 +45,7 @@ def final_draft(state: State, threshold: float) -> tuple[str, bool]:
 
 
 async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
-    """Complete the turn and write its citations once; queue it as conversation memory."""
+    """Complete the turn and write its citations once."""
     services = runtime.context.deps
     draft, unresolved_repetition = final_draft(state, runtime.context.repetition_threshold)
     sources = state.get("sources") or []
@@ -61,19 +60,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
     if links.removed:
         flags["links_removed"] = links.removed
     stored_sources = [
-        {
-            "n": n,
-            "id": s["id"],
-            "type": s["source_type"],
-            "document_id": s["document_id"],
-            "title": s["title"],
-            "url": s["url"],
-            "score": float(s["score"]),
-            "page": s.get("page"),
-            "section": s.get("section"),
-            "cited": n in cited,
-        }
-        for n, s in enumerate(sources, start=1)
+        StoredSource.of(n, s, cited=n in cited) for n, s in enumerate(sources, start=1)
     ]
     turn = NewTurn(
         id=state["turn_id"],
@@ -88,23 +75,14 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         repetition_detected=repetition_detected(state),
         intent=state.get("classification"),
         confidence=state.get("retrieval_confidence"),
-        metadata={
-            "flags": flags,
-            "errors": state.get("errors") or {},
-            "rewrite_method": state.get("rewrite_method"),
-            "regenerations": state.get("regenerations", 0),
-            "timings_ms": state.get("timings") or {},
-        },
+        metadata=TurnMetadata(
+            flags=flags,
+            errors=state.get("errors") or {},
+            rewrite_method=state.get("rewrite_method"),
+            regenerations=state.get("regenerations", 0),
+            timings_ms=state.get("timings") or {},
+        ),
         citations=citations,
     )
     written = await services.db.complete_turn(turn)
-    if written and answer:
-        services.memory.add(
-            MemoryItem(
-                state["workspace_id"],
-                state["conversation_id"],
-                state["turn_id"],
-                f"Q: {state['message']}\nA: {answer}",
-            )
-        )
     return PersistUpdate(answer=answer, citations=citations, persisted=written, flags=flags)

@@ -4,13 +4,12 @@ read back for the answer's citations and for its conversation's transcript."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
-from convrag.records import Citation
+from convrag.records import Citation, StoredSource, stored_citations
 from convrag.stores.base import fetch_all
 
 
@@ -30,6 +29,13 @@ class CitedSource:
     """The 1-based PDF page of the cited passage; None when its document has no pages."""
     url: str | None
     snippet: str
+
+    def titled(self, stored: StoredSource | None) -> CitedSource:
+        """This source with the title that the answer's ``stored`` source had when the
+        answer was given, if it had one."""
+        if stored is None or stored.title is None:
+            return self
+        return replace(self, title=stored.title)
 
 
 async def insert_citations(
@@ -84,23 +90,24 @@ async def answer_citations(
            ORDER BY position_in_response""",
         (workspace_id, message_id),
     )
-    return [cast(Citation, dict(r)) for r in rows]
+    return stored_citations(rows, message_id=message_id)
 
 
 async def conversation_cited_sources(
     conn: AsyncConnection[DictRow], workspace_id: str, conversation_id: str
-) -> list[tuple[str, CitedSource]]:
-    """``(message_id, source)`` for each distinct marker of each answer of the
-    conversation, in order of the marker's first appearance in its answer."""
+) -> list[tuple[str, int, CitedSource]]:
+    """``(message_id, n, source)`` for each distinct marker ``[n]`` of each answer of the
+    conversation, in order of the marker's first appearance in its answer; each
+    source's title is its document's (:meth:`CitedSource.titled` gives the one the
+    answer's stored source ``n`` had)."""
     rows = await fetch_all(
         conn,
         """SELECT DISTINCT ON (mc.message_id, mc.citation_marker)
                   mc.message_id::text AS message_id,
                   mc.position_in_response AS position,
                   mc.citation_marker AS marker, mc.source_type,
-                  coalesce(t.sources
-                      -> (substring(mc.citation_marker from '[0-9]+')::int - 1)
-                      ->> 'title', d.title) AS title,
+                  substring(mc.citation_marker from '[0-9]+')::int AS source_index,
+                  d.title AS title,
                   mc.document_id::text AS document_id, mc.page,
                   mc.source_url AS url,
                   coalesce(mc.content_snippet, '') AS snippet
@@ -115,7 +122,7 @@ async def conversation_cited_sources(
     )
     cited = []
     for r in sorted(rows, key=lambda r: r["position"] or 0):
-        message_id = r.pop("message_id")
+        message_id, n = r.pop("message_id"), r.pop("source_index")
         r.pop("position")
-        cited.append((message_id, CitedSource(**r)))
+        cited.append((message_id, n, CitedSource(**r)))
     return cited

@@ -229,8 +229,8 @@ class ConversationStore(PooledStore):
 
     async def departing_conversations(self, conversation_ids: Sequence[str]) -> set[str]:
         """Those of ``conversation_ids`` (UUIDs) that are gone or whose delete is under
-        way, in any workspace: what is written for them now (a checkpoint, a memory
-        vector) may have missed their delete's clearing and must be removed again."""
+        way, in any workspace: what is written for them now (a checkpoint) may have
+        missed their delete's clearing and must be removed again."""
         ids = sorted({c.lower() for c in conversation_ids if is_uuid(c)})
         if not ids:
             return set()

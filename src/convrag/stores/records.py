@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from convrag.answering.abstention import Assurance, assurance_of
-from convrag.records import Citation
+from convrag.records import Citation, StoredSource, TurnMetadata
 from convrag.stores.citations import CitedSource
 from convrag.stores.feedback import FeedbackRecord
 
@@ -37,10 +37,10 @@ class TurnRecord:
     answer: str
     contextualized_query: str | None
     entities_mentioned: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[StoredSource]
     web_search_triggered: bool
     repetition_detected: bool
-    metadata: dict[str, Any]
+    metadata: TurnMetadata
     created_at: datetime
     feedback: FeedbackRecord | None = None
     cited_sources: list[CitedSource] = field(default_factory=list)
@@ -51,11 +51,16 @@ class TurnRecord:
     intent: str | None = None
     """The turn's classification (standalone, follow_up, no_retrieval), once answered."""
 
+    def source(self, n: int) -> StoredSource | None:
+        """The answer's source number ``n`` (what ``[n]`` points at); None when it has
+        no such source."""
+        return next((s for s in self.sources if s.n == n), None)
+
     @property
     def flags(self) -> dict[str, Any]:
         """The flags the turn was answered with, as its ``done`` event carried them
         (``no_answer``, ``repetition_unresolved``, ``web_search_triggered``, ...)."""
-        return dict((self.metadata or {}).get("flags") or {})
+        return dict(self.metadata.flags)
 
     @property
     def no_answer(self) -> bool:
@@ -79,12 +84,12 @@ class NewTurn:
     answer: str
     contextualized_query: str | None
     entities: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[StoredSource]
     web_search_triggered: bool
     repetition_detected: bool
     intent: str | None
     confidence: float | None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: TurnMetadata = field(default_factory=TurnMetadata)
     citations: list[Citation] = field(default_factory=list)
 
 

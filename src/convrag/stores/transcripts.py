@@ -41,9 +41,9 @@ class TranscriptStore(PooledStore):
                     turn.feedback = feedback
             if cited_sources:
                 cited = await conversation_cited_sources(conn, workspace_id, conversation_id)
-                for message_id, source in cited:
+                for message_id, n, source in cited:
                     if (turn := by_id.get(message_id)) is not None:
-                        turn.cited_sources.append(source)
+                        turn.cited_sources.append(source.titled(turn.source(n)))
         return turns
 
     async def transcript(self, workspace_id: str, conversation_id: str) -> Transcript | None:

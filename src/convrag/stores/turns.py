@@ -4,7 +4,7 @@ time per conversation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +13,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from convrag.ids import is_uuid
+from convrag.records import stored_metadata, stored_sources
 from convrag.stores.base import (
     ANSWERING_TURN,
     PooledStore,
@@ -44,6 +45,14 @@ _TURN_COLUMNS = """SELECT id::text AS id, turn_number, question, answer, context
                   FROM conversation_turns"""
 
 
+def turn_record(row: Mapping[str, Any]) -> TurnRecord:
+    """A turn's row (of :data:`_TURN_COLUMNS`) as its record, its sources validated
+    (:class:`~convrag.records.MalformedRecord` when they do not read)."""
+    sources = stored_sources(row["sources"], turn_id=row["id"])
+    metadata = stored_metadata(row["metadata"], turn_id=row["id"])
+    return TurnRecord(**{**row, "sources": sources, "metadata": metadata})
+
+
 def _turn_values(turn: NewTurn) -> dict[str, Any]:
     """A turn's columns as named query parameters: one mapping for both ways a turn is
     written (whole by :meth:`TurnStore.save_turn`, completed by ``complete_turn``)."""
@@ -57,10 +66,10 @@ def _turn_values(turn: NewTurn) -> dict[str, Any]:
         "entities": turn.entities,
         "intent": turn.intent,
         "confidence": turn.confidence,
-        "sources": Jsonb(turn.sources),
+        "sources": Jsonb([s.model_dump() for s in turn.sources]),
         "web": turn.web_search_triggered,
         "repeated": turn.repetition_detected,
-        "metadata": Jsonb(turn.metadata),
+        "metadata": Jsonb(turn.metadata.model_dump()),
     }
 
 
@@ -81,7 +90,7 @@ async def last_turns(
            ORDER BY turn_number DESC LIMIT %s""",
         (workspace_id, conversation_id, list(statuses), limit),
     )
-    return [TurnRecord(**r) for r in reversed(rows)]
+    return [turn_record(r) for r in reversed(rows)]
 
 
 #: The common path of a turn's start, one statement: read the turn's prior status, insert
@@ -143,7 +152,7 @@ def _started(rows: list[DictRow], workspace_id: str) -> StartedTurn | None:
     meta = ("owner", "prior", "started", "busy", "deleting", "commit_mode")
     return StartedTurn(
         history=[
-            TurnRecord(**{k: v for k, v in r.items() if k not in meta})
+            turn_record({k: v for k, v in r.items() if k not in meta})
             for r in reversed(rows)
             if r["id"] is not None
         ],
@@ -338,7 +347,7 @@ class TurnStore(PooledStore):
             f"{_TURN_COLUMNS} WHERE workspace_id = %s AND conversation_id = %s AND id = %s",
             (workspace_id, conversation_id, turn_id),
         )
-        return None if row is None else TurnRecord(**row)
+        return None if row is None else turn_record(row)
 
     async def recent_turns(
         self, workspace_id: str, conversation_id: str, limit: int = 5

@@ -40,7 +40,10 @@ _BM25S_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 """bm25s's default token pattern, for tokenising as it does."""
 
 KIND_CHUNK = "chunk"
-KIND_MEMORY = "memory"
+"""The ``kind`` of every row written: a document's chunk. Every search, count and export
+reads this kind only, so the ``memory`` rows (one per answered turn) that earlier
+versions wrote into the same collection, and nothing reads, are never found; a
+conversation's delete clears them (:meth:`VectorIndex.delete_conversation`)."""
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +161,6 @@ class VectorRow:
     document_id: str
     text: str
     vector: Sequence[float]
-    kind: str = KIND_CHUNK
-    conversation_id: str = ""
 
 
 class VectorIndex:
@@ -220,6 +221,8 @@ class VectorIndex:
         schema.add_field("chunk_id", DataType.VARCHAR, max_length=64, is_primary=True)
         schema.add_field("workspace_id", DataType.VARCHAR, max_length=64, is_partition_key=True)
         schema.add_field("document_id", DataType.VARCHAR, max_length=64)
+        # ``kind`` and ``conversation_id`` told conversation memory's rows apart: every
+        # row written now is a chunk, but a collection keeps one schema across versions.
         schema.add_field("kind", DataType.VARCHAR, max_length=16)
         schema.add_field("conversation_id", DataType.VARCHAR, max_length=64)
         schema.add_field("text", DataType.VARCHAR, max_length=65535, enable_analyzer=True)
@@ -246,11 +249,9 @@ class VectorIndex:
             self.collection, schema=schema, index_params=index, consistency_level="Strong"
         )
 
-    def _filter(self, workspace_id: str, kind: str, conversation_id: str | None = None) -> str:
-        expr = f'workspace_id == "{check_id(workspace_id)}" and kind == "{kind}"'
-        if conversation_id is not None:
-            expr += f' and conversation_id == "{check_id(conversation_id, "conversation")}"'
-        return expr
+    def _filter(self, workspace_id: str) -> str:
+        """The workspace's chunks: the rows every read looks at."""
+        return f'workspace_id == "{check_id(workspace_id)}" and kind == "{KIND_CHUNK}"'
 
     def upsert(self, workspace_id: str, rows: Sequence[VectorRow]) -> None:
         if not rows:
@@ -261,8 +262,8 @@ class VectorIndex:
                 "chunk_id": r.chunk_id,
                 "workspace_id": workspace_id,
                 "document_id": r.document_id,
-                "kind": r.kind,
-                "conversation_id": r.conversation_id,
+                "kind": KIND_CHUNK,
+                "conversation_id": "",
                 "text": r.text,
                 "dense": list(map(float, r.vector)),
             }
@@ -284,6 +285,8 @@ class VectorIndex:
         )
 
     def delete_conversation(self, workspace_id: str, conversation_id: str) -> None:
+        """Delete the conversation's rows: the ``memory`` vectors of its turns that
+        earlier versions wrote (nothing writes a conversation's rows now)."""
         self.client.delete(
             self.collection,
             filter=f'workspace_id == "{check_id(workspace_id)}" and '
@@ -296,9 +299,10 @@ class VectorIndex:
             self._unflushed = 0
         self.client.flush(self.collection)
 
-    def count(self, workspace_id: str, kind: str = KIND_CHUNK) -> int:
+    def count(self, workspace_id: str) -> int:
+        """The workspace's chunks."""
         res = self.client.query(
-            self.collection, filter=self._filter(workspace_id, kind), output_fields=["count(*)"]
+            self.collection, filter=self._filter(workspace_id), output_fields=["count(*)"]
         )
         return int(res[0]["count(*)"]) if res else 0
 
@@ -322,7 +326,7 @@ class VectorIndex:
         it = self.client.query_iterator(
             self.collection,
             batch_size=2000,
-            filter=self._filter(workspace_id, KIND_CHUNK),
+            filter=self._filter(workspace_id),
             output_fields=["chunk_id", "document_id", "text", "dense"],
         )
         try:
@@ -341,8 +345,6 @@ class VectorIndex:
         vector: Matrix | Sequence[float],
         limit: int,
         *,
-        kind: str = KIND_CHUNK,
-        conversation_id: str | None = None,
         score_with: Sequence[float] | None = None,
         feedback_weight: float = 0.0,
         feedback_depth: int = 3,
@@ -354,15 +356,13 @@ class VectorIndex:
         query = np.asarray(vector, dtype=np.float32)
         scorer = None if score_with is None else np.asarray(score_with, dtype=np.float32)
         if feedback_weight > 0.0 and feedback_depth > 0:
-            first = self._nearest(workspace_id, query, feedback_depth, kind, conversation_id)
+            first = self._nearest(workspace_id, query, feedback_depth)
             if first:
                 if scorer is None:
                     scorer = query
                 rows = np.stack([np.asarray(h["entity"]["dense"]) for h in first])
                 query = rocchio(query, rows.astype(np.float32), feedback_weight)
-        found = self._nearest(
-            workspace_id, query, limit, kind, conversation_id, vectors=scorer is not None
-        )
+        found = self._nearest(workspace_id, query, limit, vectors=scorer is not None)
         return _hits(found, score_with=scorer)
 
     def _nearest(
@@ -370,8 +370,6 @@ class VectorIndex:
         workspace_id: str,
         vector: Matrix,
         limit: int,
-        kind: str,
-        conversation_id: str | None,
         *,
         vectors: bool = True,
     ) -> Any:
@@ -381,7 +379,7 @@ class VectorIndex:
             data=[vector.tolist()],
             anns_field="dense",
             limit=limit,
-            filter=self._filter(workspace_id, kind, conversation_id),
+            filter=self._filter(workspace_id),
             search_params={"metric_type": "COSINE", "params": {"nprobe": 16}},
             output_fields=["document_id", "text", *(["dense"] if vectors else [])],
         )
@@ -393,7 +391,7 @@ class VectorIndex:
             data=[query],
             anns_field="sparse",
             limit=limit,
-            filter=self._filter(workspace_id, KIND_CHUNK),
+            filter=self._filter(workspace_id),
             search_params={"metric_type": "BM25"},
             output_fields=["document_id", "text"],
         )

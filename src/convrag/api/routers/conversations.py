@@ -257,7 +257,7 @@ async def delete_conversation(
     assistant: AssistantDep,
     runner: RunnerDep,
 ) -> Response:
-    """Delete the conversation, its turns, citations, checkpoints and memory vectors.
+    """Delete the conversation, its turns, citations, feedback and checkpoints.
 
     A message sent while it is deleted gets 409 (``the conversation is being deleted``),
     whichever worker it reaches: the delete marks the conversation in the database."""

@@ -17,7 +17,6 @@ which SSE clients skip, so that proxies with an idle timeout do not cut it.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -53,11 +52,13 @@ from convrag.api.turns import (
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
     Event,
+    KeepAliveEvent,
     TurnResult,
     TurnRunner,
     answer_out,
     done_event,
     drain,
+    sse,
     stored_answer,
     turn_context,
     turn_id_for,
@@ -69,10 +70,6 @@ from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.conversations import INTERRUPTED_TURN
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
-
-
-def _sse(name: str, data: dict[str, Any]) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
 _REPLY_TYPES = ("text/event-stream", "application/json")
@@ -202,7 +199,7 @@ async def _reply(request: Request, answer: AnswerOut) -> Response:
         return JSONResponse(answer.model_dump(mode="json"))
 
     async def events() -> AsyncIterator[str]:
-        yield _sse("done", done_event(answer))
+        yield sse(done_event(answer))
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
 
@@ -302,7 +299,7 @@ async def _first_event(
     queue: asyncio.Queue[Event | None],
     task: asyncio.Task[TurnResult],
     keepalive: float,
-) -> Event | None:
+) -> Event | KeepAliveEvent | None:
     """The turn's first event, or :data:`KEEPALIVE` when it takes longer than a
     keep-alive period; 404 or 409 when that event says the turn cannot run.
 
@@ -311,30 +308,30 @@ async def _first_event(
     the conversation was deleted meanwhile: a 404 before any stream starts. That check
     is a quick database read; should the first event take longer than a keep-alive
     period, the stream starts with a keep-alive instead (and an `error` then ends it)."""
-    first: Event | None
+    first: Event | KeepAliveEvent | None
     try:
         first = await asyncio.wait_for(queue.get(), keepalive)
     except TimeoutError:
         first = KEEPALIVE
-    if first is not None and first[0] == "error" and first[1].get("code") == "not_found":
+    if first is not None and first["event"] == "error" and first["code"] == "not_found":
         await task
         raise not_found("conversation", conversation_id)
-    if first is not None and first[0] == "error" and first[1].get("code") == "conflict":
+    if first is not None and first["event"] == "error" and first["code"] == "conflict":
         await task  # another worker took the keyed turn up between the check and the start
-        raise HTTPException(status.HTTP_409_CONFLICT, first[1]["message"])
+        raise HTTPException(status.HTTP_409_CONFLICT, first["message"])
     return first
 
 
 async def _events(
-    first: Event | None, queue: asyncio.Queue[Event | None], keepalive: float
+    first: Event | KeepAliveEvent | None, queue: asyncio.Queue[Event | None], keepalive: float
 ) -> AsyncIterator[str]:
     """The answer's SSE stream: ``first`` (:func:`_first_event`; None ends it at once),
     then the turn's events, with a keep-alive comment after each quiet period."""
     if first is None:
         return
-    yield KEEPALIVE_COMMENT if first is KEEPALIVE else _sse(*first)
+    yield KEEPALIVE_COMMENT if first["event"] == "keep-alive" else sse(first)
     async for item in drain(queue, keepalive_s=keepalive):
-        yield KEEPALIVE_COMMENT if item is KEEPALIVE else _sse(*item)
+        yield KEEPALIVE_COMMENT if item["event"] == "keep-alive" else sse(item)
 
 
 @router.post(

@@ -85,9 +85,9 @@ from convrag.api.schemas import (
 )
 from convrag.api.turn_replies import done_data
 from convrag.api.turns import (
-    KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
+    DoneEvent,
     Event,
     TurnResult,
     TurnRunner,
@@ -99,6 +99,7 @@ from convrag.api.turns import (
 from convrag.config import Settings
 from convrag.context import Context
 from convrag.errors import ConversationBusyHere
+from convrag.events import TokenEvent
 from convrag.ids import is_uuid
 from convrag.records import HistoryTurn
 from convrag.rewriting.classify import is_chit_chat
@@ -397,7 +398,7 @@ def _unstored_reply(body: ChatCompletionIn, text: str, settings: Settings) -> Re
     if not body.stream:
         return JSONResponse(completion.reply_of(done, sources=[]))
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
-    for event in (("token", {"text": text}), ("done", done), None):
+    for event in (TokenEvent(event="token", text=text, node="synthesize"), done, None):
         queue.put_nowait(event)
     return _streamed(body, completion, queue, settings)
 
@@ -594,7 +595,7 @@ class _Completion:
         """The ``chat.completion`` object answering with ``answer``."""
         return self.reply_of(done_event(answer), sources=answer.sources)
 
-    def reply_of(self, done: dict[str, Any], *, sources: Sequence[object]) -> dict[str, Any]:
+    def reply_of(self, done: DoneEvent, *, sources: Sequence[object]) -> dict[str, Any]:
         """The ``chat.completion`` object of a turn whose ``done`` event's data is
         ``done``, with its ``sources``."""
         return {
@@ -607,7 +608,7 @@ class _Completion:
                 }
             ],
             "usage": usage_of(self.counter).model_dump(),
-            "citations": done["citations"],
+            "citations": [c.model_dump() for c in done["citations"]],
             "no_answer": done["no_answer"],
             "confidence": done["confidence"],
             "sources": sources,
@@ -631,12 +632,12 @@ class _Completion:
         it."""
         yield self.chunk({"role": "assistant", "content": ""})
         async for item in drain(queue, keepalive_s=keepalive_s):
-            if item is KEEPALIVE:
+            if item["event"] == "keep-alive":
                 yield KEEPALIVE_COMMENT
                 continue
-            if item[0] == "done" and self.remember is not None:
-                await self.remember(item[1]["answer"])
-            for out in self._chunks(*item):
+            if item["event"] == "done" and self.remember is not None:
+                await self.remember(item["answer"])
+            for out in self._chunks(item):
                 yield out
         if include_usage:
             last = {
@@ -647,28 +648,33 @@ class _Completion:
             yield f"data: {json.dumps(last)}\n\n"
         yield "data: [DONE]\n\n"
 
-    def _chunks(self, name: str, data: dict[str, Any]) -> list[str]:
+    def _chunks(self, event: Event) -> list[str]:
         """The chunks of one of the turn's events (none for those OpenAI has no shape
         for: ``sources``, ``citation``, ``rewrite``)."""
-        if name == "token":
-            self.draft += data["text"]
-            return [self.chunk({"content": data["text"]})]
-        if name in ("reset", "repetition"):
+        if event["event"] == "token":
+            self.draft += event["text"]
+            return [self.chunk({"content": event["text"]})]
+        if event["event"] in ("reset", "repetition"):
             self.draft = ""
-            return [self.chunk({}, convrag_reset=True, convrag_reset_reason=name)]
-        if name == "done":
-            return self._done(data)
-        if name == "error":  # OpenAI clients raise it, with its message
-            kind = "invalid_request_error" if data.get("code") in _REFUSED else "server_error"
-            error = {"type": kind, "param": None, **data}
+            return [self.chunk({}, convrag_reset=True, convrag_reset_reason=event["event"])]
+        if event["event"] == "done":
+            return self._done(event)
+        if event["event"] == "error":  # OpenAI clients raise it, with its message
+            kind = "invalid_request_error" if event["code"] in _REFUSED else "server_error"
+            error = {
+                "type": kind,
+                "param": None,
+                "code": event["code"],
+                "message": event["message"],
+            }
             return [f"data: {json.dumps({'error': error})}\n\n"]
         return []
 
-    def _done(self, data: dict[str, Any]) -> list[str]:
-        """The last chunks of an answered turn (``data``: its ``done`` event's): the
+    def _done(self, event: DoneEvent) -> list[str]:
+        """The last chunks of an answered turn (``event``: its ``done`` event): the
         stored answer again after a ``convrag_reset`` when the draft streamed is not it,
         then the final chunk."""
-        answer = data["answer"]
+        answer = event["answer"]
         chunks = []
         if self.draft.strip() != answer.strip():
             chunks.append(self.chunk({}, convrag_reset=True, convrag_reset_reason="final_answer"))
@@ -676,9 +682,9 @@ class _Completion:
         final = self.chunk(
             {},
             "stop",
-            citations=data["citations"],
-            no_answer=data["no_answer"],
-            confidence=data["confidence"],
+            citations=[c.model_dump() for c in event["citations"]],
+            no_answer=event["no_answer"],
+            confidence=event["confidence"],
             answer=answer,
             conversation_id=self.conversation_id,
         )

@@ -1,0 +1,121 @@
+"""The events of a turn's stream, typed, and the server-sent events they are written as:
+the bytes clients read are those of the untyped events they replaced. Fast: no server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from convrag.api.schemas import AnswerOut, CitationOut
+from convrag.api.turn_replies import done_event, state_done
+from convrag.api.turn_stream import Event, TurnEvents, error_event, sse
+from convrag.events import SourcesEvent, TokenEvent
+from convrag.records import Citation, SourceOut
+
+SOURCE = SourceOut(
+    n=1,
+    id="c1",
+    type="chunk",
+    document_id="d1",
+    title="Travel policy",
+    url=None,
+    score=0.81,
+    snippet="Meals abroad are paid…",
+    page=None,
+    section=None,
+)
+
+CITATION = Citation(
+    marker="[1]",
+    position=14,
+    source_index=1,
+    source_id="c1",
+    source_type="chunk",
+    document_id="d1",
+    url=None,
+    score=0.81,
+    snippet="Meals abroad are paid…",
+    page=2,
+)
+
+
+def _events(*parts: SourcesEvent | TokenEvent) -> list[Event]:
+    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    events = TurnEvents(queue)
+    for part in parts:
+        events.custom(part)
+    return [e for e in (queue.get_nowait() for _ in range(queue.qsize())) if e is not None]
+
+
+def test_a_token_before_any_sources_is_preceded_by_an_empty_sources_event() -> None:
+    events = _events(TokenEvent(event="token", text="Hello", node="synthesize"))
+    assert [sse(e) for e in events] == [
+        'event: sources\ndata: {"sources": []}\n\n',
+        'event: token\ndata: {"text": "Hello", "node": "synthesize"}\n\n',
+    ]
+
+
+def test_a_marker_that_names_a_source_is_cited_once_as_it_first_appears() -> None:
+    events = _events(
+        SourcesEvent(event="sources", sources=[SOURCE]),
+        TokenEvent(event="token", text="Paid [", node="synthesize"),
+        TokenEvent(event="token", text="1] and [1] again [2].", node="synthesize"),
+    )
+    citations = [e for e in events if e["event"] == "citation"]
+    assert citations == [{"event": "citation", "marker": "[1]", "source": SOURCE}]
+    assert sse(citations[0]) == (
+        'event: citation\ndata: {"marker": "[1]", "source": {"n": 1, "id": "c1", '
+        '"type": "chunk", "document_id": "d1", "title": "Travel policy", "url": null, '
+        '"score": 0.81, "snippet": "Meals abroad are paid\\u2026", "page": null, '
+        '"section": null}}\n\n'
+    )
+
+
+def test_the_done_event_is_written_with_its_citations_as_the_api_shows_them() -> None:
+    state = {
+        "turn_id": "t1",
+        "answer": "Paid [1].",
+        "citations": [CITATION],
+        "timings": {"synthesize": 12.5},
+        "flags": {"no_answer": False},
+    }
+    done = state_done(state)
+    assert done["citations"] == [CitationOut.model_validate(CITATION)]
+    assert sse(done) == (
+        'event: done\ndata: {"turn_id": "t1", "answer": "Paid [1].", "citations": '
+        '[{"marker": "[1]", "position": 14, "source_type": "chunk", "source_id": "c1", '
+        '"document_id": "d1", "url": null, "relevance_score": 0.81, '
+        '"content_snippet": "Meals abroad are paid\\u2026", "page": 2}], '
+        '"timings_ms": {"synthesize": 12.5}, "repetition_detected": false, '
+        '"no_answer": false, "confidence": "high", "flags": {"no_answer": false}}\n\n'
+    )
+
+
+def test_a_stored_answer_ends_its_stream_with_the_done_event_a_run_would_send() -> None:
+    answer = AnswerOut(
+        conversation_id="c",
+        turn_id="t1",
+        answer="Paid [1].",
+        classification="standalone",
+        rewritten_query="meals",
+        sources=[SOURCE],
+        citations=[CitationOut.model_validate(CITATION)],
+        repetition_detected=False,
+        flags={"no_answer": False},
+        timings_ms={"synthesize": 12.5},
+    )
+    state = {
+        "turn_id": "t1",
+        "answer": "Paid [1].",
+        "citations": [CITATION],
+        "timings": {"synthesize": 12.5},
+        "flags": {"no_answer": False},
+    }
+    assert sse(done_event(answer)) == sse(state_done(state))
+
+
+def test_an_error_event_is_its_code_and_message_cut_to_500_characters() -> None:
+    event = error_event("turn_failed", "x" * 600)
+    assert sse(error_event("stopped", "stopped")) == (
+        'event: error\ndata: {"code": "stopped", "message": "stopped"}\n\n'
+    )
+    assert len(event["message"]) == 500
