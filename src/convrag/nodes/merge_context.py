@@ -92,16 +92,15 @@ async def merge_context(state: State, runtime: Runtime[Context]) -> MergeUpdate:
 
 def evidence_queries(state: State) -> list[str]:
     """The queries a turn's evidence is weighed for: its standalone query, and for a
-    follow-up the message with the previous question too, as it was searched (its
-    history query). Either finding evidence is enough: a follow-up is judged with its
-    conversation, not on its rewrite alone ("How do I set it?" rewritten with the wrong
-    referent, or left as typed, names no topic), and the previous question may be about
-    another part of the documents."""
+    follow-up the rules left as typed ("Which is the most popular?") the message with
+    the previous question too, as it was searched (its history query). Either finding
+    evidence is enough: on its own words alone, a follow-up may name no topic, and the
+    previous question may be about another part of the documents."""
     message = state["message"]
     query = state.get("rewritten_query") or message
     previous = previous_question(state.get("history") or [])
-    if state.get("classification") == "follow_up" and previous:
-        return list(dict.fromkeys([query, f"{message.strip()} {previous}"]))
+    if state.get("classification") == "follow_up" and previous and query.strip() == message.strip():
+        return [query, f"{message.strip()} {previous}"]
     return [query]
 
 
