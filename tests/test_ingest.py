@@ -16,7 +16,6 @@ from convrag.assistant import open_assistant
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
-    EMBED_SLICE,
     DocumentBusy,
     IngestStopped,
     accept_upload,
@@ -245,9 +244,7 @@ def test_a_failed_ingest_names_the_cause_without_internal_addresses() -> None:
 async def test_a_large_document_reports_its_chunks_as_they_are_embedded(
     services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convrag.ingest as ingest_module
-
-    monkeypatch.setattr(ingest_module, "EMBED_SLICE", 4)
+    monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
     doc = tmp_path / "long.md"
     doc.write_text(
         "\n\n".join(f"Paragraph {i}. " + "Leave accrues every month. " * 20 for i in range(12))
@@ -437,7 +434,7 @@ async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothin
             await ingest_documents(services, workspace, docs, chunk_progress=progress)
     finally:
         services.stopping.clear()
-    assert slices[-1] == EMBED_SLICE  # one slice embedded, then it stopped
+    assert slices[-1] == services.settings.ingest_slice_chunks  # one slice, then it stopped
     assert await services.db.chunk_texts(workspace) == []
 
 

@@ -173,6 +173,8 @@ class Database:
         self.document_text = documents.document_text
         self.upsert_document_status = documents.upsert_document_status
         self.mark_stopped = documents.mark_stopped
+        self.kept_vectors = documents.kept_vectors
+        self.keep_vectors = documents.keep_vectors
         self.stopped_uploads = documents.stopped_uploads
         self.upload_in_use = documents.upload_in_use
         self.fail_stopped_uploads = documents.fail_stopped_uploads
