@@ -371,7 +371,15 @@ async def _embed_in_slices(
             out[i] = np.frombuffer(kept[key], dtype=np.float32)
         else:
             todo.append(i)
-    await progress.add([i for i, key in enumerate(keys) if key in kept], first=True)
+    resumed = [i for i, key in enumerate(keys) if key in kept]
+    if resumed:
+        log.info(
+            "ingest of %s resumes: %d of its %d chunks were embedded before",
+            ", ".join(progress.total),
+            len(resumed),
+            len(texts),
+        )
+    await progress.add(resumed, first=True)
     step = services.settings.ingest_slice_chunks
     for start in range(0, len(todo), step):
         part = todo[start : start + step]
