@@ -341,6 +341,60 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
     stack.stop_and_assert_no_store_left_running()
 
 
+#: Hang detectors, not timings: issue 35 measured in-flight turns held 30-37 s by a
+#: PostgreSQL outage before their error event, and requests 10 s before their 503.
+TURN_HANG_S = 25.0
+REQUEST_HANG_S = 8.0
+
+
+async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_while_it_lasts(
+    stack: Stack,
+) -> None:
+    """The turn's answer streams when PostgreSQL goes down: its stream ends with an
+    ``error`` event that says the database was unavailable while the outage still lasts
+    (it is not held until the database is back), and a new request gets its 503."""
+    server = stack.ensure_running()
+    _, headers = await _workspace_key(stack)
+    events: list[tuple[str, str]] = []
+    outage = PostgresOutage(stack.data_dir)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        conv = await _conversation(client, server.url, headers)
+        stack.stub.add_rule(SLOW, Reply(content="Stripes " * 8 + "[1].", token_delay_s=0.25))
+        url = f"{server.url}/v1/conversations/{conv}/messages"
+        try:
+            async with (
+                asyncio.timeout(None) as hang,
+                client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r,
+            ):
+                assert r.status_code == 200, await r.aread()
+                name = ""
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        name = line.removeprefix("event: ")
+                    elif line.startswith("data: "):
+                        events.append((name, line.removeprefix("data: ")))
+                        if name == "token" and hang.when() is None:
+                            await asyncio.to_thread(outage.begin)
+                            hang.reschedule(asyncio.get_running_loop().time() + TURN_HANG_S)
+            names = [n for n, _ in events]
+            assert "token" in names and "done" not in names, names
+            assert names[-1] == "error", events[-3:]
+            assert "database was unavailable" in events[-1][1], events[-1]
+            async with asyncio.timeout(REQUEST_HANG_S):
+                refused = await client.get(f"{server.url}/v1/documents", headers=headers)
+            assert refused.status_code == 503 and refused.headers["retry-after"].isdigit()
+        finally:
+            await asyncio.to_thread(outage.end)
+        await _wait_until_ok(client, "GET", f"{server.url}/v1/documents", headers=headers)
+        stack.stub.reset()
+        asked = await _ask(
+            client, server.url, await _conversation(client, server.url, headers), headers, QUESTION
+        )
+        assert asked.status_code == 200, asked.text
+    stack.stop_and_assert_no_store_left_running()
+
+
 async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_again(
     stack: Stack,
 ) -> None:
