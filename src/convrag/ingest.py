@@ -206,7 +206,7 @@ async def _store_writes(
             vectors = await services.bulk.embed(embed_inputs)
     else:
         vectors = await _embed_in_slices(
-            services, workspace_id, writes, embed_inputs, _Progress(writes, chunk_progress)
+            services, workspace_id, embed_inputs, _Progress(writes, chunk_progress)
         )
     # Tens of thousands of rows for a large file: built off the event loop.
     rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
@@ -348,11 +348,10 @@ def input_hash(model: str, text: str) -> str:
 async def _embed_in_slices(
     services: Services,
     workspace_id: str,
-    writes: Sequence[DocumentWrite],
     texts: list[str],
     progress: _Progress,
 ) -> Matrix:
-    """Embed ``texts`` (the chunks of ``writes``, in order) a slice of
+    """Embed ``texts`` (the chunks whose ``progress`` is told, in order) a slice of
     ``settings.ingest_slice_chunks`` at a time, each slice in a turn of the workspace at
     the ingest process (:class:`~convrag.embeddings.RoundRobin`: workspaces' uploads take
     turns, so one large file does not hold another's), reporting each document's chunks
@@ -365,20 +364,18 @@ async def _embed_in_slices(
     keys = [input_hash(model, t) for t in texts]
     kept = await services.db.kept_vectors(workspace_id, list(progress.total))
     out = np.zeros((len(texts), services.embedder.dim), np.float32)
-    todo: list[int] = []
-    for i, key in enumerate(keys):
-        if key in kept:
-            out[i] = np.frombuffer(kept[key], dtype=np.float32)
-        else:
-            todo.append(i)
     resumed = [i for i, key in enumerate(keys) if key in kept]
+    for i in resumed:
+        out[i] = np.frombuffer(kept[keys[i]], dtype=np.float32)
     if resumed:
+        docs = list(progress.total)
         log.info(
             "ingest of %s resumes: %d of its %d chunks were embedded before",
-            ", ".join(progress.total),
+            docs[0] if len(docs) == 1 else f"{len(docs)} documents",
             len(resumed),
             len(texts),
         )
+    todo = [i for i, key in enumerate(keys) if key not in kept]
     await progress.add(resumed, first=True)
     step = services.settings.ingest_slice_chunks
     for start in range(0, len(todo), step):
