@@ -169,7 +169,8 @@ def test_a_killed_serve_takes_its_ingest_child_along_and_a_start_reaps_older_orp
             _upload_and_wait(server.url, data_dir)
             record = json.loads((pids / f"{server.proc.pid}.json").read_text())
             children = [(c["pid"], c["start"]) for c in record["children"]]
-            assert len(children) == 2, record  # the ingest child and the resource tracker
+            # the ingest child, the reader child (the upload's file) and the resource tracker
+            assert len(children) == 3, record
             assert all(process_start(pid) == start for pid, start in children)
             server.kill()
             for pid, start in children:

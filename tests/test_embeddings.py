@@ -17,6 +17,7 @@ from convrag.embeddings import (
     OnnxMiniLM,
     OpenAIEmbedder,
     RememberingEmbedder,
+    RoundRobin,
     get_embedder,
 )
 from convrag.stores.embedded import pid_alive
@@ -70,7 +71,7 @@ def test_ingest_threads_default_to_every_core_and_must_be_positive() -> None:
         ProcessEmbedder(LOCAL_MODEL, 64, threads=0)
 
 
-async def test_an_uploaded_file_is_read_in_the_ingest_child_and_its_errors_come_back(
+async def test_an_uploaded_file_is_read_in_a_child_process_and_its_errors_come_back(
     tmp_path: Path,
 ) -> None:
     from convrag.documents import IngestError, load_path
@@ -80,11 +81,92 @@ async def test_an_uploaded_file_is_read_in_the_ingest_child_and_its_errors_come_
     good.write_text("Every employee gets 25 days of annual leave.")
     bad.write_text('{"text": "no id"}\n')
     async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
-        assert await bulk.run(os.getpid) != os.getpid()
-        [doc] = await bulk.run(load_path, good, max_bytes=1000)
+        assert await bulk.read(os.getpid) not in (os.getpid(), await bulk.run(os.getpid))
+        [doc] = await bulk.read(load_path, good, max_bytes=1000)
         assert doc.text == "Every employee gets 25 days of annual leave."
         with pytest.raises(IngestError, match=r"bad\.jsonl:1: each line needs"):
-            await bulk.run(load_path, bad, max_bytes=1000)
+            await bulk.read(load_path, bad, max_bytes=1000)
+
+
+class _Stop(Exception):
+    """Ends a block early, so that its children stop at once."""
+
+
+async def test_a_read_comes_back_while_the_ingest_child_is_in_the_middle_of_a_call(
+    tmp_path: Path,
+) -> None:
+    """An upload's file is read before its 202: that read must not wait for the ingest
+    child to finish another upload's batch (a large file's chunking or embedding)."""
+    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
+
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    with pytest.raises(_Stop):
+        async with ProcessEmbedder.open(LOCAL_MODEL, 64) as bulk:
+            call = asyncio.ensure_future(
+                bulk.run(_a_call_in_hand, str(started), 60.0, str(finished))
+            )
+            await _in_hand(started)
+            assert await bulk.read(os.getpid) != os.getpid()
+            assert not finished.exists()  # the ingest call is still in hand
+            raise _Stop
+    await asyncio.gather(call, return_exceptions=True)
+
+
+async def _take_turns(turns: RoundRobin, callers: Sequence[tuple[str, str]]) -> list[str]:
+    """The order in which ``callers`` ``(lane, name)`` got their turn, all asking while
+    a first caller of lane "held" holds the one turn."""
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with turns.turn("held"):
+            await release.wait()
+
+    async def take(lane: str, name: str) -> None:
+        async with turns.turn(lane):
+            order.append(name)
+            await asyncio.sleep(0)
+
+    holder = asyncio.ensure_future(hold())
+    await asyncio.sleep(0)
+    tasks = []
+    for lane, name in callers:
+        tasks.append(asyncio.ensure_future(take(lane, name)))
+        await asyncio.sleep(0)  # queued in this order
+    release.set()
+    await asyncio.gather(holder, *tasks)
+    return order
+
+
+async def test_turns_alternate_between_lanes_whatever_order_their_callers_queued_in() -> None:
+    """One workspace's large upload queues slice after slice; another workspace's upload
+    gets every other turn instead of waiting behind them all."""
+    order = await _take_turns(
+        RoundRobin(), [("big", "big-1"), ("big", "big-2"), ("big", "big-3"), ("small", "small")]
+    )
+    assert order == ["big-1", "small", "big-2", "big-3"]
+
+
+async def test_a_caller_cancelled_while_it_waits_for_its_turn_passes_it_on() -> None:
+    turns = RoundRobin()
+    got: list[str] = []
+
+    async def take(lane: str) -> None:
+        async with turns.turn(lane):
+            got.append(lane)
+
+    async with turns.turn("a"):
+        gone = asyncio.ensure_future(take("b"))
+        kept = asyncio.ensure_future(take("c"))
+        await asyncio.sleep(0)
+        assert turns.waiting() == {"b": 1, "c": 1}
+        gone.cancel()
+        await asyncio.sleep(0)
+        assert turns.waiting() == {"c": 1}
+    await kept
+    assert got == ["c"] and turns.waiting() == {}
+    async with turns.turn("d"):  # the turn was given back: free at once
+        pass
 
 
 async def test_a_dead_ingest_child_is_a_clear_error_and_the_next_call_starts_a_new_one() -> None:

@@ -15,6 +15,7 @@ import asyncio
 import gzip
 import io
 import os
+import re
 import signal
 import time
 import uuid
@@ -52,6 +53,12 @@ QUESTION = f"When is the {SLOW} enclosure at the city zoo cleaned?"
 MAX_DECOMPRESSED = 1024 * 1024
 #: Bound on every poll for the service to come back after a fault.
 RECOVERY_TIMEOUT_S = 90.0
+#: Chunks an upload embeds per turn of the ingest process (``INGEST_SLICE_CHUNKS``).
+SLICE = 4
+#: A "large" upload: several hundred chunks, many slices.
+LARGE = " ".join(
+    f"Rule {i}: staff on shift {i} park on level {i % 7} of garage {i % 3}." for i in range(1200)
+)
 
 
 @dataclass
@@ -99,6 +106,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "OPENAI_API_KEY": "test-key",
             "LLM_MODEL": "openai:stub-model",
             "INGEST_EMBEDDING": "thread",
+            # Small slices: a "large" upload of a few hundred chunks takes many turns.
+            "INGEST_SLICE_CHUNKS": str(SLICE),
             "MAX_DECOMPRESSED_BYTES": str(MAX_DECOMPRESSED),
             "RATE_LIMIT_PER_MINUTE": "100000",
         }
@@ -332,6 +341,60 @@ async def test_a_postgres_outage_is_a_503_with_retry_after_for_every_client_then
     stack.stop_and_assert_no_store_left_running()
 
 
+#: Hang detectors, not timings: issue 35 measured in-flight turns held 30-37 s by a
+#: PostgreSQL outage before their error event, and requests 10 s before their 503.
+TURN_HANG_S = 25.0
+REQUEST_HANG_S = 8.0
+
+
+async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_while_it_lasts(
+    stack: Stack,
+) -> None:
+    """The turn's answer streams when PostgreSQL goes down: its stream ends with an
+    ``error`` event that says the database was unavailable while the outage still lasts
+    (it is not held until the database is back), and a new request gets its 503."""
+    server = stack.ensure_running()
+    _, headers = await _workspace_key(stack)
+    events: list[tuple[str, str]] = []
+    outage = PostgresOutage(stack.data_dir)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        conv = await _conversation(client, server.url, headers)
+        stack.stub.add_rule(SLOW, Reply(content="Stripes " * 8 + "[1].", token_delay_s=0.25))
+        url = f"{server.url}/v1/conversations/{conv}/messages"
+        try:
+            async with (
+                asyncio.timeout(None) as hang,
+                client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r,
+            ):
+                assert r.status_code == 200, await r.aread()
+                name = ""
+                async for line in r.aiter_lines():
+                    if line.startswith("event: "):
+                        name = line.removeprefix("event: ")
+                    elif line.startswith("data: "):
+                        events.append((name, line.removeprefix("data: ")))
+                        if name == "token" and hang.when() is None:
+                            await asyncio.to_thread(outage.begin)
+                            hang.reschedule(asyncio.get_running_loop().time() + TURN_HANG_S)
+            names = [n for n, _ in events]
+            assert "token" in names and "done" not in names, names
+            assert names[-1] == "error", events[-3:]
+            assert "database was unavailable" in events[-1][1], events[-1]
+            async with asyncio.timeout(REQUEST_HANG_S):
+                refused = await client.get(f"{server.url}/v1/documents", headers=headers)
+            assert refused.status_code == 503 and refused.headers["retry-after"].isdigit()
+        finally:
+            await asyncio.to_thread(outage.end)
+        await _wait_until_ok(client, "GET", f"{server.url}/v1/documents", headers=headers)
+        stack.stub.reset()
+        asked = await _ask(
+            client, server.url, await _conversation(client, server.url, headers), headers, QUESTION
+        )
+        assert asked.status_code == 200, asked.text
+    stack.stop_and_assert_no_store_left_running()
+
+
 async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_again(
     stack: Stack,
 ) -> None:
@@ -373,6 +436,72 @@ async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_
         assert [t["status"] for t in turns["turns"]] == ["done"]
     logged = server.log.read_bytes()[logged_before:].decode(errors="replace")
     assert "EmbeddedPostgres had stopped; restarted" in logged
+
+
+# -- a large upload beside others, and across a restart ---------------------------------
+
+
+async def _document_until(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], done: Any
+) -> list[dict[str, Any]]:
+    """Poll a document's row until ``done(row)``, within :data:`RECOVERY_TIMEOUT_S`;
+    every row seen, in order."""
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        resp = await client.get(url, headers=headers)
+        if resp.status_code == 200:
+            seen.append(resp.json())
+            if done(seen[-1]):
+                return seen
+        await asyncio.sleep(0.1)
+    pytest.fail(f"{url} never got there; last seen: {seen[-1:]}")
+
+
+async def test_a_large_upload_holds_no_other_workspaces_upload_and_resumes_after_a_restart(
+    stack: Stack,
+) -> None:
+    """Issue 35: one large upload made every workspace's uploads wait, and a restart
+    embedded it again from chunk 0. Another workspace's upload gets its 202 and is ready
+    while the large one embeds, and after a restart the large one goes on from its last
+    slice."""
+    server = stack.ensure_running()
+    logged_before = len(server.log.read_bytes())
+    _, large_headers = await _workspace_key(stack)
+    _, small_headers = await _workspace_key(stack)
+    async with httpx.AsyncClient(timeout=60) as client:
+        resp = await client.post(
+            f"{server.url}/v1/documents",
+            files={"file": ("large.txt", LARGE.encode(), "text/plain")},
+            headers=large_headers,
+        )
+        assert resp.status_code == 202, resp.text
+        path = f"/v1/documents/{resp.json()['id']}"
+        await _document_until(client, server.url + path, large_headers, lambda r: r["n_chunks"])
+
+        await _upload(client, server.url, small_headers, FACT)  # its 202, then ready
+        (row,) = await _document_until(client, server.url + path, large_headers, bool)
+        assert row["status"] == "processing", row
+        total = row["chunks_total"]
+        assert total > 20 * SLICE, row
+
+        rows = await _document_until(
+            client, server.url + path, large_headers, lambda r: r["n_chunks"] >= 4 * SLICE
+        )
+        assert rows[-1]["status"] == "processing", rows[-1]
+        stack.stop_and_assert_no_store_left_running()  # it stops at a slice boundary
+        before = rows[-1]["n_chunks"]
+
+        url = stack.ensure_running().url
+        rows = await _document_until(
+            client, url + path, large_headers, lambda r: r["status"] != "processing"
+        )
+    assert rows[-1]["status"] == "ready" and rows[-1]["n_chunks"] == total, rows[-1]
+    assert min(r["n_chunks"] for r in rows) >= before, [r["n_chunks"] for r in rows]
+    logged = server.log.read_bytes()[logged_before:].decode(errors="replace")
+    resumed = re.search(r"ingest of \S+ resumes: (\d+) of its (\d+) chunks", logged)
+    assert resumed is not None, logged[-3000:]
+    assert before <= int(resumed[1]) < total == int(resumed[2])
 
 
 # -- the server killed mid-turn ---------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -16,11 +17,11 @@ from convrag.assistant import open_assistant
 from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
-    EMBED_SLICE,
     DocumentBusy,
     IngestStopped,
     accept_upload,
     delete_document,
+    embedding_input,
     ingest_documents,
     reindex_workspace,
     reread_workspace,
@@ -245,9 +246,7 @@ def test_a_failed_ingest_names_the_cause_without_internal_addresses() -> None:
 async def test_a_large_document_reports_its_chunks_as_they_are_embedded(
     services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convrag.ingest as ingest_module
-
-    monkeypatch.setattr(ingest_module, "EMBED_SLICE", 4)
+    monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
     doc = tmp_path / "long.md"
     doc.write_text(
         "\n\n".join(f"Paragraph {i}. " + "Leave accrues every month. " * 20 for i in range(12))
@@ -437,7 +436,7 @@ async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothin
             await ingest_documents(services, workspace, docs, chunk_progress=progress)
     finally:
         services.stopping.clear()
-    assert slices[-1] == EMBED_SLICE  # one slice embedded, then it stopped
+    assert slices[-1] == services.settings.ingest_slice_chunks  # one slice, then it stopped
     assert await services.db.chunk_texts(workspace) == []
 
 
@@ -560,3 +559,88 @@ def _as_async(fn: Any) -> Any:
         return fn(*args)
 
     return call
+
+
+def _counting(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the ingest's embedding calls from now on (their texts embedded)."""
+    calls: list[int] = []
+    embed = services.bulk.embed
+
+    async def counted(texts: Sequence[str]) -> Matrix:
+        calls.append(len(texts))
+        return await embed(texts)
+
+    monkeypatch.setattr(services.bulk, "embed", counted)
+    return calls
+
+
+async def test_a_stopped_upload_resumes_after_its_last_slice_and_embeds_no_chunk_twice(
+    services: Services, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
+    calls = _counting(services, monkeypatch)
+    progress = services.db.set_document_progress
+    reported: list[int] = []
+    stopped: list[int] = []
+
+    async def stop_after_three_slices(ws: str, doc: str, done: int, total: int) -> None:
+        reported.append(done)
+        await progress(ws, doc, done, total)
+        if done >= 12 and not stopped:
+            stopped.append(done)
+            services.stopping.set()  # a shutdown at the next slice boundary
+
+    monkeypatch.setattr(services.db, "set_document_progress", stop_after_three_slices)
+    try:
+        (doc_id,) = await accept_upload(services, workspace, "rules.txt", _long_text(300).encode())
+        await services.drain()
+    finally:
+        services.stopping.clear()
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "processing" and row["n_chunks"] == 12
+    total = row["chunks_total"]
+    assert total > 20 and sum(calls) == 12
+
+    calls.clear()
+    reported.clear()
+    assert await resume_stopped_uploads(services) >= 1
+    await services.drain()
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "ready" and row["n_chunks"] == total
+    assert sum(calls) == total - 12  # the 12 chunks embedded before were not embedded again
+    assert reported[0] == 12  # its progress starts where it stopped, not at 0
+    assert await services.db.kept_vectors(workspace, [doc_id]) == {}  # stored: let go
+    stored = await services.db.chunk_rows(workspace)  # each chunk with its own vector
+    inputs = [embedding_input(c.title, c.heading, c.text) for c in stored]
+    expected = services.embedder.embed(inputs)
+    vectors = np.stack([np.frombuffer(c.embedding or b"", dtype=np.float32) for c in stored])
+    assert len(stored) == total and np.allclose(vectors, expected, atol=1e-4)
+
+
+async def test_a_small_upload_in_another_workspace_is_ready_while_a_large_one_still_embeds(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Uploads take turns at the ingest process by workspace, a slice at a time: the
+    large file's slices do not all go first."""
+    monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
+    large_ws, small_ws = f"ws-large-{uuid.uuid4().hex[:8]}", f"ws-small-{uuid.uuid4().hex[:8]}"
+    embed = services.bulk.embed
+    order: list[str] = []
+    large_started = asyncio.Event()
+
+    async def noted(texts: Sequence[str]) -> Matrix:
+        order.append("large" if "garage" in texts[0] else "small")
+        large_started.set()
+        return await embed(texts)
+
+    monkeypatch.setattr(services.bulk, "embed", noted)
+    (large,) = await accept_upload(services, large_ws, "rules.txt", _long_text(300).encode())
+    await large_started.wait()
+    (small,) = await accept_upload(services, small_ws, "note.txt", LEAVE.encode())
+    while (row := await services.db.get_document(small_ws, small)) and row["status"] != "ready":
+        await asyncio.sleep(0.05)
+    large_row = await services.db.get_document(large_ws, large)
+    assert large_row is not None and large_row["status"] == "processing"
+    await services.drain()
+    assert order.index("small") < len(order) - 1 - order[::-1].index("large")
+    assert order.count("large") > 5

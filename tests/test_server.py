@@ -1168,7 +1168,7 @@ async def test_an_upload_whose_reader_process_dies_gets_422_not_500(
     async def dies(*_: object, **__: object) -> None:
         raise ChildDied()
 
-    monkeypatch.setattr(services.bulk, "run", dies)
+    monkeypatch.setattr(services.bulk, "read", dies)
     async with httpx.AsyncClient(timeout=30) as client:
         resp = await client.post(
             f"{base_url}/v1/documents",

@@ -132,12 +132,13 @@ def _read(path: Path) -> tuple[_Process, list[_Process]] | None:
 
 
 def _kill_all(children: list[_Process]) -> list[int]:
-    """SIGKILL the ``children`` still running, the first (the worker) at once, the rest (the
-    resource tracker, which exits by itself once no worker holds its pipe) after
-    :data:`TRACKER_EXIT_WAIT_S`; the pids killed."""
+    """SIGKILL the ``children`` still running: the workers (the ingest and reader children)
+    at once, the last of several (the resource tracker, which exits by itself once no
+    worker holds its pipe) after :data:`TRACKER_EXIT_WAIT_S`; the pids killed."""
     killed = []
     for i, child in enumerate(children):
-        deadline = time.monotonic() + (TRACKER_EXIT_WAIT_S if i else 0.0)
+        tracker = i > 0 and i == len(children) - 1
+        deadline = time.monotonic() + (TRACKER_EXIT_WAIT_S if tracker else 0.0)
         while child.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         if child.alive():

@@ -134,6 +134,15 @@ class Settings(BaseSettings):
         description="Where ingest embeds with the local model: 'process' (a child at lower "
         "CPU priority, so chat does not wait for ingest) or 'thread' (this process).",
     )
+    ingest_slice_chunks: int = Field(
+        default=64,
+        ge=1,
+        le=4096,
+        validation_alias=AliasChoices("INGEST_SLICE_CHUNKS", "ingest_slice_chunks"),
+        description="Chunks an upload's ingest embeds per turn of the ingest process: "
+        "workspaces' uploads take turns slice by slice, and each slice's vectors are kept "
+        "so that an ingest a restart stopped resumes after it.",
+    )
     llm_model: str | None = Field(
         default=None,
         validation_alias=AliasChoices("LLM_MODEL", "llm_model"),

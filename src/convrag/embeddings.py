@@ -13,7 +13,7 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -262,9 +262,76 @@ def get_embedder(settings: Settings) -> Embedder:
     )
 
 
+class RoundRobin:
+    """Turns at a shared resource (the ingest child), taken in rotation across lanes.
+
+    Each lane (a workspace's uploads) queues its callers first come, first served, and a
+    freed turn goes to the next lane that waits, so one large upload, which asks for
+    hundreds of turns one after another, takes every other turn while another workspace
+    waits instead of holding the resource to its end. ``slots`` turns run at once.
+    """
+
+    def __init__(self, slots: int = 1) -> None:
+        self._free = slots
+        self._lanes: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+
+    @asynccontextmanager
+    async def turn(self, lane: str) -> AsyncIterator[None]:
+        """Hold one turn for the block, once ``lane``'s turn has come."""
+        if self._free and not self._lanes:
+            self._free -= 1
+        else:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._lanes.setdefault(lane, deque()).append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():  # granted, then cancelled
+                    self._pass_on()
+                else:
+                    self._drop(lane, waiter)
+                raise
+        try:
+            yield
+        finally:
+            self._pass_on()
+
+    def waiting(self) -> dict[str, int]:
+        """How many callers wait, by lane, in the order their turns come."""
+        return {lane: len(waiters) for lane, waiters in self._lanes.items()}
+
+    def _pass_on(self) -> None:
+        """Give a freed turn to the first caller of the lane whose turn is next."""
+        while self._lanes:
+            lane, waiters = next(iter(self._lanes.items()))
+            waiter = waiters.popleft()
+            if waiters:
+                self._lanes.move_to_end(lane)
+            else:
+                del self._lanes[lane]
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+    def _drop(self, lane: str, waiter: asyncio.Future[None]) -> None:
+        waiters = self._lanes.get(lane)
+        if waiters is not None and waiter in waiters:
+            waiters.remove(waiter)
+            if not waiters:
+                del self._lanes[lane]
+
+
 class BulkEmbedder(Protocol):
     """Embeds many texts at once (ingest) without slowing the chat's query embeddings,
-    and runs ingest's other blocking work (reading a file) in the same place."""
+    and runs ingest's other blocking work (reading a file, chunking it) in the same place.
+
+    ``turns`` rations that place between workspaces (an ingest takes a turn per call);
+    :meth:`read` is for work a request waits on (an upload's file read before its 202),
+    which must never queue behind an ingest's calls.
+    """
+
+    turns: RoundRobin
 
     async def embed(self, texts: Sequence[str]) -> Matrix: ...
 
@@ -273,17 +340,25 @@ class BulkEmbedder(Protocol):
         result (it may run in another process)."""
         ...
 
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """As :meth:`run`, for work a request waits on: never behind ingest's calls."""
+        ...
+
 
 class ThreadEmbedder:
     """Bulk embedding in a thread of this process (a remote model: the work is HTTP)."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
+        self.turns = RoundRobin()
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
         return await asyncio.to_thread(self.embedder.embed, texts)
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
 
@@ -320,6 +395,65 @@ class ChildDied(RuntimeError):
         )
 
 
+def _reader_start(parent: int) -> None:
+    """The reader child's start: it dies with its parent and leaves Ctrl-C to it, as the
+    ingest child does, but keeps the normal priority (a request waits on its work) and
+    loads no model."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Child:
+    """One child process behind a one-worker pool: started at its first call, started
+    anew at the call after one it died in."""
+
+    def __init__(self, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+        self._start = (initializer, initargs)
+        self.pool: ProcessPoolExecutor | None = None
+
+    async def call(
+        self,
+        fn: Callable[..., T],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        started: Callable[[], None],
+    ) -> T:
+        """``fn(*args, **kwargs)`` in the child; ``started()`` is called when this call
+        started it."""
+        fresh = self.pool is None
+        if self.pool is None:
+            initializer, initargs = self._start
+            self.pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=initializer,
+                initargs=initargs,
+            )
+        pool = self.pool
+        try:
+            # The pool starts its child in the first submit, from this (the loop's) thread.
+            future = asyncio.get_running_loop().run_in_executor(pool, partial(fn, *args, **kwargs))
+            if fresh:
+                started()
+            return await future
+        except BrokenProcessPool as exc:
+            if self.pool is pool:  # a broken pool stays broken: the next call starts anew
+                self.pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise ChildDied() from exc
+
+    def pids(self) -> list[int]:
+        return list(self.pool._processes) if self.pool is not None else []
+
+    def close(self, *, now: bool) -> None:
+        if self.pool is not None:
+            if now:
+                for process in list(self.pool._processes.values()):
+                    process.terminate()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
 class ProcessEmbedder:
     """Bulk embedding in one child process at a lower CPU priority.
 
@@ -333,6 +467,10 @@ class ProcessEmbedder:
     threads ingest 1.7x faster than one, and the chat's p95 during an ingest stays the
     same (``benchmarks/ingest_chat.py``). The child starts at the first bulk call (about
     2 s: it loads the model).
+
+    :meth:`read` runs in a second, lighter child (no model, normal priority): an
+    upload's file is read before its 202, and that read must not wait for the ingest
+    child to finish another upload's batch. The second child starts at the first read.
     """
 
     def __init__(
@@ -346,62 +484,48 @@ class ProcessEmbedder:
     ) -> None:
         if threads < 1:
             raise ValueError(f"ingest threads must be >= 1, got {threads}")
-        self._args = (model, batch_size, niceness, threads, os.getpid())
-        self._pool: ProcessPoolExecutor | None = None
+        self._ingest = _Child(_child_start, (model, batch_size, niceness, threads, os.getpid()))
+        self._reader = _Child(_reader_start, (os.getpid(),))
         self._records = records
-        """Where the child's pid is recorded while it runs, for a start after a crash of
-        this process to reap it (see :mod:`convrag.children`)."""
+        """Where the children's pids are recorded while they run, for a start after a crash
+        of this process to reap them (see :mod:`convrag.children`)."""
+        self.turns = RoundRobin()
 
     async def embed(self, texts: Sequence[str]) -> Matrix:
         return await self.run(_child_embed, list(texts))
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``fn`` in the child: a file read there neither holds this process's GIL (a
-        large JSONL file had stalled every request for a second) nor its memory."""
-        fresh = self._pool is None
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_child_start,
-                initargs=self._args,
-            )
-        pool = self._pool
-        try:
-            # The pool starts its child in the first submit, from this (the loop's) thread.
-            future = asyncio.get_running_loop().run_in_executor(pool, partial(fn, *args, **kwargs))
-            if fresh:
-                self._record(pool)
-            return await future
-        except BrokenProcessPool as exc:
-            if self._pool is pool:  # a broken pool stays broken: the next call starts anew
-                self._pool = None
-                pool.shutdown(wait=False, cancel_futures=True)
-            raise ChildDied() from exc
+        """``fn`` in the ingest child: a file read there neither holds this process's GIL
+        (a large JSONL file had stalled every request for a second) nor its memory."""
+        return await self._ingest.call(fn, args, kwargs, self._record)
 
-    def _record(self, pool: ProcessPoolExecutor) -> None:
-        """Record the pool's child and the ``multiprocessing`` resource tracker that it
-        keeps open, so that a start after a crash of this process reaps both."""
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn`` in the reader child, which no ingest call holds."""
+        return await self._reader.call(fn, args, kwargs, self._record)
+
+    def _record(self) -> None:
+        """Record the children and the ``multiprocessing`` resource tracker that they
+        keep open, so that a start after a crash of this process reaps them all."""
         if self._records is None:
             return
         from multiprocessing import resource_tracker
 
         tracker = getattr(getattr(resource_tracker, "_resource_tracker", None), "_pid", None)
-        children = [*pool._processes, *([tracker] if isinstance(tracker, int) else [])]
+        children = [
+            *self._ingest.pids(),
+            *self._reader.pids(),
+            *([tracker] if isinstance(tracker, int) else []),
+        ]
         try:
             self._records.record(children)
         except OSError as exc:  # a read-only data directory: the child still dies with us
             log.warning("could not record the ingest process's pid: %s", exc)
 
     def close(self, *, now: bool = False) -> None:
-        """Stop the child once it has finished the call in hand (cancelling those queued),
-        or ``now``, in the middle of it."""
-        if self._pool is not None:
-            if now:
-                for process in list(self._pool._processes.values()):
-                    process.terminate()
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the children once they have finished the call in hand (cancelling those
+        queued), or ``now``, in the middle of it."""
+        self._ingest.close(now=now)
+        self._reader.close(now=now)
         if self._records is not None:
             self._records.forget()
 

@@ -84,10 +84,8 @@ ProgressFn = Callable[[int], None]
 ChunkProgressFn = Callable[[str, int, int], Awaitable[None]]
 """Called with (document id, chunks embedded, chunks in all) while an ingest embeds."""
 
-#: Chunks embedded between two progress reports of a large document.
-EMBED_SLICE = 64
-
-#: Chunks a reindex embeds and stores at a time.
+#: Chunks a reindex embeds and stores at a time, and an ingest writes to the vector
+#: index at a time (one call of tens of thousands of rows held Milvus Lite for seconds).
 REINDEX_BATCH = 256
 
 
@@ -102,7 +100,7 @@ async def ingest_documents(
 ) -> IngestReport:
     """Ingest already-loaded documents; ``progress`` is called with documents done, and
     ``chunk_progress`` with (document id, chunks embedded, chunks in all) as embedding
-    goes, ``EMBED_SLICE`` chunks at a time."""
+    goes, ``settings.ingest_slice_chunks`` at a time (see :func:`_embed_in_slices`)."""
     check_id(workspace_id)
     model = await services.db.claim_embedding_model(workspace_id, services.embedder.name)
     if model != services.embedder.name:
@@ -146,7 +144,8 @@ async def _ingest_batch(
     # Where bulk embedding runs (a child process by default): chunking a large
     # document is seconds of CPU that must not hold this process's event loop.
     if changed:
-        writes = await services.bulk.run(document_writes, chunker, changed)
+        async with services.bulk.turns.turn(workspace_id):
+            writes = await services.bulk.run(document_writes, chunker, changed)
     moved = await _moved_files(services, workspace_id, changed, existing)
     for doc, _, _ in changed:
         if doc.source in existing:
@@ -202,14 +201,22 @@ async def _store_writes(
             w.chunks, w.chunk_metadata or [{}] * len(w.chunks), strict=True
         )
     ]
-    vectors = await _embed_with_progress(services, writes, embed_inputs, chunk_progress)
+    if chunk_progress is None:
+        async with services.bulk.turns.turn(workspace_id):
+            vectors = await services.bulk.embed(embed_inputs)
+    else:
+        vectors = await _embed_in_slices(
+            services, workspace_id, embed_inputs, _Progress(writes, chunk_progress)
+        )
     # Tens of thousands of rows for a large file: built off the event loop.
     rows, writes = await asyncio.to_thread(_with_vectors, writes, vectors)
     # Milvus first (new rows, then the replaced ones), Postgres last: its commit
     # moves index_version, so in-process engines reload only finished data. A
     # crash before it leaves Postgres on the old hash: the next run redoes the
     # document and converges.
-    await asyncio.to_thread(services.index.upsert, workspace_id, rows)
+    for start in range(0, len(rows), REINDEX_BATCH):
+        part = rows[start : start + REINDEX_BATCH]
+        await asyncio.to_thread(services.index.upsert, workspace_id, part)
     keep = {cid for w in writes for cid, _, _ in w.chunks}
     for w in writes:
         if w.source in existing:
@@ -313,32 +320,80 @@ def _with_vectors(
     return rows, out
 
 
-async def _embed_with_progress(
+class _Progress:
+    """Each document's chunks embedded so far, reported as they grow."""
+
+    def __init__(self, writes: Sequence[DocumentWrite], report: ChunkProgressFn) -> None:
+        self.owners = [w.document_id for w in writes for _ in w.chunks]
+        self.total = {w.document_id: len(w.chunks) for w in writes}
+        self.done = dict.fromkeys(self.total, 0)
+        self.report = report
+
+    async def add(self, indexes: Sequence[int], *, first: bool = False) -> None:
+        """Count the chunks at ``indexes`` (of the ingest's chunks, in order) as embedded,
+        and report the documents they belong to (all of them when ``first``)."""
+        touched = dict.fromkeys(self.total if first else ())
+        for i in indexes:
+            self.done[self.owners[i]] += 1
+            touched[self.owners[i]] = None
+        for document_id in touched:
+            await self.report(document_id, self.done[document_id], self.total[document_id])
+
+
+def input_hash(model: str, text: str) -> str:
+    """What an embedded input is kept under: its model and its text, hashed."""
+    return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()
+
+
+async def _embed_in_slices(
     services: Services,
-    writes: Sequence[DocumentWrite],
+    workspace_id: str,
     texts: list[str],
-    chunk_progress: ChunkProgressFn | None,
+    progress: _Progress,
 ) -> Matrix:
-    """Embed ``texts`` (the chunks of ``writes``, in order); with ``chunk_progress``, in
-    slices, reporting each document's chunks done after every slice."""
-    if chunk_progress is None:
-        return await services.bulk.embed(texts)
-    bounds: list[tuple[str, int, int]] = []
-    at = 0
-    for w in writes:
-        bounds.append((w.document_id, at, at + len(w.chunks)))
-        at += len(w.chunks)
-    for doc_id, first, last in bounds:
-        await chunk_progress(doc_id, 0, last - first)
-    parts = []
-    for start in range(0, len(texts), EMBED_SLICE):
+    """Embed ``texts`` (the chunks whose ``progress`` is told, in order) a slice of
+    ``settings.ingest_slice_chunks`` at a time, each slice in a turn of the workspace at
+    the ingest process (:class:`~convrag.embeddings.RoundRobin`: workspaces' uploads take
+    turns, so one large file does not hold another's), reporting each document's chunks
+    done after every slice.
+
+    Each slice's vectors are kept in Postgres until the documents are stored, and those
+    an earlier run kept (one a restart stopped) are taken instead of embedded again: the
+    ingest resumes after its last slice, and its progress starts there."""
+    model = services.embedder.name
+    keys = [input_hash(model, t) for t in texts]
+    kept = await services.db.kept_vectors(workspace_id, list(progress.total))
+    out = np.zeros((len(texts), services.embedder.dim), np.float32)
+    resumed = [i for i, key in enumerate(keys) if key in kept]
+    for i in resumed:
+        out[i] = np.frombuffer(kept[keys[i]], dtype=np.float32)
+    if resumed:
+        docs = list(progress.total)
+        log.info(
+            "ingest of %s resumes: %d of its %d chunks were embedded before",
+            docs[0] if len(docs) == 1 else f"{len(docs)} documents",
+            len(resumed),
+            len(texts),
+        )
+    todo = [i for i, key in enumerate(keys) if key not in kept]
+    await progress.add(resumed, first=True)
+    step = services.settings.ingest_slice_chunks
+    for start in range(0, len(todo), step):
+        part = todo[start : start + step]
         _check_running(services)
-        parts.append(await services.bulk.embed(texts[start : start + EMBED_SLICE]))
-        done = min(start + EMBED_SLICE, len(texts))
-        for doc_id, first, last in bounds:
-            if first < done and start < last:
-                await chunk_progress(doc_id, min(done, last) - first, last - first)
-    return np.concatenate(parts) if parts else np.zeros((0, services.embedder.dim), np.float32)
+        async with services.bulk.turns.turn(workspace_id):
+            _check_running(services)  # it may have waited for its turn
+            vectors = await services.bulk.embed([texts[i] for i in part])
+        out[part] = vectors
+        await services.db.keep_vectors(
+            workspace_id,
+            [
+                (progress.owners[i], keys[i], v.tobytes())
+                for i, v in zip(part, vectors, strict=True)
+            ],
+        )
+        await progress.add(part)
+    return out
 
 
 async def reindex_workspace(
@@ -493,9 +548,10 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
 
 
 async def _read_file(services: Services, path: Path) -> list[SourceDocument]:
-    """The documents of a file, read where bulk work runs, within the settings' limits."""
+    """The documents of a file, read in the reader process (never behind an ingest's
+    calls: an upload waits on it for its 202), within the settings' limits."""
     settings = services.settings
-    return await services.bulk.run(
+    return await services.bulk.read(
         load_path,
         path,
         max_bytes=settings.max_file_bytes,
@@ -614,7 +670,7 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
     A document still ``processing`` raises :class:`DocumentBusy` and is left alone: its
     ingest writes both stores when it ends, which would bring it back. One whose row has
     not moved for :data:`INTERRUPTED_AFTER` is taken for the leftover of a process that
-    died (an ingest records its progress at least every ``EMBED_SLICE`` chunks) and is
+    died (an ingest records its progress after every slice of chunks it embeds) and is
     deleted, as restart recovery would mark it failed.
     """
     row = await services.db.get_document(workspace_id, document_id)

@@ -31,7 +31,7 @@ from convrag.api.app import create_app, share
 from convrag.assistant import Assistant
 from convrag.config import Settings
 from convrag.context import Context
-from convrag.embeddings import BulkEmbedder, Embedder
+from convrag.embeddings import BulkEmbedder, Embedder, RoundRobin
 from convrag.ids import canonical_uuid
 from convrag.records import Citation, SourceOut, StoredSource, TurnMetadata
 from convrag.search import HybridSearcher
@@ -516,7 +516,13 @@ class FakeEmbedder:
 class FakeBulk:
     """Bulk work run in place (reading an uploaded file); it embeds nothing."""
 
+    def __init__(self) -> None:
+        self.turns = RoundRobin()
+
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return fn(*args, **kwargs)
+
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return fn(*args, **kwargs)
 
 

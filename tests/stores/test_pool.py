@@ -1,11 +1,15 @@
-"""The connection pool: idle connections are checked before a loan, busy ones are not."""
+"""The connection pool: idle connections are checked before a loan, busy ones are not; a
+caller waits a moment for a connection while the server is down, a busy pool's the
+pool's whole wait."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
+import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres
@@ -60,3 +64,49 @@ async def test_a_connection_returned_a_moment_ago_is_lent_without_a_check(
         await _select_one(db)
         await _select_one(db)
     assert len(checks) <= 1  # at most the first loan of a never-returned connection
+
+
+#: A hang detector, not a timing: the pool's own wait below is 60 s, and a caller while
+#: the server is down must be answered long before.
+HANG_S = 30.0
+
+
+async def test_while_postgres_is_down_a_caller_is_refused_at_once_not_after_the_pools_wait(
+    postgres: tuple[EmbeddedPostgres, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: during an outage each database call waited the pool's whole timeout, so
+    an in-flight turn hung 30 s before its error event and a request 10 s before its
+    503."""
+    pg, url = postgres
+    async with Database.from_url(url, max_size=2) as db:
+        assert await _select_one(db) == 1
+        pg.stop()
+        monkeypatch.setattr(db.pool, "CHECK_IDLE_S", 0.0)  # as after a pause
+        for _ in range(3):  # the first call, and those after it
+            with pytest.raises((PoolTimeout, psycopg.OperationalError)):
+                async with asyncio.timeout(HANG_S), db.pool.connection(timeout=60.0) as conn:
+                    await conn.execute("SELECT 1")
+        pg.start()
+        async with asyncio.timeout(HANG_S):
+            while not await db.ping():
+                await asyncio.sleep(0.2)
+        assert await _select_one(db) == 1
+
+
+async def test_a_busy_pool_keeps_a_caller_waiting_past_the_outage_wait(
+    postgres: tuple[EmbeddedPostgres, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool whose connections are all lent is busy, not down: its caller waits for one
+    rather than getting a 503 after the outage's short wait."""
+    _, url = postgres
+    async with Database.from_url(url, max_size=1) as db:
+        monkeypatch.setattr(db.pool, "OUTAGE_WAIT_S", 0.1)
+        held = await db.pool.getconn()
+
+        async def give_back_later() -> None:
+            await asyncio.sleep(1.0)  # ten times the outage's wait
+            await db.pool.putconn(held)
+
+        returned = asyncio.ensure_future(give_back_later())
+        assert await _select_one(db) == 1
+        await returned

@@ -38,7 +38,7 @@ from weakref import WeakKeyDictionary
 import psycopg
 from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from psycopg_pool.base import AttemptWithBackoff
 
 from convrag.stores.base import (
@@ -78,6 +78,11 @@ async def first_connection(url: str, *, timeout_s: int = 10) -> None:
     await conn.close()
 
 
+CONNECT_TIMEOUT_S = 5
+"""How long the pool waits for a new connection to the server before it takes it for
+unreachable (and callers stop waiting for connections, see :class:`_Pool`)."""
+
+
 class _CappedBackoff(AttemptWithBackoff):
     """psycopg_pool's reconnect back-off, capped: its doubling delay reaches 30 s and
     more during a long outage, which kept requests failing that long after the server
@@ -97,13 +102,42 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     idle for :attr:`CHECK_IDLE_S`: one that served a request a moment ago is almost
     certainly alive, and checking every loan doubled the round trips of a turn. A
     connection broken in that moment fails its query (a 503) and is then replaced.
+
+    While the server is unreachable (the pool's last attempt to connect failed), a
+    caller waits at most :attr:`OUTAGE_WAIT_S` for a connection, not the pool's whole
+    ``timeout``: each of a turn's database calls had waited 10 s during an outage, which
+    held an in-flight turn 30 s and more before its ``error`` event, and every request
+    10 s before its 503. A pool that is only busy keeps its callers waiting up to
+    ``timeout``.
     """
 
     CHECK_IDLE_S = 1.0
+    OUTAGE_WAIT_S = 1.0
 
     def __init__(self, conninfo: str, **kwargs: Any) -> None:
         self._returned_at: WeakKeyDictionary[AsyncConnection[DictRow], float] = WeakKeyDictionary()
+        self.unreachable = False
+        """Whether the last attempt to connect failed (and none has succeeded since)."""
         super().__init__(conninfo, check=self._check_if_idle, reset=self._note_return, **kwargs)
+
+    async def getconn(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
+        wait = self.timeout if timeout is None else timeout
+        first = min(wait, self.OUTAGE_WAIT_S)
+        try:
+            return await super().getconn(first)
+        except PoolTimeout:
+            if self.unreachable or wait <= first:
+                raise
+        return await super().getconn(wait - first)
+
+    async def _connect(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
+        try:
+            conn = await super()._connect(timeout)
+        except Exception:
+            self.unreachable = True
+            raise
+        self.unreachable = False
+        return conn
 
     async def _note_return(self, conn: AsyncConnection[DictRow]) -> None:
         self._returned_at[conn] = time.monotonic()
@@ -173,6 +207,8 @@ class Database:
         self.document_text = documents.document_text
         self.upsert_document_status = documents.upsert_document_status
         self.mark_stopped = documents.mark_stopped
+        self.kept_vectors = documents.kept_vectors
+        self.keep_vectors = documents.keep_vectors
         self.stopped_uploads = documents.stopped_uploads
         self.upload_in_use = documents.upload_in_use
         self.fail_stopped_uploads = documents.fail_stopped_uploads
@@ -278,7 +314,14 @@ class Database:
             min_size=1,
             max_size=max_size,
             open=False,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": 0,
+                "row_factory": dict_row,
+                # A server that does not answer (a lost network) counts as unreachable
+                # after this, rather than after the operating system's own time-out.
+                "connect_timeout": CONNECT_TIMEOUT_S,
+            },
             connection_class=AsyncConnection[DictRow],
             # An idle connection is checked before it is lent, so one broken by a restart
             # is replaced instead of failing a request; waiting for one is bounded, and a

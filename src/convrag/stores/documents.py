@@ -278,6 +278,30 @@ class DocumentStore(PooledStore):
             (done, total, workspace_id, document_id),
         )
 
+    async def kept_vectors(
+        self, workspace_id: str, document_ids: Sequence[str]
+    ) -> dict[str, bytes]:
+        """``{input hash: vector}`` of what the ingest of these documents embedded so far
+        (:meth:`keep_vectors`), left by an ingest that a restart stopped."""
+        rows = await self.fetch_all(
+            "SELECT input_hash, embedding FROM ingest_vectors "
+            "WHERE workspace_id = %s AND document_id = ANY(%s::uuid[])",
+            (workspace_id, list(document_ids)),
+        )
+        return {r["input_hash"]: bytes(r["embedding"]) for r in rows}
+
+    async def keep_vectors(self, workspace_id: str, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """Keep ``(document id, input hash, vector)`` of a slice just embedded, until the
+        document is stored (:meth:`replace_documents`) or deleted."""
+        if not rows:
+            return
+        async with self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.executemany(
+                """INSERT INTO ingest_vectors (workspace_id, document_id, input_hash, embedding)
+                   VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING""",
+                [(workspace_id, doc, key, vec) for doc, key, vec in rows],
+            )
+
     async def existing_documents(
         self, workspace_id: str, sources: Sequence[str]
     ) -> dict[str, tuple[str, str]]:
@@ -334,10 +358,12 @@ class DocumentStore(PooledStore):
                     for d in docs
                 ],
             )
-            await cur.execute(
-                "DELETE FROM chunks WHERE workspace_id = %s AND document_id = ANY(%s::uuid[])",
-                (workspace_id, [d.document_id for d in docs]),
-            )
+            for table in ("chunks", "ingest_vectors"):  # kept vectors: in the chunks now
+                await cur.execute(
+                    f"DELETE FROM {table} WHERE workspace_id = %s "
+                    "AND document_id = ANY(%s::uuid[])",
+                    (workspace_id, [d.document_id for d in docs]),
+                )
             await cur.executemany(
                 """INSERT INTO chunks (id, workspace_id, document_id, position, text, embedding,
                                        metadata)
@@ -370,6 +396,10 @@ class DocumentStore(PooledStore):
         async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(
                 "DELETE FROM documents WHERE workspace_id = %s AND id = %s",
+                (workspace_id, document_id),
+            )
+            await conn.execute(
+                "DELETE FROM ingest_vectors WHERE workspace_id = %s AND document_id = %s",
                 (workspace_id, document_id),
             )
             await conn.execute(

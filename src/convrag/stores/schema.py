@@ -175,4 +175,15 @@ MIGRATIONS: list[str] = [
     # A conversation's delete finds its transcripts by conversation (the foreign key).
     """CREATE INDEX conversation_transcripts_conversation
         ON conversation_transcripts (conversation_id)""",
+    # The vectors an upload's ingest has embedded so far, a slice at a time, kept until
+    # its document is stored: an ingest a restart stopped embeds only what is missing.
+    # Keyed by a hash of the model and of the text embedded, so a row is only ever reused
+    # for the same input to the same model.
+    """CREATE TABLE ingest_vectors (
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        document_id UUID NOT NULL,
+        input_hash TEXT NOT NULL,
+        embedding BYTEA NOT NULL,
+        PRIMARY KEY (document_id, input_hash)
+    )""",
 ]
