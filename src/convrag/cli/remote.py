@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from convrag.admin import OPERATIONS, Needs, Opened, Result
 from convrag.cli.base import check_store, fail, run_command
 from convrag.config import Settings, get_settings
@@ -29,7 +31,11 @@ def operate(name: str, **params: Any) -> Result:
     2 naming the problem, wherever it ran."""
     settings = get_settings()
     operation = OPERATIONS[name]
-    request = operation.request.model_validate(params)
+    try:
+        request = operation.request.model_validate(params)
+    except ValidationError as exc:
+        problems = exc.errors(include_url=False)
+        raise fail("; ".join(f"{e['loc'][0]}: {e['msg']}" for e in problems)) from None
     check_store(settings)
     record = live_record(settings.data_dir)
     if record is not None and record.settings == fingerprint(settings):

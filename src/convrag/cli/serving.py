@@ -126,6 +126,7 @@ def serve(
     list, keys, ask) ask it instead of starting the stores, and answer at once.
     """
     from convrag.server import run
+    from convrag.services import install_sigterm_handler
 
     settings = get_settings()
     workspace = _check_serve(settings, host, port, docs, workspace)
@@ -135,7 +136,9 @@ def serve(
     if docs is not None and workspace is not None:
         _ingest_docs(docs, workspace, settings)
         print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
-    check_store(settings)
+    # uvicorn raises the SIGTERM it stopped on again once stopped: as an exit, not a
+    # death by the signal, so that the record is removed.
+    install_sigterm_handler()
     with recorded(settings.data_dir, ServiceRecord.new(host, port, settings)):
         if workers == 1:
             run(host, port, settings)
@@ -157,6 +160,7 @@ def _check_serve(
     except ValueError as exc:
         raise fail(exc) from None
     workspace = _docs_target(docs, workspace)
+    check_store(settings)
     _check_port_free(host, port)
     running = live_record(settings.data_dir)
     if running is not None:
@@ -191,7 +195,6 @@ def _detach(
     import sys
     import time
 
-    check_store(settings)
     args = ["serve", "--host", host, "--port", str(port), "--workers", str(workers)]
     if docs is not None and workspace is not None:
         args += ["--docs", str(docs.resolve()), "--workspace", workspace]
@@ -342,7 +345,7 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
             result, gone = await ingest_read(services, workspace, docs, quiet=False)
             return result, gone, await _workspace_key(services, workspace, keyfile)
 
-    result, gone, key = run_command(go)
+    result, gone, key = run_command(go, checked=True)  # checked before the port
     report_ingest(workspace, result, gone)
     print(f"workspace: {workspace}", flush=True)
     print(f"API key (also in {keyfile}): {key}", flush=True)
