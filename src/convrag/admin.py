@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from convrag.ids import check_id
+from convrag.records import SearchMode
 
 if TYPE_CHECKING:
     from convrag.assistant import Assistant
@@ -83,6 +84,12 @@ class Ask(OnWorkspace):
     conversation: str | None = Field(default=None, max_length=200)
 
 
+class Search(OnWorkspace):
+    query: str = Field(min_length=1, max_length=20_000)
+    top_k: int = Field(default=5, ge=1, le=100)
+    mode: SearchMode = "hybrid"
+
+
 class Nothing(_Request):
     pass
 
@@ -125,6 +132,13 @@ async def documents_delete(opened: Opened, req: DeleteDocument) -> Result:
     from convrag.ingest import delete_document
 
     return {"deleted": await delete_document(opened.all_services(), req.workspace, req.document_id)}
+
+
+async def search(opened: Opened, req: Search) -> Result:
+    services = opened.all_services()
+    note = await empty_note(opened.db, req.workspace)
+    found = await services.searcher.search(req.workspace, req.query, top_k=req.top_k, mode=req.mode)
+    return {"results": [{**r.as_json(), "title": r.title} for r in found], "note": note}
 
 
 async def keys_create(opened: Opened, req: OnWorkspace) -> Result:
@@ -197,6 +211,7 @@ OPERATIONS: dict[str, Operation] = {
     "keys-create": Operation(OnWorkspace, "database", keys_create),
     "keys-list": Operation(OnWorkspace, "database", keys_list),
     "keys-revoke": Operation(RevokeKey, "database", keys_revoke),
+    "search": Operation(Search, "services", search),
     "ask": Operation(Ask, "assistant", ask),
     "ping": Operation(Nothing, "database", ping),
 }

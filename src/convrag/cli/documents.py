@@ -197,26 +197,21 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
     """Search a workspace: fused top-k with the score of each list."""
-    from convrag.services import open_services
-
-    async def go() -> Any:
-        async with open_services() as services:
-            await note_if_empty(services, workspace)
-            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)
-
-    results = run_command(go)
+    done = operate("search", workspace=workspace, query=query, top_k=top_k, mode=mode)
+    say_note(done["note"])
+    results = done["results"]
     if as_json:
-        print(json.dumps([r.as_json() for r in results], indent=2))
+        print(json.dumps([{k: v for k, v in r.items() if k != "title"} for r in results], indent=2))
         return
     table = Table("#", "score", "dense", "bm25", "document", "text")
     for i, r in enumerate(results, 1):
         table.add_row(
             str(i),
-            f"{r.score:.4f}",
-            "-" if r.dense_score is None else f"{r.dense_score:.4f}",
-            "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
-            r.title or r.document_id[:8],
-            r.text[:90].replace("\n", " "),
+            f"{r['score']:.4f}",
+            "-" if r["dense_score"] is None else f"{r['dense_score']:.4f}",
+            "-" if r["bm25_score"] is None else f"{r['bm25_score']:.3f}",
+            r["title"] or r["document_id"][:8],
+            r["text"][:90].replace("\n", " "),
         )
     out.print(table)
 
