@@ -37,6 +37,13 @@ async def test_the_record_token_runs_an_operation_and_a_workspace_key_does_not(
             "/admin/v1/keys-list", json={"workspace": tenant["workspace"]}, headers=admin
         )
         assert key[:8] in [k["prefix"] for k in listed.json()["keys"]]
+        found = await client.post(
+            "/admin/v1/search",
+            json={"workspace": tenant["workspace"], "query": "anything", "top_k": 2},
+            headers=admin,
+        )
+        assert found.status_code == 200, found.text
+        assert set(found.json()) == {"results", "note"} and len(found.json()["results"]) <= 2
         for wrong in (tenant["key"], "not-the-token", record.token[:-1]):
             refused = await client.post(
                 "/admin/v1/keys-list",
