@@ -14,7 +14,6 @@ from convrag.cli.base import (
     out,
     run_command,
 )
-from convrag.cli.progress import progress_bar
 from convrag.rewriting.gate import SWITCHES
 
 if TYPE_CHECKING:
@@ -81,6 +80,7 @@ def _overrides(pairs: list[str] | None) -> dict[str, Any]:
 
 def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     """Run an evaluation on freshly opened services, with one progress bar per stage."""
+    from convrag.cli.progress import progress_bar
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
