@@ -239,7 +239,7 @@ def reindex(
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
-        async with open_services() as services:
+        async with open_services(get_settings()) as services:
             await note_if_empty(services, workspace)
             with progress_bar("files" if reread else "chunks", quiet=quiet) as bar:
                 task = bar.add_task("reread" if reread else "reindex", total=None)

@@ -17,7 +17,7 @@ from convrag.cli.base import (
 
 if TYPE_CHECKING:
     from convrag.services import Services
-
+from convrag.config import get_settings
 
 MtragDataOpt = Annotated[
     Path,
@@ -84,7 +84,7 @@ def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dic
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
-        async with open_services() as services:
+        async with open_services(get_settings()) as services:
             with progress_bar() as bar:
                 tasks: dict[str, Any] = {}
 
