@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from convrag.answering.extractive import answer_length, extractive_answer
-from convrag.answering.guard import obeyed_instruction
+from convrag.answering.guard import StreamGuard, obeyed_instruction
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import (
@@ -69,7 +69,9 @@ class LlmDraft:
 async def llm_draft(
     state: State, runtime: Runtime[Context], model_name: str, excluded: Sequence[str], node: str
 ) -> LlmDraft:
-    """Stream the LLM's answer as ``token`` events; a failure after tokens sends ``reset``."""
+    """Stream the LLM's answer as ``token`` events, as far as the output checks accept it
+    (:class:`~convrag.answering.guard.StreamGuard`); a failure after tokens sends
+    ``reset``, which takes back only text the checks had passed."""
     ctx = runtime.context
     services = ctx.deps
     tools = []
@@ -79,26 +81,18 @@ async def llm_draft(
     rewritten = state.get("rewritten_query") or question
     streamed = False
     fence = Fence.new()
-    held = ""  # a tail that could be the start of the canary: sent once it is not
-    leaked = False
+    # Tokens go out only once the output checks pass on the answer so far: a hijacked
+    # answer is refused before any of it streams.
+    guard = StreamGuard(state.get("sources") or [], question, fence.canary)
 
     def send(text: str) -> None:
         nonlocal streamed
-        streamed = True
-        emit(runtime, TokenEvent(event="token", text=text, node=node))
+        if text:
+            streamed = True
+            emit(runtime, TokenEvent(event="token", text=text, node=node))
 
     def on_token(token: str) -> None:
-        nonlocal held, leaked
-        if leaked:
-            return
-        held += token
-        if fence.leaked(held):
-            leaked = True  # never streamed: the turn falls back below
-            return
-        keep = fence.partial_suffix(held)
-        ready, held = held[: len(held) - keep], held[len(held) - keep :]
-        if ready:
-            send(ready)
+        send(guard.feed(token))
 
     messages = build_messages(
         question,
@@ -120,8 +114,8 @@ async def llm_draft(
         return await llm_answer(model, messages, on_token=on_token, tools=tools)
 
     reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
-    if reply is not None and held and not leaked:
-        send(held)
+    if reply is not None:
+        send(guard.finish())  # the held tail, if the whole answer passes
     if reply is not None:
         tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
         if tool_call is not None and tools:
