@@ -79,16 +79,13 @@ async def llm_draft(
         tools = [services.web.as_tool()]
     question = state["message"]
     rewritten = state.get("rewritten_query") or question
-    streamed = False
     fence = Fence.new()
     # Tokens go out only once the output checks pass on the answer so far: a hijacked
     # answer is refused before any of it streams.
     guard = StreamGuard(state.get("sources") or [], question, fence.canary)
 
     def send(text: str) -> None:
-        nonlocal streamed
         if text:
-            streamed = True
             emit(runtime, TokenEvent(event="token", text=text, node=node))
 
     def on_token(token: str) -> None:
@@ -116,23 +113,31 @@ async def llm_draft(
     reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
     if reply is not None:
         send(guard.finish())  # the held tail, if the whole answer passes
-    if reply is not None:
-        tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
-        if tool_call is not None and tools:
-            query = storable(str(tool_call["args"].get("query") or "")).strip()
-            return LlmDraft(web_query=query or rewritten)
-        content = reply.content if isinstance(reply.content, str) else ""
-        if fence.leaked(content):
-            failure = LEAKED_CANARY
-        elif obeyed_instruction(content, state.get("sources") or [], question) is not None:
-            failure = OBEYED_SOURCE
-        elif content.strip():
-            return LlmDraft(text=content)
-        else:
-            failure = "empty answer"
-    if streamed:
+        result = _read_reply(reply, state, fence, searches=bool(tools))
+        if result.failure is None:
+            return result
+        failure = result.failure
+    if guard.released:
         emit(runtime, ResetEvent(event="reset", reason="llm_failed", node=node))
     return LlmDraft(failure=failure)
+
+
+def _read_reply(reply: AIMessage, state: State, fence: Fence, *, searches: bool) -> LlmDraft:
+    """What the LLM's ``reply`` gives: a web search to run (when it may ``searches``), an
+    answer, or the failure that refuses it (the canary leaked, a source obeyed, empty)."""
+    tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
+    question = state["message"]
+    if tool_call is not None and searches:
+        query = storable(str(tool_call["args"].get("query") or "")).strip()
+        return LlmDraft(web_query=query or state.get("rewritten_query") or question)
+    content = reply.content if isinstance(reply.content, str) else ""
+    if fence.leaked(content):
+        return LlmDraft(failure=LEAKED_CANARY)
+    if obeyed_instruction(content, state.get("sources") or [], question) is not None:
+        return LlmDraft(failure=OBEYED_SOURCE)
+    if content.strip():
+        return LlmDraft(text=content)
+    return LlmDraft(failure="empty answer")
 
 
 async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:
