@@ -319,11 +319,11 @@ def _partial_start(text: str, target: str) -> int:
     return len(text)
 
 
-def _spans(text: str) -> list[tuple[int, str]]:
+def _spans(text: str, offset: int) -> list[tuple[int, str]]:
     """The words of ``text`` as :func:`_words` reads them, each with where it starts
-    (``[n]`` markers blanked, not removed, so positions hold)."""
+    (plus ``offset``; ``[n]`` markers blanked, not removed, so positions hold)."""
     blanked = MARKER.sub(lambda m: " " * len(m.group(0)), text)
-    return [(m.start(), m.group(0).lower()) for m in _WORDS.finditer(blanked)]
+    return [(offset + m.start(), m.group(0).lower()) for m in _WORDS.finditer(blanked)]
 
 
 def _started(said: list[str], words: tuple[str, ...]) -> int:
@@ -334,19 +334,23 @@ def _started(said: list[str], words: tuple[str, ...]) -> int:
     return 0
 
 
-def _payload_hold(text: str, rules: Sequence[_Obeying]) -> int | None:
-    """Where ``text`` must be held from because it writes, or may be starting to write,
-    an instructed payload while the answer may still be refused for it (it has few
-    enough other words); ``len(text)`` when nowhere; None when it obeys a strict rule,
-    and is refused whatever follows."""
-    spans = _spans(text)
+def _payload_hold(
+    spans: list[tuple[int, str]], rules: Sequence[_Obeying], new: int, end: int
+) -> int | None:
+    """Where text of words ``spans`` must be held from because it writes, or may be
+    starting to write, an instructed payload while the answer may still be refused for
+    it (it has few enough other words); ``end`` when nowhere; None when it obeys a
+    strict rule, and is refused whatever follows. Words before ``new`` were judged
+    already: a strict rule's payload is only looked for where it would end after them."""
     said = [w for _, w in spans]
-    hold = len(text)
+    hold = end
     for rule in rules:
-        at = _find(said, list(rule.words))
-        if at >= 0 and rule.strict:
+        p = len(rule.words)
+        if rule.strict and _find(said[max(0, new - p + 1) :], list(rule.words)) >= 0:
             return None
-        if at >= 0 and len(said) - len(rule.words) <= rule.slack:
+        short = len(said) - p <= rule.slack
+        at = _find(said, list(rule.words)) if short and not rule.strict else -1
+        if at >= 0:
             hold = min(hold, spans[at][0])
         k = _started(said, rule.words) if at < 0 else 0
         if k and (rule.strict or len(said) - k <= rule.slack):
@@ -360,25 +364,30 @@ class StreamGuard:
 
     Held back: the last word while it may still grow (up to the last whitespace), a
     Markdown image or link, an autolink, an HTML tag or a reference definition still
-    being written (:data:`_UNFINISHED`), an end that could grow into the prompt's canary,
+    being written (:data:`_CONSTRUCTS`), an end that could grow into the prompt's canary,
     and words that write, or may be starting to write, a source's instructed payload
     while the answer may yet be refused for it. Once the canary is written, a finished
     image or link is foreign (:func:`strip_foreign_links` would remove it) or the answer
     obeys an instruction whatever follows, it releases nothing more (:attr:`failure`
     says why); :meth:`finish` then runs the checks on the whole answer and releases the
     held tail only when they pass. The text released is always a prefix of an answer
-    the checks accepted, so hijacked text never reaches the client."""
+    the checks accepted, so hijacked text never reaches the client.
+
+    Each token costs about the new text's length: words are read once, and links are
+    checked from the start of the line the unreleased text begins on."""
 
     def __init__(self, sources: Sequence[Source], question: str = "", canary: str = "") -> None:
         own = source_urls(sources)
         self._own, self._quoted = own, own | quoted_urls(sources)
-        self._rules = _obeying(sources, question)
+        self._rules = list(dict.fromkeys(_obeying(sources, question)))
         self._canary = canary
         self.text = ""
         """The answer so far, released or not."""
         self.released = 0
         """How much of :attr:`text` was released."""
         self.failure: GuardFailure | None = None
+        self._spans: list[tuple[int, str]] = []
+        self._read = 0  # the words of text[: _read] are in _spans
 
     def feed(self, token: str) -> str:
         """Take the answer's next token; the text it lets out ("" when none)."""
@@ -401,18 +410,22 @@ class StreamGuard:
     def _judged(self) -> int:
         """How far the text so far may be released (a failure releases no more)."""
         text = self.text
-        if self._canary and self._canary in text:
+        if self._canary and self._canary in text[max(0, self.released - len(self._canary)) :]:
             self.failure = "canary"
             return self.released
         ends = _partial_start(text, self._canary) if self._canary else len(text)
         cut = _unfinished(text, self.released, min(_word_start(text), ends))
         if cut <= self.released:
             return self.released
-        candidate = text[:cut]
-        if _strip_links(candidate, self._own, self._quoted).removed:
+        line = text.rfind("\n", 0, self.released) + 1
+        if _strip_links(text[line:cut], self._own, self._quoted).removed:
             self.failure = "link"
             return self.released
-        hold = _payload_hold(candidate, self._rules)
+        new = len(self._spans)
+        if cut > self._read:  # a cut is a word boundary: the words before it are whole
+            self._spans += _spans(text[self._read : cut], self._read)
+            self._read = cut
+        hold = _payload_hold(self._spans, self._rules, new, cut)
         if hold is None:
             self.failure = "instruction"
             return self.released
