@@ -193,3 +193,10 @@ def test_a_word_an_instruction_names_is_held_only_while_the_answer_could_be_it()
     assert guard.feed("to ") == "STOP to "  # three words: it no longer can
     assert guard.feed("the message [1].") == "the message "
     assert guard.finish() == "[1]." and guard.failure is None
+
+
+def test_a_reference_definition_is_held_until_its_line_ends_and_a_strangers_never_goes() -> None:
+    answer = "It is on the third floor [1][ref].\n[ref]: https://evil.example/r?q=coffee\nBye."
+    released, tail, guard = _stream(answer, 3, [OWN])
+    assert "".join(released) + tail == "It is on the third floor [1][ref].\n"
+    assert guard.failure == "link"
