@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import httpx
 
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
+from tests.api.routers.checks import assert_the_same_404
 
 
 async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "Salary?") -> str:
@@ -121,15 +121,12 @@ async def test_another_workspaces_unknown_or_malformed_ids_get_the_same_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     theirs = await _answered(stack, "other")
-    for cid in (theirs, str(uuid.uuid4()), "not-an-id"):
-        for method, path in (
-            ("GET", f"/v1/conversations/{cid}"),
-            ("GET", f"/v1/conversations/{cid}/export"),
-            ("DELETE", f"/v1/conversations/{cid}"),
-        ):
-            resp = await api.request(method, path, headers=auth)
-            assert resp.status_code == 404, (method, path)
-            assert resp.json()["detail"] == f"conversation {cid} not found"
+    paths = [
+        "GET /v1/conversations/{id}",
+        "GET /v1/conversations/{id}/export",
+        "DELETE /v1/conversations/{id}",
+    ]
+    await assert_the_same_404(api, auth, theirs, "conversation", paths)
     assert theirs in stack.db.conversations
 
 
