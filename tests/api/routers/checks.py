@@ -19,3 +19,10 @@ async def assert_the_same_404(
             resp = await api.request(method, path.format(id=an_id), headers=auth)
             assert resp.status_code == 404, (method, path, an_id)
             assert resp.json()["detail"] == f"{kind} {an_id} not found"
+
+
+def assert_422_naming(resp: httpx.Response, field: str, sent: object = None) -> None:
+    """``resp`` is the 422 whose errors name ``field`` and nothing else; ``sent`` (what the
+    request held) is shown when it is not."""
+    assert resp.status_code == 422, (sent, resp.text)
+    assert [e["field"] for e in resp.json()["errors"]] == [field], sent
