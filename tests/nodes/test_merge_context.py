@@ -159,3 +159,26 @@ def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() 
     assert evidence_queries(cast(State, {**state, "classification": "standalone"})) == [
         "Which is the most popular?"
     ]
+
+
+async def test_the_evidence_mixes_the_closest_sentence_and_the_best_chunk_by_sentence_weight(
+    services: Services, meals: str
+) -> None:
+    question = "How much is the meal allowance for a trip to Europe?"
+    mixed = {}
+    for weight in (0.0, 0.5, 1.0):
+        merged = await _merged(
+            services,
+            meals,
+            question,
+            relevance_floor=0.01,
+            rare_term_penalty=0.0,
+            sentence_band=1.0,
+            sentence_weight=weight,
+        )
+        mixed[weight] = merged["abstention_signals"]
+    chunk, sentence = mixed[1.0]["confidence"], mixed[1.0]["sentence"]
+    assert chunk != pytest.approx(sentence, abs=1e-3)  # the two differ, so the mix shows
+    assert mixed[1.0]["evidence"] == pytest.approx(sentence, abs=1e-5)
+    assert mixed[0.0]["evidence"] == pytest.approx(chunk, abs=1e-5)
+    assert mixed[0.5]["evidence"] == pytest.approx((chunk + sentence) / 2, abs=1e-5)

@@ -126,9 +126,12 @@ async def _weigh_evidence(
 
     The rarest word typed that no source holds lowers the chunks' cosine. Sentences cost
     up to 16 embeddings: weighed only where they can change the decision, which is
-    anywhere under the floor (a chunk mixing several sections scores low while one
-    sentence answers); with none sharing a word with the query (a paraphrase), the
-    chunk's cosine is all the evidence there is (and the sentence signal is that cosine).
+    anywhere under the floor or near it; the evidence is then the closest sentence's
+    cosine mixed with the best chunk's (``sentence_weight``): a chunk mixing several
+    sections scores low while one sentence answers, and a passage close as a whole may
+    have no one sentence that says it all. With no sentence sharing a word with the
+    query (a paraphrase), the chunk's cosine is all the evidence there is (and the
+    sentence signal is that cosine).
     """
     queries = evidence_queries(state)
     texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
@@ -142,7 +145,8 @@ async def _weigh_evidence(
         closest = await _sentence_evidence(queries, kept, confidence, ctx)
         timings["embed_sentences"] = ms_since(waited)
         if closest is not None:
-            evidence = closest - ctx.rare_term_penalty * rarest
+            weighed = ctx.sentence_weight * closest + (1 - ctx.sentence_weight) * confidence
+            evidence = weighed - ctx.rare_term_penalty * rarest
     every = any(names_every_term(query, kept) for query in queries)
     if evidence < ctx.relevance_floor and rarest == 0.0 and every:
         evidence = ctx.relevance_floor  # a sentence says every word asked
