@@ -20,7 +20,7 @@ from convrag.cli.base import (
     out,
     run_command,
 )
-from convrag.cli.progress import progress_bar
+from convrag.cli.progress import IngestProgress, progress_bar
 from convrag.config import get_settings
 from convrag.records import SearchMode
 
@@ -149,10 +149,10 @@ async def ingest_read(
     documents still answered from whose files no longer exist."""
     from convrag.ingest import ingest_documents, missing_files, prune_missing_files
 
-    with progress_bar("documents", quiet=quiet) as bar:
-        task = bar.add_task("ingest", total=len(docs))
+    with progress_bar(quiet=quiet) as bar:
+        shown = IngestProgress(bar, len(docs))
         report = await ingest_documents(
-            services, workspace, docs, progress=lambda n: bar.advance(task, n)
+            services, workspace, docs, progress=shown.documents, chunk_progress=shown.chunks
         )
     result = report.as_json()
     gone = await missing_files(services, workspace)
