@@ -204,6 +204,7 @@ async def open_services(settings: Settings | None = None) -> AsyncIterator[Servi
                     settings.embedding_model,
                     settings.embedding_batch_size,
                     threads=settings.effective_ingest_threads,
+                    niceness=settings.ingest_nice,
                     pid_dir=settings.data_dir / INGEST_PIDS,
                 )
             )
