@@ -50,6 +50,7 @@ import convrag.answering.evidence as evidence
 from convrag.answering.evidence import EVIDENCE_CANDIDATES, closest_evidence
 from convrag.answering.extractive import SEMANTIC_CANDIDATES
 from convrag.answering.ranking import Similarity, query_coverage, ranked_by_words
+from convrag.config import get_settings
 from convrag.context import (
     DEFAULT_RARE_TERM_PENALTY,
     DEFAULT_RELEVANCE_FLOOR,
@@ -127,7 +128,7 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
 
     evidence.candidate_cosines = recording  # type: ignore[assignment]
     rows: list[Row] = []
-    async with open_services() as services:
+    async with open_services(get_settings()) as services:
         searcher = services.searcher
         rarest = searcher.rarest_missing_term
 

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from convrag.config import get_settings
 from convrag.context import Context
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.evaluation.mtrag import (
@@ -109,7 +110,7 @@ async def record(data: Path, domain: str) -> dict[str, Any]:
     path = domain_path(data, domain)
     turns, qrels = load_domain(path)
     ctx = Context()
-    async with open_services() as services:
+    async with open_services(get_settings()) as services:
         ev = MtragEvaluation(services, f"mtrag-{path.name}")
         await ev.prepare(load_corpus(path), lambda n: None)
         anchors = {}

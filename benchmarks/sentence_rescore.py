@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from convrag.answering.ranking import ranked_by_words
+from convrag.config import get_settings
 from convrag.evaluation import mtrag
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.services import open_services
@@ -36,7 +37,7 @@ from convrag.text.units import sentences
 async def rescore(
     data: Path, domain: str, rewrite: bool, top_n: int, alphas: list[float], signal: str
 ) -> None:
-    async with open_services() as services:
+    async with open_services(get_settings()) as services:
         path = mtrag.domain_path(data, domain)
         turns, qrels = mtrag.load_domain(path)
         ev = mtrag.MtragEvaluation(services, f"mtrag-{path.name}")

@@ -15,15 +15,21 @@ from pathlib import Path
 import pytest
 
 from convrag.cli.serving import docs_workspace
+from convrag.service_record import RECORD_NAME, ServiceRecord, read_record, write_record
 from tests.serving import Server, free_port, scratch_dir, spawn
 
 EXE = str(Path(sys.executable).with_name("convrag"))
 
 
 def _run(
-    args: list[str], data_dir: Path, cwd: Path | None = None, **env: str
+    args: list[str], data_dir: Path | None, cwd: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "CONVRAG_DATA_DIR": str(data_dir), **env}
+    """``convrag ARGS`` on ``data_dir`` (None: CONVRAG_DATA_DIR unset, found as a user's
+    command finds it)."""
+    environ = {**os.environ, **env}
+    environ.pop("CONVRAG_DATA_DIR", None)
+    if data_dir is not None:
+        environ["CONVRAG_DATA_DIR"] = str(data_dir)
     return subprocess.run(
         [EXE, *args], capture_output=True, text=True, env=environ, timeout=300, check=False, cwd=cwd
     )
@@ -37,10 +43,36 @@ def _ingest_leave_policy(tmp_path: Path, workspace: str, data_dir: Path) -> None
     assert ingested.returncode == 0, ingested.stderr
 
 
+@pytest.fixture(scope="module", autouse=True)
+def user_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The per-user directories (data, and the list of stores used) of this module's
+    commands: a temporary home's, not the user's who runs the tests."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(home / "data"))
+        patch.setenv("XDG_STATE_HOME", str(home / "state"))
+        yield home
+
+
 @pytest.fixture(scope="module")
-def cli_data() -> Iterator[Path]:
+def cli_service() -> Iterator[Server]:
+    """``convrag serve`` on the module's data directory: the commands on it ask the
+    service (documents list, keys, ask) instead of starting the stores, as a user's do
+    beside a running service, and answer at once."""
     with scratch_dir("cli") as path:
-        yield path
+        env = {**os.environ, "CONVRAG_DATA_DIR": str(path)}
+        server = spawn("cli service", free_port(), path / "test-serve.log", env)
+        try:
+            server.wait_ready()
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def cli_data(cli_service: Server) -> Path:
+    """The module's data directory, with its service running."""
+    return cli_service.log.parent
 
 
 def test_config_masks_secrets(cli_data: Path) -> None:
@@ -248,14 +280,100 @@ def test_ingesting_a_directory_names_every_file_it_skipped(cli_data: Path, tmp_p
 
 
 def test_a_command_on_a_directory_without_a_store_says_it_creates_a_new_one(
-    cli_data: Path, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    """CONVRAG_DATA_DIR names the directory: the command creates the store there and says
+    so, once. A record that a killed service left there is ignored, and removed."""
     fresh = tmp_path / "elsewhere" / ".convrag"
     first = _run(["documents", "list", "-w", "cli"], fresh)
     assert first.returncode == 0, first.stderr
-    assert "no convrag store in" in first.stderr and "CONVRAG_DATA_DIR" in first.stderr
+    assert f"no convrag store in {fresh}; creating a new, empty one" in first.stderr
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    write_record(fresh, ServiceRecord(gone.pid, "http://127.0.0.1:9", "token", "settings"))
     again = _run(["documents", "list", "-w", "cli"], fresh)
+    assert again.returncode == 0, again.stderr
     assert "no convrag store" not in again.stderr
+    assert not (fresh / RECORD_NAME).exists()
+
+
+def test_commands_beside_a_running_service_are_answered_by_it(
+    cli_service: Server, cli_data: Path, tmp_path: Path
+) -> None:
+    """documents list, keys create and ask go to the service on the data directory (its
+    access log shows them), which answers from the stores it holds open."""
+    _ingest_leave_policy(tmp_path, "beside", cli_data)
+    listed = _run(["documents", "list", "-w", "beside"], cli_data)
+    assert [json.loads(line)["title"] for line in listed.stdout.splitlines()] == ["leave"]
+    key = _run(["keys", "create", "-w", "beside"], cli_data)
+    assert key.returncode == 0 and key.stdout.startswith("crk_"), key.stderr
+    asked = _run(["ask", "How many days of annual leave do we get?", "-w", "beside"], cli_data)
+    assert asked.returncode == 0 and "25 days" in asked.stdout, asked.stderr
+    log = cli_service.log.read_text()
+    for name in ("documents-list", "keys-create", "ask"):
+        assert f'"POST /admin/v1/{name} HTTP/1.1" 200' in log
+
+
+def test_a_command_from_another_directory_finds_the_store_or_names_where_it_is(
+    cli_data: Path, tmp_path: Path, user_dirs: Path
+) -> None:
+    """Without CONVRAG_DATA_DIR: the nearest .convrag holding a store, from anywhere below
+    it; from a directory with none (and no per-user store), exit 2 naming the stores this
+    user has used and --new, creating nothing."""
+    from convrag.data_dirs import holds_store
+
+    assert _run(["keys", "list", "-w", "cli"], cli_data).returncode == 0  # a store used
+    project = tmp_path / "project"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / ".convrag").symlink_to(cli_data)
+    inside = _run(["documents", "list", "-w", "typo"], None, cwd=project / "src" / "deep")
+    assert inside.returncode == 0, inside.stderr
+    assert "workspace 'typo' has no documents (workspaces with documents:" in inside.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lost = _run(["documents", "list", "-w", "cli"], None, cwd=elsewhere)
+    assert lost.returncode == 2, lost.stderr
+    [line] = lost.stderr.splitlines()
+    assert line.startswith("error: no convrag store found: CONVRAG_DATA_DIR is unset")
+    assert f"The convrag stores this user has used: {cli_data}" in line
+    assert "--new" in line and not holds_store(user_dirs / "data" / "convrag")
+
+
+def test_serve_detach_runs_in_the_background_until_convrag_stop(tmp_path: Path) -> None:
+    """In a per-user store made with --new: serve --detach returns once the service
+    answers, logging to serve.log; the commands ask it; a second serve is refused; stop
+    stops it, and says so when none runs."""
+    from convrag.stores.embedded import pid_alive
+
+    with scratch_dir("home") as home:
+        env = {"XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state")}
+        store, port = home / "data" / "convrag", free_port()
+        refused = _run(["serve", "--detach", "--port", str(port)], None, cwd=tmp_path, **env)
+        assert refused.returncode == 2 and "--new" in refused.stderr
+        try:
+            started = _run(
+                ["--new", "serve", "--detach", "--port", str(port)], None, cwd=tmp_path, **env
+            )
+            assert started.returncode == 0, started.stderr
+            url = f"http://127.0.0.1:{port}"
+            assert f"convrag serving at {url}" in started.stdout
+            assert f"log: {store / 'serve.log'}" in started.stdout
+            record = read_record(store)
+            assert record is not None and record.url == url
+            assert stat.S_IMODE((store / RECORD_NAME).stat().st_mode) == 0o600
+            twice = _run(["serve", "--port", str(free_port())], None, cwd=tmp_path, **env)
+            assert twice.returncode == 2 and f"already runs on {store} at {url}" in twice.stderr
+            key = _run(["keys", "create", "-w", "bg"], None, cwd=tmp_path, **env)
+            assert key.returncode == 0 and key.stdout.startswith("crk_"), key.stderr
+            log = (store / "serve.log").read_text()
+            assert '"POST /admin/v1/keys-create HTTP/1.1" 200' in log
+        finally:
+            stopped = _run(["stop"], None, cwd=tmp_path, **env)
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == f"stopped the convrag service at {url} (pid {record.pid})"
+        assert not pid_alive(record.pid) and not (store / RECORD_NAME).exists()
+        none = _run(["stop"], None, cwd=tmp_path, **env)
+        assert none.returncode == 1 and f"no convrag service runs on {store}" in none.stderr
 
 
 def test_help_shows_flags_without_a_type_and_names_every_format(cli_data: Path) -> None:
@@ -338,11 +456,11 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
     from datetime import UTC, datetime
-    from types import SimpleNamespace
 
     from typer.testing import CliRunner
 
     import convrag.services
+    from convrag.admin import Opened
     from convrag.cli import app
     from convrag.stores.workspaces import ApiKeyRecord
 
@@ -362,12 +480,13 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
             return True
 
     @asynccontextmanager
-    async def fake_services() -> AsyncIterator[SimpleNamespace]:
-        yield SimpleNamespace(db=Keys())
+    async def fake_stores(needs: str, settings: object) -> AsyncIterator[Opened]:
+        yield Opened(db=Keys())  # type: ignore[arg-type]
 
-    monkeypatch.setattr(convrag.services, "open_services", fake_services)
+    monkeypatch.setattr("convrag.cli.remote.opened_for", fake_stores)
+    monkeypatch.setattr("convrag.cli.remote.live_record", lambda data_dir: None)
+    monkeypatch.setattr("convrag.cli.remote.check_store", lambda settings: None)
     monkeypatch.setattr(convrag.services, "install_sigterm_handler", lambda: None)
-    monkeypatch.setattr("convrag.cli.base.warn_if_new_store", lambda settings: None)
 
     both = CliRunner().invoke(app, ["keys", "revoke", "abcd"])
     assert both.exit_code == 1 and revoked == []
@@ -560,7 +679,7 @@ def _serve_docs(data_dir: Path, log: Path, *args: str) -> tuple[Server, dict[str
 
 
 def test_serve_docs_ingests_a_folder_prints_its_key_and_url_and_answers_from_it(
-    cli_data: Path, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """One step from a folder to a chat: ``serve --docs`` ingests it, prints a key that
     opens it and the page's URL, and serves; started again it ingests nothing twice and
@@ -570,18 +689,23 @@ def test_serve_docs_ingests_a_folder_prints_its_key_and_url_and_answers_from_it(
     (folder / "lunch.md").write_text("# Lunch\n\nLunch is served in the canteen at noon.\n")
     (folder / "site" / "parking.md").write_text("# Parking\n\nStaff park in lot B.\n")
     args = ("--docs", str(folder), "-w", "handbook-docs")
-    server, printed = _serve_docs(cli_data, tmp_path / "serve.log", *args)
+    with scratch_dir("docs") as data_dir:
+        _serve_docs_twice(data_dir, tmp_path, args)
+
+
+def _serve_docs_twice(data_dir: Path, tmp_path: Path, args: tuple[str, ...]) -> None:
+    server, printed = _serve_docs(data_dir, tmp_path / "serve.log", *args)
     try:
         assert printed["workspace"] == "handbook-docs" and printed["url"] == f"{server.url}/"
         assert json.loads(printed["report"])["added"] == 2
         keyfile = Path(printed["keyfile"])
-        assert keyfile == cli_data / "handbook-docs.key"
+        assert keyfile == data_dir / "handbook-docs.key"
         assert keyfile.read_text().strip() == printed["key"]
         assert stat.S_IMODE(keyfile.stat().st_mode) == 0o600
         _assert_answers_from_the_folder(server.url, printed["key"])
     finally:
         assert server.stop() != -signal.SIGKILL, server.tail()  # it stopped on SIGTERM
-    again, reprinted = _serve_docs(cli_data, tmp_path / "again.log", *args)
+    again, reprinted = _serve_docs(data_dir, tmp_path / "again.log", *args)
     again.stop()
     assert reprinted["key"] == printed["key"]
     assert json.loads(reprinted["report"])["unchanged"] == 2
@@ -609,8 +733,9 @@ def _assert_answers_from_the_folder(url: str, key: str) -> None:
 
 
 def test_serve_docs_with_nothing_to_read_exits_2_naming_the_path_before_starting(
-    cli_data: Path, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    cli_data = tmp_path / "data"  # its own: the module's has a service running
     missing = tmp_path / "no-such-folder"
     out = _run(["serve", "--docs", str(missing), "--port", str(free_port())], cli_data)
     assert out.returncode == 2 and "Traceback" not in out.stderr

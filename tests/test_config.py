@@ -10,6 +10,7 @@ import pytest
 from pydantic import AliasChoices, ValidationError
 
 from convrag.config import Settings, setting_sources, settings_problems
+from convrag.data_dirs import find_data_dir
 
 
 def test_defaults_need_no_url_and_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,7 +96,7 @@ def test_an_empty_data_dir_is_the_default_not_the_current_directory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CONVRAG_DATA_DIR", "")
-    assert Settings().data_dir == Path(".convrag").resolve()
+    assert Settings().data_dir == find_data_dir() != Path.cwd()
 
 
 def test_a_libpq_connection_string_is_a_database_url(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ import re
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,23 @@ def _gzip_of_zeros(mib: int) -> bytes:
         for _ in range(mib):
             gz.write(b"\x00" * 2**20)
     return out.getvalue()
+
+
+async def _events(
+    stream: httpx.Response, on_token: Callable[[], Awaitable[None]]
+) -> list[tuple[str, str]]:
+    """The ``(event, data)`` pairs of an SSE ``stream``, read to its end, awaiting
+    ``on_token()`` as each ``token`` event arrives (to cut something mid-answer)."""
+    events: list[tuple[str, str]] = []
+    name = ""
+    async for line in stream.aiter_lines():
+        if line.startswith("event: "):
+            name = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            events.append((name, line.removeprefix("data: ")))
+            if name == "token":
+                await on_token()
+    return events
 
 
 async def _wait_until_ok(client: httpx.AsyncClient, method: str, url: str, **kw: Any) -> None:
@@ -355,7 +372,6 @@ async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_whil
     (it is not held until the database is back), and a new request gets its 503."""
     server = stack.ensure_running()
     _, headers = await _workspace_key(stack)
-    events: list[tuple[str, str]] = []
     outage = PostgresOutage(stack.data_dir)
     async with httpx.AsyncClient(timeout=60) as client:
         await _upload(client, server.url, headers, FACT)
@@ -368,15 +384,13 @@ async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_whil
                 client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r,
             ):
                 assert r.status_code == 200, await r.aread()
-                name = ""
-                async for line in r.aiter_lines():
-                    if line.startswith("event: "):
-                        name = line.removeprefix("event: ")
-                    elif line.startswith("data: "):
-                        events.append((name, line.removeprefix("data: ")))
-                        if name == "token" and hang.when() is None:
-                            await asyncio.to_thread(outage.begin)
-                            hang.reschedule(asyncio.get_running_loop().time() + TURN_HANG_S)
+
+                async def begin_outage() -> None:
+                    if hang.when() is None:
+                        await asyncio.to_thread(outage.begin)
+                        hang.reschedule(asyncio.get_running_loop().time() + TURN_HANG_S)
+
+                events = await _events(r, on_token=begin_outage)
             names = [n for n, _ in events]
             assert "token" in names and "done" not in names, names
             assert names[-1] == "error", events[-3:]
@@ -603,18 +617,15 @@ async def test_a_sigterm_mid_stream_ends_the_stream_with_an_error_event_and_fail
         await _upload(client, server.url, headers, FACT)
         conv = await _conversation(client, server.url, headers)
         stack.stub.add_rule(SLOW, Reply(content="Stripes " * 400, token_delay_s=0.25))
-        events: list[tuple[str, str]] = []
         url = f"{server.url}/v1/conversations/{conv}/messages"
+
+        async def terminate() -> None:
+            if server.proc.poll() is None:
+                server.proc.send_signal(signal.SIGTERM)
+
         async with client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r:
             assert r.status_code == 200, await r.aread()
-            name = ""
-            async for line in r.aiter_lines():
-                if line.startswith("event: "):
-                    name = line.removeprefix("event: ")
-                elif line.startswith("data: "):
-                    events.append((name, line.removeprefix("data: ")))
-                    if name == "token" and server.proc.poll() is None:
-                        server.proc.send_signal(signal.SIGTERM)
+            events = await _events(r, on_token=terminate)
         names = [n for n, _ in events]
         assert "token" in names and "done" not in names, names
         assert names[-1] == "error" and '"code": "shutting_down"' in events[-1][1], events[-5:]

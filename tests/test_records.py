@@ -11,7 +11,6 @@ import pytest
 from convrag.records import (
     Citation,
     MalformedRecord,
-    Source,
     StoredSource,
     TurnMetadata,
     source_out,
@@ -19,6 +18,7 @@ from convrag.records import (
     stored_metadata,
     stored_sources,
 )
+from tests import samples
 
 #: A turn's ``sources`` column as ``persist`` wrote it before the records were typed: the
 #: JSON that rows in existing databases hold, and that ``persist`` must go on writing.
@@ -39,21 +39,6 @@ OLD_ROW = (
 )
 
 
-def _source(**changes: object) -> Source:
-    src = Source(
-        id="8a1d0b62-5f7e-4c1a-9a43-1f1e0c2d3b4a",
-        source_type="chunk",
-        document_id="0c5e6b8e-2d4f-4e4b-8f3a-6a7b8c9d0e1f",
-        title="Travel policy",
-        text="Meals abroad are paid at the daily rate of the country visited.",
-        url=None,
-        score=0.8125,
-        page=3,
-        section="Meals › Abroad",
-    )
-    return Source(**{**src, **changes})  # type: ignore[typeddict-item]
-
-
 def test_a_stored_source_row_reads_back_and_is_written_again_as_the_same_json() -> None:
     row = json.loads(STORED_ROW)
     sources = stored_sources(row, turn_id="t1")
@@ -63,7 +48,7 @@ def test_a_stored_source_row_reads_back_and_is_written_again_as_the_same_json() 
 
 
 def test_persist_writes_a_source_as_the_stored_row_has_it() -> None:
-    stored = StoredSource.of(1, _source(), cited=True)
+    stored = StoredSource.of(1, samples.source(), cited=True)
     assert json.dumps(stored.model_dump()) == json.dumps(json.loads(STORED_ROW)[0])
 
 
@@ -73,14 +58,14 @@ def test_a_row_written_before_pages_and_sections_reads_with_none_for_them() -> N
 
 
 def test_a_stored_source_is_shown_as_the_live_one_with_the_snippet_given() -> None:
-    src = _source(score=0.123456789)
+    src = samples.source(score=0.123456789)
     stored = StoredSource.of(2, src)
     assert stored.out(snippet="Meals abroad") == {**source_out(2, src), "snippet": "Meals abroad"}
     assert stored.out("")["score"] == 0.123457
 
 
 def test_a_stored_source_gives_the_graph_its_source_back_with_the_text_given() -> None:
-    src = _source()
+    src = samples.source()
     assert StoredSource.of(1, src).source(src["text"]) == src
 
 

@@ -10,7 +10,7 @@ import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -1332,13 +1332,21 @@ async def test_a_non_streamed_chat_completion_after_a_reset_is_the_stored_answer
     assert content == detail.json()["turns"][-1]["answer"]
 
 
+def late_llm(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> AbstractAsyncContextManager[OpenAIStub]:
+    """A stub LLM (:func:`~tests.conftest.stub_llm`) that takes a second to the first
+    token of each answer."""
+    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0)
+    return stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply))
+
+
 @pytest.fixture
 async def stalling_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """An LLM that takes a second to its first token, and keep-alives every 0.2 s."""
-    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0)
-    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
+    async with late_llm(services, monkeypatch) as stub:
         monkeypatch.setattr(
             services, "settings", services.settings.model_copy(update={"sse_keepalive_s": 0.2})
         )

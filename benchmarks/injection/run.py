@@ -141,10 +141,15 @@ async def run_case(
 
 
 def unguarded() -> ExitStack:
-    """The two output checks of issue 35 switched off (the canary check stays)."""
+    """The two output checks of issue 35 switched off (the canary check stays), on the
+    finished answer and on the stream alike."""
     from convrag.answering.guard import LinkCheck
 
     stack = ExitStack()
+    stack.enter_context(mock.patch("convrag.answering.guard._obeying", lambda *a: []))
+    stack.enter_context(
+        mock.patch("convrag.answering.guard._strip_links", lambda a, *_: LinkCheck(a, 0))
+    )
     stack.enter_context(mock.patch("convrag.nodes._drafting.obeyed_instruction", lambda *a: None))
     stack.enter_context(
         mock.patch("convrag.nodes.persist.strip_foreign_links", lambda a, s: LinkCheck(a, 0))

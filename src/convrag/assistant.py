@@ -22,7 +22,7 @@ from typing import Any, Literal, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from convrag.config import Settings
+from convrag.config import Settings, get_settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
@@ -365,8 +365,12 @@ def failure_reason(exc: BaseException) -> str:
 async def open_assistant(
     settings: Settings | None = None, *, services: Services | None = None
 ) -> AsyncIterator[Assistant]:
-    """An :class:`Assistant` on ``services``, or on services opened (and closed) here."""
+    """An :class:`Assistant` on ``services``, or on services opened (and closed) here
+    with ``settings`` (the environment's when none are given: this is the Python API's
+    composition root)."""
     async with AsyncExitStack() as stack:
         if services is None:
-            services = await stack.enter_async_context(open_services(settings))
+            services = await stack.enter_async_context(
+                open_services(settings if settings is not None else get_settings())
+            )
         yield Assistant(services, compile_graph(services.db.checkpoints, services=services))

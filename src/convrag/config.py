@@ -25,6 +25,8 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from convrag.data_dirs import find_data_dir
+
 #: The defaults of ``MAX_DECOMPRESSED_BYTES`` and ``MAX_RECORDS_PER_FILE``, also for
 #: callers that read a file outside a service (tests, benchmarks).
 DEFAULT_MAX_DECOMPRESSED_BYTES = 200 * 1024 * 1024
@@ -62,9 +64,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Field(
-        default=Path(".convrag"),
+        default_factory=find_data_dir,
         validation_alias=AliasChoices("CONVRAG_DATA_DIR", "data_dir"),
-        description="Home of the embedded PostgreSQL and Milvus Lite data.",
+        description="Home of the embedded PostgreSQL and Milvus Lite data. Unset: the "
+        "nearest .convrag holding a store in this directory or a parent, else the "
+        "per-user $XDG_DATA_HOME/convrag (~/.local/share/convrag).",
     )
     database_url: SecretStr | None = Field(
         default=None,
@@ -323,6 +327,8 @@ class Settings(BaseSettings):
     @field_validator("reranker")
     @classmethod
     def _reranker(cls, value: str) -> str:
+        if value == "none":  # the default, without importing the HTTP client's module
+            return value
         from convrag.rerank import endpoint
 
         try:
@@ -369,7 +375,7 @@ class Settings(BaseSettings):
     @classmethod
     def _default_when_empty(cls, value: object) -> object:
         # CONVRAG_DATA_DIR= (set but empty) would otherwise be the current directory.
-        return ".convrag" if isinstance(value, str) and not value.strip() else value
+        return find_data_dir() if isinstance(value, str) and not value.strip() else value
 
     @field_validator("data_dir")
     @classmethod

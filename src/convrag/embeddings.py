@@ -246,20 +246,21 @@ def check_model_name(model: str) -> None:
 
 
 @lru_cache(maxsize=4)
-def _load(model: str, batch_size: int, threads: int) -> Embedder:
-    check_model_name(model)
-    if model.startswith("local:"):
-        return LOCAL_MODELS[model.removeprefix("local:")](batch_size, threads)
-    from convrag.config import get_settings
-
-    return OpenAIEmbedder(model.removeprefix("openai:"), get_settings())
+def _load_local(model: str, batch_size: int, threads: int) -> Embedder:
+    return LOCAL_MODELS[model](batch_size, threads)
 
 
 def get_embedder(settings: Settings) -> Embedder:
-    """The process-wide embedder named by ``settings.embedding_model`` (loaded once)."""
-    return _load(
-        settings.embedding_model, settings.embedding_batch_size, settings.embedding_threads
-    )
+    """The embedder named by ``settings.embedding_model``: a local model is loaded once
+    per process (and per batch size and threads); an OpenAI-compatible one is a client of
+    the server these ``settings`` name."""
+    model = settings.embedding_model
+    check_model_name(model)
+    if model.startswith("local:"):
+        return _load_local(
+            model.removeprefix("local:"), settings.embedding_batch_size, settings.embedding_threads
+        )
+    return OpenAIEmbedder(model.removeprefix("openai:"), settings)
 
 
 class RoundRobin:
@@ -378,7 +379,7 @@ def _child_start(model: str, batch_size: int, niceness: int, threads: int, paren
     # not SCHED_IDLE: idle priority gave ingest only what the service left, so any other
     # load starved it (see ``INGEST_NICE``).
     os.nice(niceness)
-    _CHILD = _load(model, batch_size, threads)
+    _CHILD = _load_local(model.removeprefix("local:"), batch_size, threads)
 
 
 def _child_embed(texts: list[str]) -> Matrix:

@@ -108,14 +108,6 @@ class Fence:
     def leaked(self, answer: str) -> bool:
         return self.canary in answer
 
-    def partial_suffix(self, text: str) -> int:
-        """Length of the longest end of ``text`` that starts the canary: a streamed
-        answer holds that much back until the next token shows it is not the canary."""
-        for n in range(min(len(text), len(self.canary) - 1), 0, -1):
-            if self.canary.startswith(text[-n:]):
-                return n
-        return 0
-
 
 # Lines that imitate this prompt's own headers or fences.
 _LOOKALIKE = re.compile(

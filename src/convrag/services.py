@@ -18,7 +18,7 @@ from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextma
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from convrag.config import Settings, get_settings
+from convrag.config import Settings
 from convrag.embeddings import (
     LOCAL_MODEL,
     BulkEmbedder,
@@ -149,11 +149,12 @@ def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "
 
 
 @asynccontextmanager
-async def open_services(settings: Settings | None = None) -> AsyncIterator[Services]:
-    """Start/connect every store and yield the services; close them all on exit."""
+async def open_services(settings: Settings) -> AsyncIterator[Services]:
+    """Start/connect every store that ``settings`` name and yield the services; close
+    them all on exit. The settings are the caller's (a composition root: the CLI, the
+    server, ``langgraph dev``'s graph factory), never read here."""
     from convrag.llm import check_llm_model
 
-    settings = settings or get_settings()
     check_llm_model(settings)  # before any store starts: every turn would need it
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:

@@ -27,6 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk.runtime import ServerRuntime
 
 from convrag.assistant import STOPPED_TURN, failure_reason
+from convrag.config import get_settings
 from convrag.context import Context
 from convrag.graph import compile_graph
 from convrag.services import Services, install_sigterm_handler, open_services
@@ -40,7 +41,7 @@ async def checkpointer() -> AsyncIterator[AsyncPostgresSaver]:
     """The dev server's checkpointer, on the services kept open for its lifetime: the
     database's own, which refuses a run on another workspace's thread."""
     install_sigterm_handler()
-    async with open_services() as services:
+    async with open_services(get_settings()) as services:
         yield services.db.checkpoints
 
 
@@ -52,7 +53,7 @@ async def graph(
     if runtime.execution_runtime is None:
         yield compile_graph()
         return
-    async with open_services() as services:
+    async with open_services(get_settings()) as services:
         try:
             yield compile_graph(services=services)
         except BaseException as exc:

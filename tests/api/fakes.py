@@ -44,6 +44,7 @@ from convrag.stores.database import Database
 from convrag.stores.feedback import FeedbackRecord
 from convrag.stores.records import ConversationRecord, Transcript, TurnRecord, TurnStatus
 from convrag.stores.vectors import VectorIndex
+from tests.samples import cited
 
 T = TypeVar("T")
 
@@ -550,30 +551,18 @@ class FakeServices(Services):
 ANSWER = "Prasad earns 90,000 a year [1]."
 """What :class:`FixedAnswerGraph` answers every question with."""
 
-SOURCE = SourceOut(
-    n=1,
+SOURCE, CITATION = cited(
+    ANSWER,
     id="7f0c1b9e-35d4-4c57-8f5c-0d5b7d7c2a11",
-    type="document",
+    source_type="document",
+    score=0.9,
     document_id="4b3f7a2e-9d1c-4e8b-a6f0-2c5d8e9f1a3b",
     title="Employees",
-    url=None,
-    score=0.9,
-    snippet="Prasad Chaudhari, salary 90,000",
+    text="Prasad Chaudhari, salary 90,000",
+    page=None,
+    section=None,
 )
-"""The one source of its answers."""
-
-CITATION = Citation(
-    marker="[1]",
-    position=ANSWER.index("[1]"),
-    source_index=1,
-    source_id=SOURCE["id"],
-    source_type="document",
-    document_id=SOURCE["document_id"],
-    url=None,
-    score=0.9,
-    snippet=SOURCE["snippet"],
-)
-"""The citation of its answer's ``[1]``."""
+"""The one source of its answers, and the citation of its answer's ``[1]``."""
 
 
 @dataclass

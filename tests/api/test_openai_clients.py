@@ -23,7 +23,7 @@ from convrag.api.schemas import MAX_MESSAGE_CHARS
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import stub_llm
-from tests.test_server import rate_limited
+from tests.test_server import late_llm, rate_limited
 
 QUESTION = "What is Prasad Chaudhari's salary?"
 ASK = [{"role": "user", "content": QUESTION}]
@@ -461,8 +461,7 @@ async def slow_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[OpenAIStub]:
     """A stub LLM whose answers take a second to start."""
-    reply = Reply(content="Prasad Chaudhari's salary is $120,000 [1].", first_token_delay_s=1.0)
-    async with stub_llm(services, monkeypatch, ("CURRENT QUESTION", reply)) as stub:
+    async with late_llm(services, monkeypatch) as stub:
         yield stub
 
 

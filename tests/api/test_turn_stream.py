@@ -9,33 +9,20 @@ from convrag.api.schemas import AnswerOut, CitationOut
 from convrag.api.turn_replies import done_event, state_done
 from convrag.api.turn_stream import Event, TurnEvents, error_event, sse
 from convrag.events import SourcesEvent, TokenEvent
-from convrag.records import Citation, SourceOut
+from tests.samples import cited
 
-SOURCE = SourceOut(
-    n=1,
-    id="c1",
-    type="chunk",
-    document_id="d1",
-    title="Travel policy",
-    url=None,
-    score=0.81,
-    snippet="Meals abroad are paid…",
-    page=None,
-    section=None,
-)
+ANSWER = "Paid [1]."
 
-CITATION = Citation(
-    marker="[1]",
-    position=14,
-    source_index=1,
-    source_id="c1",
-    source_type="chunk",
-    document_id="d1",
-    url=None,
-    score=0.81,
-    snippet="Meals abroad are paid…",
-    page=2,
-)
+SOURCE, CITATION = cited(ANSWER, id="c1", document_id="d1", text="Meals abroad are paid…")
+
+#: A run's state as it ends: what its ``done`` event is written from.
+STATE = {
+    "turn_id": "t1",
+    "answer": ANSWER,
+    "citations": [CITATION],
+    "timings": {"synthesize": 12.5},
+    "flags": {"no_answer": False},
+}
 
 
 def _events(*parts: SourcesEvent | TokenEvent) -> list[Event]:
@@ -65,26 +52,19 @@ def test_a_marker_that_names_a_source_is_cited_once_as_it_first_appears() -> Non
     assert sse(citations[0]) == (
         'event: citation\ndata: {"marker": "[1]", "source": {"n": 1, "id": "c1", '
         '"type": "chunk", "document_id": "d1", "title": "Travel policy", "url": null, '
-        '"score": 0.81, "snippet": "Meals abroad are paid\\u2026", "page": null, '
-        '"section": null}}\n\n'
+        '"score": 0.8125, "snippet": "Meals abroad are paid\\u2026", "page": 3, '
+        '"section": "Meals \\u203a Abroad"}}\n\n'
     )
 
 
 def test_the_done_event_is_written_with_its_citations_as_the_api_shows_them() -> None:
-    state = {
-        "turn_id": "t1",
-        "answer": "Paid [1].",
-        "citations": [CITATION],
-        "timings": {"synthesize": 12.5},
-        "flags": {"no_answer": False},
-    }
-    done = state_done(state)
+    done = state_done(STATE)
     assert done["citations"] == [CitationOut.model_validate(CITATION)]
     assert sse(done) == (
         'event: done\ndata: {"turn_id": "t1", "answer": "Paid [1].", "citations": '
-        '[{"marker": "[1]", "position": 14, "source_type": "chunk", "source_id": "c1", '
-        '"document_id": "d1", "url": null, "relevance_score": 0.81, '
-        '"content_snippet": "Meals abroad are paid\\u2026", "page": 2}], '
+        '[{"marker": "[1]", "position": 5, "source_type": "chunk", "source_id": "c1", '
+        '"document_id": "d1", "url": null, "relevance_score": 0.8125, '
+        '"content_snippet": "Meals abroad are paid\\u2026", "page": 3}], '
         '"timings_ms": {"synthesize": 12.5}, "repetition_detected": false, '
         '"no_answer": false, "confidence": "high", "flags": {"no_answer": false}}\n\n'
     )
@@ -94,7 +74,7 @@ def test_a_stored_answer_ends_its_stream_with_the_done_event_a_run_would_send() 
     answer = AnswerOut(
         conversation_id="c",
         turn_id="t1",
-        answer="Paid [1].",
+        answer=ANSWER,
         classification="standalone",
         rewritten_query="meals",
         sources=[SOURCE],
@@ -103,14 +83,7 @@ def test_a_stored_answer_ends_its_stream_with_the_done_event_a_run_would_send() 
         flags={"no_answer": False},
         timings_ms={"synthesize": 12.5},
     )
-    state = {
-        "turn_id": "t1",
-        "answer": "Paid [1].",
-        "citations": [CITATION],
-        "timings": {"synthesize": 12.5},
-        "flags": {"no_answer": False},
-    }
-    assert sse(done_event(answer)) == sse(state_done(state))
+    assert sse(done_event(answer)) == sse(state_done(STATE))
 
 
 def test_an_error_event_is_its_code_and_message_cut_to_500_characters() -> None:

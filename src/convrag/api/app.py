@@ -51,6 +51,7 @@ from convrag.api.deps import KeyCache, RateLimiter
 from convrag.api.errors import RETRY_AFTER_S, no_route, plain_reason
 from convrag.api.middleware import BodySizeLimit, EveryReply, body_limit, file_limit
 from convrag.api.routers import (
+    admin,
     conversations,
     documents,
     messages,
@@ -470,7 +471,7 @@ _ROUTING_ERRORS = {(404, "Not Found"), (405, "Method Not Allowed")}
 
 
 #: The routers, one per resource, in the order the app includes them.
-_RESOURCES = (operations, conversations, messages, openai, documents, workspace, ui)
+_RESOURCES = (operations, conversations, messages, openai, documents, workspace, ui, admin)
 
 
 def _routes_at(request: Request) -> list[BaseRoute]:

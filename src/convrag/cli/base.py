@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import errno
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -15,10 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from convrag.config import Settings, get_settings, settings_problems, where_set
+from convrag.config import Settings, get_settings, setting_sources, settings_problems, where_set
 
 if TYPE_CHECKING:
     from convrag.services import Services
+
+
+NEW_STORE_ASKED: ContextVar[bool] = ContextVar("NEW_STORE_ASKED", default=False)
+"""Whether ``convrag --new`` was given: the command may create an empty store."""
 
 
 class _Commands(TyperGroup):
@@ -33,6 +39,7 @@ class _Commands(TyperGroup):
         return sorted(names, key=lambda n: self.ORDER.index(n) if n in self.ORDER else len(names))
 
     def invoke(self, ctx: Any) -> Any:
+        NEW_STORE_ASKED.set(bool(ctx.params.get("new")))
         try:
             return super().invoke(ctx)
         except ValidationError as exc:
@@ -76,8 +83,19 @@ def _root(
             "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    new: Annotated[
+        bool,
+        typer.Option(
+            "--new",
+            help="Let the command create an empty store where none is found (the per-user "
+            "one, without CONVRAG_DATA_DIR) instead of refusing.",
+        ),
+    ] = False,
 ) -> None:
-    """convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus)."""
+    """convrag: conversational RAG over your documents (LangGraph + Postgres + Milvus).
+
+    The data directory is CONVRAG_DATA_DIR, else the nearest .convrag holding a store in
+    this directory or a parent, else the per-user ~/.local/share/convrag."""
 
 
 documents_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
@@ -143,23 +161,52 @@ WorkspaceOpt = Annotated[
 ]
 
 
-def warn_if_new_store(settings: Settings) -> None:
-    """Say so when the embedded store is about to be created: a command run from another
-    directory (the default data directory is ``./.convrag``) would otherwise answer from
-    a new, empty store as if the documents were gone."""
-    if settings.database_url is None and not (settings.data_dir / "pg").exists():
+def check_store(settings: Settings) -> None:
+    """Let a command go on when the data directory holds a store, or may get a new one:
+    CONVRAG_DATA_DIR names it (a note says it is created) or ``--new`` was given.
+    Otherwise exit 2 naming where a store was looked for and where this user's stores
+    are: a command run from another directory would answer from a new, empty store as
+    if the documents were gone."""
+    from convrag.data_dirs import holds_store, remember_store
+
+    if settings.database_url is not None:
+        return
+    if not holds_store(settings.data_dir):
+        named = setting_sources(Settings).get("data_dir") != "default"
+        if not (named or NEW_STORE_ASKED.get()):
+            raise fail(_no_store(settings.data_dir))
         err.print(
             f"[yellow]note:[/yellow] no convrag store in {escape(str(settings.data_dir))}; "
-            "creating a new, empty one. To use an existing store, run from the directory "
-            "that holds its .convrag or set CONVRAG_DATA_DIR (scripts/run.sh uses the "
-            "repository's .convrag)."
+            "creating a new, empty one."
         )
+    remember_store(settings.data_dir)
 
 
-def run_command(make: Callable[[], Awaitable[T]]) -> T:
+def _no_store(target: Path) -> str:
+    """Why no store is used, where one was looked for, this user's stores, and the fixes."""
+    from convrag.data_dirs import LOCAL_NAME, known_stores
+
+    known = known_stores()
+    where = (
+        f" The convrag stores this user has used: {', '.join(map(str, known))}." if known else ""
+    )
+    return (
+        f"no convrag store found: CONVRAG_DATA_DIR is unset, no {LOCAL_NAME} in "
+        f"{Path.cwd()} or a parent holds one, and {target} holds none.{where} Set "
+        "CONVRAG_DATA_DIR to a store's directory or run from the directory that holds its "
+        f"{LOCAL_NAME}; or give --new (convrag --new COMMAND ...) to create an empty store "
+        f"in {target}."
+    )
+
+
+def run_command(make: Callable[[], Awaitable[T]], *, checked: bool = False) -> T:
+    """Run a command's async work: the store checked first (:func:`check_store`, unless
+    ``checked``), SIGTERM turned into an exit that stops the embedded servers, and a
+    ``ValueError`` or an unwritable data directory exits 2 naming the problem."""
     from convrag.services import install_sigterm_handler
 
-    warn_if_new_store(get_settings())
+    if not checked:
+        check_store(get_settings())
     install_sigterm_handler()
     try:
         return asyncio.run(make())  # type: ignore[arg-type]
@@ -189,14 +236,12 @@ def unwritable(exc: OSError) -> str:
 async def note_if_empty(services: Services, workspace: str) -> None:
     """Say on stderr when ``workspace`` holds no documents, naming those that do: most
     often the name was mistyped, and the command would otherwise just find nothing."""
-    if await services.db.list_documents(workspace, limit=1):
-        return
-    known = await services.db.workspaces_with_documents()
-    where = f"workspaces with documents: {', '.join(known)}" if known else "none has any yet"
-    err.print(
-        escape(
-            f"note: workspace {workspace!r} has no documents ({where}); "
-            f"add some with `convrag ingest PATH -w {workspace}`"
-        ),
-        style="yellow",
-    )
+    from convrag.admin import empty_note
+
+    say_note(await empty_note(services.db, workspace))
+
+
+def say_note(note: str | None) -> None:
+    """Print an operation's note (a workspace without documents) on stderr, if any."""
+    if note:
+        err.print(escape(note), style="yellow")

@@ -13,10 +13,11 @@ from convrag.cli.base import (
     app,
     err,
     fail,
-    note_if_empty,
     out,
     run_command,
+    say_note,
 )
+from convrag.cli.remote import operate
 from convrag.config import get_settings
 
 
@@ -36,43 +37,17 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
 ) -> None:
     """Ask one question from the command line; follow-ups keep the conversation id."""
-    from convrag.assistant import open_assistant
-
     if not question.strip():
         raise fail('the question is empty: ask something, e.g. convrag ask "Who is Maria?" -w demo')
-
-    async def go() -> Any:
-        async with open_assistant() as bot:
-            await note_if_empty(bot.services, workspace)
-            if conversation is not None and not await bot.services.db.conversation_exists(
-                workspace, conversation
-            ):
-                raise ValueError(
-                    f"no conversation {conversation!r} in workspace {workspace!r}; leave out "
-                    "-c to start one (each answer prints its conversation id)"
-                )
-            conv = conversation or await bot.new_conversation(workspace)
-            return await bot.ask(question, conv, workspace_id=workspace)
-
-    state = run_command(go)
+    done = operate("ask", question=question, workspace=workspace, conversation=conversation)
+    say_note(done["note"])
+    state = done["turn"]
     if as_json:
-        keep = (
-            "conversation_id",
-            "turn_id",
-            "classification",
-            "rewritten_query",
-            "rewrite_method",
-            "answer",
-            "citations",
-            "sources",
-            "flags",
-            "timings",
-        )
-        print(json.dumps({k: state.get(k) for k in keep}, indent=2, default=str))
+        print(json.dumps(state, indent=2, default=str))
         return
     out.print(state["answer"], markup=False, highlight=False)
-    labels = [_label(src) for src in state.get("sources", [])]
-    cited = {c["source_index"] for c in state.get("citations", [])}
+    labels = [_label(src) for src in state.get("sources") or []]
+    cited = {c["source_index"] for c in state.get("citations") or []}
     if (state.get("flags") or {}).get("no_answer"):
         cited = set()  # numbered sources under "not found" would read as citations
     for n, label in enumerate(labels, 1):

@@ -19,8 +19,9 @@ from convrag.cli.base import (
     note_if_empty,
     out,
     run_command,
+    say_note,
 )
-from convrag.cli.progress import IngestProgress, progress_bar
+from convrag.cli.remote import operate
 from convrag.config import get_settings
 from convrag.records import SearchMode
 
@@ -147,6 +148,7 @@ async def ingest_read(
     bar; with ``prune_roots``, delete the documents read from files under them that are
     gone. Returns the report ``convrag ingest`` prints, and the (id, path) of the
     documents still answered from whose files no longer exist."""
+    from convrag.cli.progress import IngestProgress, progress_bar
     from convrag.ingest import ingest_documents, missing_files, prune_missing_files
 
     with progress_bar(quiet=quiet) as bar:
@@ -195,26 +197,21 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
     """Search a workspace: fused top-k with the score of each list."""
-    from convrag.services import open_services
-
-    async def go() -> Any:
-        async with open_services() as services:
-            await note_if_empty(services, workspace)
-            return await services.searcher.search(workspace, query, top_k=top_k, mode=mode)
-
-    results = run_command(go)
+    done = operate("search", workspace=workspace, query=query, top_k=top_k, mode=mode)
+    say_note(done["note"])
+    results = done["results"]
     if as_json:
-        print(json.dumps([r.as_json() for r in results], indent=2))
+        print(json.dumps([{k: v for k, v in r.items() if k != "title"} for r in results], indent=2))
         return
     table = Table("#", "score", "dense", "bm25", "document", "text")
     for i, r in enumerate(results, 1):
         table.add_row(
             str(i),
-            f"{r.score:.4f}",
-            "-" if r.dense_score is None else f"{r.dense_score:.4f}",
-            "-" if r.bm25_score is None else f"{r.bm25_score:.3f}",
-            r.title or r.document_id[:8],
-            r.text[:90].replace("\n", " "),
+            f"{r['score']:.4f}",
+            "-" if r["dense_score"] is None else f"{r['dense_score']:.4f}",
+            "-" if r["bm25_score"] is None else f"{r['bm25_score']:.3f}",
+            r["title"] or r["document_id"][:8],
+            r["text"][:90].replace("\n", " "),
         )
     out.print(table)
 
@@ -237,11 +234,12 @@ def reindex(
     after changing EMBEDDING_MODEL: vectors of two models cannot be compared. With
     --reread, read the documents' originals again instead: a newer reader's text,
     headings and chunks, without uploading anything again."""
+    from convrag.cli.progress import progress_bar
     from convrag.ingest import reindex_workspace, reread_workspace
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
-        async with open_services() as services:
+        async with open_services(get_settings()) as services:
             await note_if_empty(services, workspace)
             with progress_bar("files" if reread else "chunks", quiet=quiet) as bar:
                 task = bar.add_task("reread" if reread else "reindex", total=None)
@@ -261,25 +259,10 @@ def reindex(
 @documents_app.command("list")
 def documents_list(workspace: WorkspaceOpt) -> None:
     """List the documents of a workspace as JSON lines."""
-    from convrag.services import open_services
-
-    async def go() -> Any:
-        async with open_services() as services:
-            await note_if_empty(services, workspace)
-            return await services.db.list_documents(workspace)
-
-    for d in run_command(go):
-        print(
-            json.dumps(
-                {
-                    "id": str(d["id"]),
-                    "source": d["source"],
-                    "title": d["title"],
-                    "status": d["status"],
-                    "n_chunks": d["n_chunks"],
-                }
-            )
-        )
+    done = operate("documents-list", workspace=workspace)
+    say_note(done["note"])
+    for d in done["documents"]:
+        print(json.dumps(d))
 
 
 @documents_app.command("delete")
@@ -293,13 +276,6 @@ def documents_delete(
     workspace: WorkspaceOpt,
 ) -> None:
     """Delete a document and all its chunks from both stores."""
-    from convrag.ingest import delete_document
-    from convrag.services import open_services
-
-    async def go() -> bool:
-        async with open_services() as services:
-            return await delete_document(services, workspace, document_id)
-
-    if not run_command(go):
+    if not operate("documents-delete", workspace=workspace, document_id=document_id)["deleted"]:
         raise fail(f"no document {document_id} in workspace {workspace}", code=1)
     print(json.dumps({"deleted": document_id}))

@@ -14,12 +14,10 @@ from convrag.cli.base import (
     out,
     run_command,
 )
-from convrag.cli.progress import progress_bar
-from convrag.rewriting.gate import SWITCHES
 
 if TYPE_CHECKING:
     from convrag.services import Services
-
+from convrag.config import get_settings
 
 MtragDataOpt = Annotated[
     Path,
@@ -61,7 +59,8 @@ WithoutOpt = Annotated[
         "--without",
         metavar="RULE",
         help="Switch a rewrite rule off (repeatable), to measure what it earns: one of "
-        f"convrag.rewriting.gate.SWITCHES ({', '.join(SWITCHES)}).",
+        "convrag.rewriting.gate.SWITCHES (an unknown name's error lists them; "
+        "docs/evaluation.md too).",
     ),
 ]
 
@@ -81,10 +80,11 @@ def _overrides(pairs: list[str] | None) -> dict[str, Any]:
 
 def _evaluate(run: Callable[[Services, Step], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     """Run an evaluation on freshly opened services, with one progress bar per stage."""
+    from convrag.cli.progress import progress_bar
     from convrag.services import open_services
 
     async def go() -> dict[str, Any]:
-        async with open_services() as services:
+        async with open_services(get_settings()) as services:
             with progress_bar() as bar:
                 tasks: dict[str, Any] = {}
 

@@ -7,26 +7,16 @@ from typing import Annotated
 
 import typer
 
-from convrag.cli.base import (
-    WorkspaceOpt,
-    fail,
-    keys_app,
-    note_if_empty,
-    run_command,
-)
+from convrag.cli.base import WorkspaceOpt, fail, keys_app, say_note, workspace_option
+from convrag.cli.remote import operate
 
 
 @keys_app.command("create")
 def keys_create(workspace: WorkspaceOpt) -> None:
     """Issue an API key for a workspace; prints the key alone (it is stored hashed)."""
-    from convrag.services import open_services
-
-    async def go() -> str:
-        async with open_services() as services:
-            await note_if_empty(services, workspace)
-            return await services.db.create_api_key(workspace)
-
-    print(run_command(go))
+    done = operate("keys-create", workspace=workspace)
+    say_note(done["note"])
+    print(done["key"])
 
 
 @keys_app.command("list")
@@ -37,26 +27,8 @@ def keys_list(workspace: WorkspaceOpt) -> None:
     characters and a fingerprint: the first 12 hex digits of its SHA-256 (to match a key
     you hold: ``printf %s "$KEY" | sha256sum | cut -c1-12``).
     """
-    from convrag.services import open_services
-    from convrag.stores.workspaces import ApiKeyRecord
-
-    async def go() -> list[ApiKeyRecord]:
-        async with open_services() as services:
-            return await services.db.list_api_keys(workspace)
-
-    for k in run_command(go):
-        print(
-            json.dumps(
-                {
-                    "id": k.id,
-                    "prefix": k.prefix,
-                    "fingerprint": k.fingerprint,
-                    "created_at": k.created_at.isoformat(),
-                    "revoked": k.revoked,
-                    "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
-                }
-            )
-        )
+    for k in operate("keys-list", workspace=workspace)["keys"]:
+        print(json.dumps(k))
 
 
 #: The fewest characters of an id or fingerprint ``keys revoke`` takes as naming a key.
@@ -76,7 +48,11 @@ def keys_revoke(
     workspace: Annotated[
         str | None,
         typer.Option(
-            "--workspace", "-w", metavar="WORKSPACE", help="Look only among this workspace's keys."
+            "--workspace",
+            "-w",
+            metavar="WORKSPACE",
+            help="Look only among this workspace's keys.",
+            callback=workspace_option,
         ),
     ] = None,
 ) -> None:
@@ -85,35 +61,21 @@ def keys_revoke(
     Name it by the key itself or by what ``keys list`` shows of it; a name that matches
     no key, or more than one active key, revokes nothing and says so (exit 1).
     """
-    from convrag.ids import check_id
-    from convrag.services import open_services
-    from convrag.stores.workspaces import ApiKeyRecord
-
     ref = key.strip()
     # A whole key is a secret: messages show only its prefix, as `keys list` does.
     shown = f"{ref[:8]}…" if ref.startswith("crk_") and len(ref) > 8 else ref
-
-    async def go() -> tuple[list[ApiKeyRecord], bool]:
-        if workspace is not None:
-            check_id(workspace)  # a ValueError here exits 2 naming the allowed alphabet
-        if len(ref) < MIN_KEY_REF_CHARS:
-            raise ValueError(
-                f"{shown!r} is too short to name a key: give the key, its id, its prefix or "
-                f"its fingerprint as `convrag keys list` shows them (at least "
-                f"{MIN_KEY_REF_CHARS} characters)"
-            )
-        async with open_services() as services:
-            matched = await services.db.find_api_keys(ref, workspace)
-            active = [k for k in matched if not k.revoked]
-            if len(active) != 1:
-                return matched, False
-            return active, await services.db.revoke_api_key_id(active[0].id)
-
-    matched, revoked = run_command(go)
-    active = [k for k in matched if not k.revoked]
+    if len(ref) < MIN_KEY_REF_CHARS:
+        raise fail(
+            f"{shown!r} is too short to name a key: give the key, its id, its prefix or "
+            f"its fingerprint as `convrag keys list` shows them (at least "
+            f"{MIN_KEY_REF_CHARS} characters)"
+        )
+    done = operate("keys-revoke", ref=ref, workspace=workspace)
+    matched, revoked = done["matched"], done["revoked"]
+    active = [k for k in matched if not k["revoked"]]
     where = f" in workspace {workspace}" if workspace else ""
     if len(active) > 1:
-        listed = ", ".join(f"{k.id} ({k.prefix})" for k in active)
+        listed = ", ".join(f"{k['id']} ({k['prefix']})" for k in active)
         raise fail(
             f"{shown!r} matches {len(active)} active keys{where}: {listed}; "
             "give more of the id, or the whole id",
@@ -121,11 +83,11 @@ def keys_revoke(
         )
     if not revoked:
         if gone := active or matched:
-            raise fail(f"key {gone[0].id} ({gone[0].prefix}) is already revoked", code=1)
+            raise fail(f"key {gone[0]['id']} ({gone[0]['prefix']}) is already revoked", code=1)
         raise fail(
             f"no key{where} matches {shown!r}; `convrag keys list -w WORKSPACE` shows each "
             "key's id, prefix and fingerprint",
             code=1,
         )
-    k = active[0]
-    print(json.dumps({"revoked": k.id, "prefix": k.prefix, "fingerprint": k.fingerprint}))
+    k = matched[0]
+    print(json.dumps({"revoked": k["id"], "prefix": k["prefix"], "fingerprint": k["fingerprint"]}))

@@ -17,12 +17,19 @@ from rich.table import Column, Table
 
 from convrag.cli.base import (
     app,
+    check_store,
     fail,
     out,
-    warn_if_new_store,
     workspace_option,
 )
 from convrag.config import Settings, get_settings, setting_sources
+from convrag.service_record import (
+    LOG_NAME,
+    ServiceRecord,
+    live_record,
+    read_record,
+    recorded,
+)
 
 if TYPE_CHECKING:
     from convrag.services import Services
@@ -101,35 +108,165 @@ def serve(
     ] = 1,
     docs: DocsOpt = None,
     workspace: DocsWorkspaceOpt = None,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Run in the background, its log in CONVRAG_DATA_DIR/serve.log; return once "
+            "it answers. `convrag stop` stops it.",
+        ),
+    ] = False,
 ) -> None:
     """Start the HTTP service (SSE + OpenAI-compatible) on the settings in force.
 
     With no DATABASE_URL / MILVUS_URI it starts the embedded PostgreSQL and Milvus Lite
-    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C or SIGTERM). With --docs it
-    first ingests your documents and prints a key for them: one step to chat with them.
+    under CONVRAG_DATA_DIR and stops them on exit (Ctrl-C, SIGTERM or `convrag stop`).
+    With --docs it first ingests your documents and prints a key for them: one step to
+    chat with them. While it runs, the commands on the same data directory (documents
+    list, keys, ask) ask it instead of starting the stores, and answer at once.
     """
-    from convrag.llm import check_llm_model
     from convrag.server import run
+    from convrag.services import install_sigterm_handler
 
     settings = get_settings()
+    workspace = _check_serve(settings, host, port, docs, workspace)
+    if detach:
+        _detach(settings, host, port, workers, docs, workspace)
+        return
+    if docs is not None and workspace is not None:
+        _ingest_docs(docs, workspace, settings)
+        print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
+    # uvicorn raises the SIGTERM it stopped on again once stopped: as an exit, not a
+    # death by the signal, so that the record is removed.
+    install_sigterm_handler()
+    with recorded(settings.data_dir, ServiceRecord.new(host, port, settings)):
+        if workers == 1:
+            run(host, port, settings)
+        else:
+            _serve_workers(host, port, workers, settings)
+
+
+def _check_serve(
+    settings: Settings, host: str, port: int, docs: Path | None, workspace: str | None
+) -> str | None:
+    """Exit 2 naming the problem before any store starts: an LLM that cannot be used,
+    --docs naming nothing, a port in use, a data directory that cannot be written, a
+    database that does not answer, or a service already running on the data directory.
+    Returns the workspace --docs goes into."""
+    from convrag.llm import check_llm_model
+
     try:
         check_llm_model(settings)
     except ValueError as exc:
         raise fail(exc) from None
     workspace = _docs_target(docs, workspace)
+    check_store(settings)
     _check_port_free(host, port)
+    running = live_record(settings.data_dir)
+    if running is not None:
+        raise fail(
+            f"a convrag service already runs on {settings.data_dir} at {running.url} "
+            f"(pid {running.pid}); `convrag stop` stops it"
+        )
     if settings.database_url is None or settings.milvus_uri is None:
         _check_data_dir(settings)
     if settings.database_url is not None:
         _check_database(settings.database_url.get_secret_value())
+    return workspace
+
+
+#: How long ``serve --detach`` waits for the service to answer (a first start downloads
+#: nothing, but ingesting --docs may take minutes).
+DETACH_WAIT_S = 600.0
+
+
+def _detach(
+    settings: Settings,
+    host: str,
+    port: int,
+    workers: int,
+    docs: Path | None,
+    workspace: str | None,
+) -> None:
+    """Start ``convrag serve`` with the same options in the background, in a session of
+    its own, its output appended to ``CONVRAG_DATA_DIR/serve.log``; return once it
+    answers, printing where, or exit 1 with the log's end when it stops first."""
+    import subprocess
+    import sys
+    import time
+
+    args = ["serve", "--host", host, "--port", str(port), "--workers", str(workers)]
     if docs is not None and workspace is not None:
-        _ingest_docs(docs, workspace, settings)
-        print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
-    warn_if_new_store(settings)
-    if workers == 1:
-        run(host, port, settings)
-        return
-    _serve_workers(host, port, workers, settings)
+        args += ["--docs", str(docs.resolve()), "--workspace", workspace]
+    log = settings.data_dir / LOG_NAME
+    env = {**os.environ, "CONVRAG_DATA_DIR": str(settings.data_dir)}
+    with open(log, "ab") as fh:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "convrag.cli", *args],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + DETACH_WAIT_S
+    while child.poll() is None and time.monotonic() < deadline:
+        record = read_record(settings.data_dir)
+        if record is not None and record.pid == child.pid and _answers(record.url):
+            print(f"convrag serving at {record.url} (pid {child.pid}); log: {log}", flush=True)
+            if workspace is not None:
+                print(f"API key of {workspace}: {settings.data_dir / workspace}.key", flush=True)
+            return
+        time.sleep(0.25)
+    tail = log.read_text(errors="replace")[-2000:]
+    if child.poll() is None:
+        raise fail(
+            f"the service did not answer in {DETACH_WAIT_S:g} s (pid {child.pid}); "
+            f"its log, {log}, ends:\n{tail}",
+            1,
+        )
+    raise fail(f"the service exited with {child.returncode}; its log, {log}, ends:\n{tail}", 1)
+
+
+def _answers(url: str) -> bool:
+    """Whether the service at ``url`` answers its health check."""
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+#: How long ``convrag stop`` waits for the service to exit (its own shutdown is bounded
+#: at about 10 s, the stores' stop after it).
+STOP_WAIT_S = 60.0
+
+
+@app.command()
+def stop() -> None:
+    """Stop the service running on the data directory (as Ctrl-C would: running turns
+    finish, the embedded stores stop); exit 1 when none runs."""
+    import signal
+    import time
+
+    from convrag.service_record import pid_alive
+
+    settings = get_settings()
+    record = live_record(settings.data_dir)
+    if record is None:
+        raise fail(f"no convrag service runs on {settings.data_dir}", 1)
+    os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while pid_alive(record.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if pid_alive(record.pid):
+        raise fail(
+            f"the service at {record.url} (pid {record.pid}) still runs {STOP_WAIT_S:g} s "
+            f"after SIGTERM; `kill -9 {record.pid}` stops it at once",
+            1,
+        )
+    print(f"stopped the convrag service at {record.url} (pid {record.pid})", flush=True)
 
 
 #: The characters a default workspace name keeps; each other one becomes "-".
@@ -208,7 +345,7 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
             result, gone = await ingest_read(services, workspace, docs, quiet=False)
             return result, gone, await _workspace_key(services, workspace, keyfile)
 
-    result, gone, key = run_command(go)
+    result, gone, key = run_command(go, checked=True)  # checked before the port
     report_ingest(workspace, result, gone)
     print(f"workspace: {workspace}", flush=True)
     print(f"API key (also in {keyfile}): {key}", flush=True)

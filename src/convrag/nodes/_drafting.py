@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from convrag.answering.extractive import answer_length, extractive_answer
-from convrag.answering.guard import obeyed_instruction
+from convrag.answering.guard import StreamGuard, obeyed_instruction
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import (
@@ -69,7 +69,9 @@ class LlmDraft:
 async def llm_draft(
     state: State, runtime: Runtime[Context], model_name: str, excluded: Sequence[str], node: str
 ) -> LlmDraft:
-    """Stream the LLM's answer as ``token`` events; a failure after tokens sends ``reset``."""
+    """Stream the LLM's answer as ``token`` events, as far as the output checks accept it
+    (:class:`~convrag.answering.guard.StreamGuard`); a failure after tokens sends
+    ``reset``, which takes back only text the checks had passed."""
     ctx = runtime.context
     services = ctx.deps
     tools = []
@@ -77,28 +79,17 @@ async def llm_draft(
         tools = [services.web.as_tool()]
     question = state["message"]
     rewritten = state.get("rewritten_query") or question
-    streamed = False
     fence = Fence.new()
-    held = ""  # a tail that could be the start of the canary: sent once it is not
-    leaked = False
+    # Tokens go out only once the output checks pass on the answer so far: a hijacked
+    # answer is refused before any of it streams.
+    guard = StreamGuard(state.get("sources") or [], question, fence.canary)
 
     def send(text: str) -> None:
-        nonlocal streamed
-        streamed = True
-        emit(runtime, TokenEvent(event="token", text=text, node=node))
+        if text:
+            emit(runtime, TokenEvent(event="token", text=text, node=node))
 
     def on_token(token: str) -> None:
-        nonlocal held, leaked
-        if leaked:
-            return
-        held += token
-        if fence.leaked(held):
-            leaked = True  # never streamed: the turn falls back below
-            return
-        keep = fence.partial_suffix(held)
-        ready, held = held[: len(held) - keep], held[len(held) - keep :]
-        if ready:
-            send(ready)
+        send(guard.feed(token))
 
     messages = build_messages(
         question,
@@ -120,25 +111,33 @@ async def llm_draft(
         return await llm_answer(model, messages, on_token=on_token, tools=tools)
 
     reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
-    if reply is not None and held and not leaked:
-        send(held)
     if reply is not None:
-        tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
-        if tool_call is not None and tools:
-            query = storable(str(tool_call["args"].get("query") or "")).strip()
-            return LlmDraft(web_query=query or rewritten)
-        content = reply.content if isinstance(reply.content, str) else ""
-        if fence.leaked(content):
-            failure = LEAKED_CANARY
-        elif obeyed_instruction(content, state.get("sources") or [], question) is not None:
-            failure = OBEYED_SOURCE
-        elif content.strip():
-            return LlmDraft(text=content)
-        else:
-            failure = "empty answer"
-    if streamed:
+        send(guard.finish())  # the held tail, if the whole answer passes
+        result = _read_reply(reply, state, fence, searches=bool(tools))
+        if result.failure is None:
+            return result
+        failure = result.failure
+    if guard.released:
         emit(runtime, ResetEvent(event="reset", reason="llm_failed", node=node))
     return LlmDraft(failure=failure)
+
+
+def _read_reply(reply: AIMessage, state: State, fence: Fence, *, searches: bool) -> LlmDraft:
+    """What the LLM's ``reply`` gives: a web search to run (when it may ``searches``), an
+    answer, or the failure that refuses it (the canary leaked, a source obeyed, empty)."""
+    tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
+    question = state["message"]
+    if tool_call is not None and searches:
+        query = storable(str(tool_call["args"].get("query") or "")).strip()
+        return LlmDraft(web_query=query or state.get("rewritten_query") or question)
+    content = reply.content if isinstance(reply.content, str) else ""
+    if fence.leaked(content):
+        return LlmDraft(failure=LEAKED_CANARY)
+    if obeyed_instruction(content, state.get("sources") or [], question) is not None:
+        return LlmDraft(failure=OBEYED_SOURCE)
+    if content.strip():
+        return LlmDraft(text=content)
+    return LlmDraft(failure="empty answer")
 
 
 async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:

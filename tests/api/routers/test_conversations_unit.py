@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import httpx
+import pytest
 
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
+from tests.api.routers.checks import assert_422_naming, assert_the_same_404
 
 
 async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "Salary?") -> str:
@@ -15,6 +16,12 @@ async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "
     cid = await stack.db.create_conversation(workspace)
     stack.db.add_turn(workspace, cid, question, ANSWER, sources=[SOURCE], citations=[CITATION])
     return cid
+
+
+@pytest.fixture
+async def answered(stack: FakeStack) -> str:
+    """The id of a conversation of ``acme`` with one answered turn citing :data:`SOURCE`."""
+    return await _answered(stack)
 
 
 async def test_a_created_conversation_is_201_with_its_id_and_listed(
@@ -41,8 +48,7 @@ async def test_creating_with_an_unknown_field_gets_422_naming_it(
     api: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
     resp = await api.post("/v1/conversations", json={"name": "x"}, headers=auth)
-    assert resp.status_code == 422
-    assert [e["field"] for e in resp.json()["errors"]] == ["name"]
+    assert_422_naming(resp, "name")
 
 
 async def test_conversations_are_listed_by_last_activity_in_cursor_pages(
@@ -76,8 +82,7 @@ async def test_a_limit_out_of_range_or_a_bad_cursor_gets_422_naming_the_paramete
         ("cursor=abc", "query.cursor"),
     ):
         resp = await api.get(f"/v1/conversations?{query}", headers=auth)
-        assert resp.status_code == 422, query
-        assert [e["field"] for e in resp.json()["errors"]] == [field], query
+        assert_422_naming(resp, field, query)
 
 
 async def test_a_documents_cursor_is_refused_by_the_conversations_list(
@@ -121,34 +126,30 @@ async def test_another_workspaces_unknown_or_malformed_ids_get_the_same_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     theirs = await _answered(stack, "other")
-    for cid in (theirs, str(uuid.uuid4()), "not-an-id"):
-        for method, path in (
-            ("GET", f"/v1/conversations/{cid}"),
-            ("GET", f"/v1/conversations/{cid}/export"),
-            ("DELETE", f"/v1/conversations/{cid}"),
-        ):
-            resp = await api.request(method, path, headers=auth)
-            assert resp.status_code == 404, (method, path)
-            assert resp.json()["detail"] == f"conversation {cid} not found"
+    paths = [
+        "GET /v1/conversations/{id}",
+        "GET /v1/conversations/{id}/export",
+        "DELETE /v1/conversations/{id}",
+    ]
+    await assert_the_same_404(api, auth, theirs, "conversation", paths)
     assert theirs in stack.db.conversations
 
 
 async def test_an_upper_case_id_is_the_same_conversation(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], answered: str
 ) -> None:
-    cid = await _answered(stack)
-    resp = await api.get(f"/v1/conversations/{cid.upper()}", headers=auth)
+    resp = await api.get(f"/v1/conversations/{answered.upper()}", headers=auth)
     assert resp.status_code == 200
-    assert resp.json()["conversation_id"] == cid
+    assert resp.json()["conversation_id"] == answered
 
 
 async def test_a_rename_answers_the_conversation_under_its_stripped_title(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], answered: str
 ) -> None:
-    cid = await _answered(stack)
-    resp = await api.patch(f"/v1/conversations/{cid}", json={"title": " Pay "}, headers=auth)
+    resp = await api.patch(f"/v1/conversations/{answered}", json={"title": " Pay "}, headers=auth)
     assert resp.status_code == 200
-    assert (resp.json()["id"], resp.json()["title"], resp.json()["turn_count"]) == (cid, "Pay", 1)
+    body = resp.json()
+    assert (body["id"], body["title"], body["turn_count"]) == (answered, "Pay", 1)
 
 
 async def test_a_blank_multi_line_or_missing_title_gets_422_naming_title(
@@ -157,8 +158,7 @@ async def test_a_blank_multi_line_or_missing_title_gets_422_naming_title(
     cid = await stack.db.create_conversation("acme")
     for body in ({"title": "   "}, {"title": "a\nb"}, {"title": "x" * 201}, {}):
         resp = await api.patch(f"/v1/conversations/{cid}", json=body, headers=auth)
-        assert resp.status_code == 422, body
-        assert [e["field"] for e in resp.json()["errors"]] == ["title"], body
+        assert_422_naming(resp, "title", body)
 
 
 async def test_renaming_another_workspaces_conversation_gets_404_and_changes_nothing(
@@ -171,16 +171,15 @@ async def test_renaming_another_workspaces_conversation_gets_404_and_changes_not
 
 
 async def test_a_json_export_holds_every_turn_with_what_it_cites_as_an_attachment(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], answered: str
 ) -> None:
-    cid = await _answered(stack)
-    resp = await api.get(f"/v1/conversations/{cid}/export", headers=auth)
+    resp = await api.get(f"/v1/conversations/{answered}/export", headers=auth)
     assert resp.status_code == 200
     assert resp.headers["Content-Disposition"] == (
-        f'attachment; filename="conversation-{cid}.json"'
+        f'attachment; filename="conversation-{answered}.json"'
     )
     body = resp.json()
-    assert body["conversation"]["id"] == cid
+    assert body["conversation"]["id"] == answered
     (turn,) = body["turns"]
     assert turn["answer"] == ANSWER
     assert turn["citations"] == [
@@ -216,21 +215,19 @@ async def test_an_export_in_another_format_gets_422_naming_format(
 ) -> None:
     cid = await stack.db.create_conversation("acme")
     resp = await api.get(f"/v1/conversations/{cid}/export?format=pdf", headers=auth)
-    assert resp.status_code == 422
-    assert [e["field"] for e in resp.json()["errors"]] == ["query.format"]
+    assert_422_naming(resp, "query.format")
 
 
 async def test_a_delete_is_204_and_clears_its_turns_and_vectors(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack, answered: str
 ) -> None:
-    cid = await _answered(stack)
-    resp = await api.delete(f"/v1/conversations/{cid}", headers=auth)
+    resp = await api.delete(f"/v1/conversations/{answered}", headers=auth)
     assert resp.status_code == 204
     assert resp.content == b""
-    assert cid not in stack.db.conversations
+    assert answered not in stack.db.conversations
     assert stack.db.turns == {}
-    assert stack.index.deleted == [("acme", cid)]
-    assert (await api.get(f"/v1/conversations/{cid}", headers=auth)).status_code == 404
+    assert stack.index.deleted == [("acme", answered)]
+    assert (await api.get(f"/v1/conversations/{answered}", headers=auth)).status_code == 404
 
 
 async def test_deleting_a_conversation_while_it_answers_gets_409_and_keeps_it(

@@ -3,7 +3,6 @@ list (cursor pages in headers), read a row and its text, delete."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from convrag.ids import document_id_for
 from tests.api.fakes import FakeStack, client, fake_app, fake_stack
+from tests.api.routers.checks import assert_the_same_404
 
 NOTES = ("notes.md", b"# Notes\n\nThe office opens at nine.\n", "text/markdown")
 
@@ -206,15 +206,8 @@ async def test_another_workspaces_unknown_or_malformed_document_ids_get_the_same
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     theirs = stack.db.add_document("other", "theirs.txt", text="secret")
-    for document_id in (theirs, str(uuid.uuid4()), "not-an-id"):
-        for method, path in (
-            ("GET", f"/v1/documents/{document_id}"),
-            ("GET", f"/v1/documents/{document_id}/text"),
-            ("DELETE", f"/v1/documents/{document_id}"),
-        ):
-            resp = await api.request(method, path, headers=auth)
-            assert resp.status_code == 404, (method, path)
-            assert resp.json()["detail"] == f"document {document_id} not found"
+    paths = ["GET /v1/documents/{id}", "GET /v1/documents/{id}/text", "DELETE /v1/documents/{id}"]
+    await assert_the_same_404(api, auth, theirs, "document", paths)
     assert theirs in stack.db.documents
     assert stack.index.deleted == []
 

@@ -15,6 +15,7 @@ import pytest
 
 from convrag.api.errors import DATABASE_DOWN
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
+from tests.api.routers.checks import assert_422_naming
 
 JSON = {"Accept": "application/json"}
 
@@ -108,8 +109,7 @@ async def test_a_bad_message_gets_422_naming_the_field_and_runs_nothing(
     field: str,
 ) -> None:
     resp = await api.post(f"/v1/conversations/{conversation}/messages", json=body, headers=auth)
-    assert resp.status_code == 422
-    assert [e["field"] for e in resp.json()["errors"]] == [field]
+    assert_422_naming(resp, field)
     assert stack.graph.runs == []
 
 
@@ -282,11 +282,16 @@ async def _answered_turn(stack: FakeStack, workspace: str = "acme") -> str:
     return turn.id
 
 
+@pytest.fixture
+async def answered_turn(stack: FakeStack) -> str:
+    """The id of an answer of ``acme`` citing :data:`SOURCE`."""
+    return await _answered_turn(stack)
+
+
 async def test_an_answers_sources_are_its_stored_citations(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], answered_turn: str
 ) -> None:
-    turn_id = await _answered_turn(stack)
-    resp = await api.get(f"/v1/messages/{turn_id}/sources", headers=auth)
+    resp = await api.get(f"/v1/messages/{answered_turn}/sources", headers=auth)
     assert resp.status_code == 200
     assert resp.json() == [
         {
@@ -318,17 +323,16 @@ async def test_another_workspaces_or_a_malformed_message_id_gets_404_for_sources
 
 
 async def test_a_rating_is_stored_and_a_new_one_replaces_it(
-    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack, answered_turn: str
 ) -> None:
-    turn_id = await _answered_turn(stack)
-    url = f"/v1/messages/{turn_id}/feedback"
+    url = f"/v1/messages/{answered_turn}/feedback"
     first = await api.post(url, json={"rating": "up", "comment": "good"}, headers=auth)
     second = await api.post(url, json={"rating": "down", "comment": "  "}, headers=auth)
     assert first.status_code == second.status_code == 200
     assert first.json()["rating"] == "up"
-    assert (second.json()["message_id"], second.json()["rating"]) == (turn_id, "down")
+    assert (second.json()["message_id"], second.json()["rating"]) == (answered_turn, "down")
     assert second.json()["comment"] is None
-    assert stack.db.feedback[turn_id].rating == "down"
+    assert stack.db.feedback[answered_turn].rating == "down"
 
 
 @pytest.mark.parametrize(
@@ -342,11 +346,9 @@ async def test_a_rating_is_stored_and_a_new_one_replaces_it(
 async def test_a_bad_rating_gets_422_naming_the_field(
     api: httpx.AsyncClient,
     auth: dict[str, str],
-    stack: FakeStack,
+    answered_turn: str,
     body: dict[str, str],
     field: str,
 ) -> None:
-    turn_id = await _answered_turn(stack)
-    resp = await api.post(f"/v1/messages/{turn_id}/feedback", json=body, headers=auth)
-    assert resp.status_code == 422
-    assert [e["field"] for e in resp.json()["errors"]] == [field]
+    resp = await api.post(f"/v1/messages/{answered_turn}/feedback", json=body, headers=auth)
+    assert_422_naming(resp, field)

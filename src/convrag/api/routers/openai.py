@@ -11,7 +11,7 @@ call, JSON or audio output) are a 400 naming them (:func:`_refuse_unsupported`).
 One conversation per chat: an OpenAI client sends the whole history with each request,
 and a request whose earlier messages (its user and assistant messages before the last
 user message, system messages aside, whitespace aside) are a chat whose last answer was
-stored continues that chat's conversation (:class:`_Transcript`: the hash of the chat so
+stored continues that chat's conversation (:class:`Transcript`: the hash of the chat so
 far, one indexed lookup; each answer's is kept, so a chat resent from an earlier point,
 as a regenerated answer is, continues it too). A client may name the conversation
 instead, with ``metadata: {"conversation_id": ...}`` in the body or an
@@ -54,7 +54,6 @@ clients skip.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import logging
@@ -74,8 +73,17 @@ from langchain_core.tracers.context import register_configure_hook
 from convrag.answering.replies import chit_chat_answer
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
 from convrag.api.errors import openai_error_body, shown
+from convrag.api.openai_chats import (
+    CONVERSATION_HEADER,
+    InvalidRequest,
+    Transcript,
+    continued,
+    history_from_messages,
+    history_sent,
+    named_conversation,
+    remember_chat,
+)
 from convrag.api.schemas import (
-    MAX_MESSAGE_CHARS,
     MODEL_ID,
     AnswerOut,
     ChatCompletionIn,
@@ -100,36 +108,12 @@ from convrag.config import Settings
 from convrag.context import Context
 from convrag.errors import ConversationBusyHere
 from convrag.events import TokenEvent
-from convrag.ids import is_uuid
 from convrag.records import HistoryTurn
 from convrag.rewriting.classify import is_chit_chat
-from convrag.services import Services
 from convrag.state import InputState
-from convrag.stores.database import Database
-from convrag.text.entities import extract_entities
 from convrag.text.tokens import clean
 
 log = logging.getLogger(__name__)
-
-
-class InvalidRequest(Exception):
-    """A request OpenAI's API would refuse: a 400 ``invalid_request_error`` naming the
-    field at fault (``param``) and why (``code``); or another 4xx (``status_code``):
-    a 404 for a conversation it names that does not exist, a 409 for one that is busy."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        param: str | None = None,
-        code: str | None = None,
-        status_code: int = 400,
-    ):
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.code = code
-        self.status_code = status_code
 
 
 def openai_error(
@@ -284,10 +268,8 @@ _CHAT_ERRORS: dict[int | str, str] = {
     415: "The body is not sent as `application/json`.",
 }
 
+
 #: The request header that names the conversation a request continues.
-CONVERSATION_HEADER = "X-Conversation-Id"
-
-
 @router.post(
     "/v1/chat/completions",
     responses={
@@ -324,10 +306,10 @@ async def chat_completions(
     non-streaming reply is the stored answer.
     """
     _refuse_unsupported(body)
-    turns, question = _history_from_messages(body)
-    transcript = _Transcript.of(body)
-    named = _named_conversation(body, x_conversation_id)
-    conversation_id = await _continued(services.db, workspace, named, transcript)
+    turns, question = history_from_messages(body)
+    transcript = Transcript.of(body)
+    named = named_conversation(body, x_conversation_id)
+    conversation_id = await continued(services.db, workspace, named, transcript)
     rag = body.workspace_rag or RagOptions()
     context = turn_context(
         workspace, rag, runner.assistant.services, create_conversation=conversation_id is None
@@ -338,7 +320,7 @@ async def chat_completions(
             return _unstored_reply(body, chit_chat_answer(question), settings)
         conversation_id = await services.db.create_conversation(workspace)
     else:
-        history = await _history_sent(services, context, conversation_id, turns)
+        history = await history_sent(services, context, conversation_id, turns)
     payload = InputState(
         message=question, conversation_id=conversation_id, history_override=history
     )
@@ -346,7 +328,7 @@ async def chat_completions(
     queue, task = await _start_counted(runner, conversation_id, payload, context, counter)
 
     async def remember(answer: str) -> None:
-        await _remember(services, workspace, conversation_id, transcript.with_answer(answer))
+        await remember_chat(services, workspace, conversation_id, transcript.with_answer(answer))
 
     completion = _Completion(
         conversation_id=conversation_id,
@@ -356,12 +338,25 @@ async def chat_completions(
     )
     headers = {CONVERSATION_HEADER: conversation_id}
     if not body.stream:
-        async for _ in drain(queue):
-            pass
-        answer = answer_out(conversation_id, await task)
-        await remember(answer.answer)
-        return JSONResponse(completion.reply(answer), headers=headers)
+        return await _whole_reply(completion, conversation_id, queue, task, headers)
     return _streamed(body, completion, queue, settings, headers)
+
+
+async def _whole_reply(
+    completion: _Completion,
+    conversation_id: str,
+    queue: asyncio.Queue[Event | None],
+    task: asyncio.Task[TurnResult],
+    headers: dict[str, str],
+) -> Response:
+    """The non-streaming reply: the stored answer once the turn has run, its chat
+    remembered first (the client's next request must find it)."""
+    async for _ in drain(queue):
+        pass
+    answer = answer_out(conversation_id, await task)
+    if completion.remember is not None:
+        await completion.remember(answer.answer)
+    return JSONResponse(completion.reply(answer), headers=headers)
 
 
 def _streamed(
@@ -403,148 +398,6 @@ def _unstored_reply(body: ChatCompletionIn, text: str, settings: Settings) -> Re
     return _streamed(body, completion, queue, settings)
 
 
-@dataclass(frozen=True)
-class _Transcript:
-    """A request's chat as it is matched with stored conversations: its user and
-    assistant messages before the question (``earlier``), each as ``(role, text)`` with
-    its whitespace collapsed, and the question. Its hash with the answer stored
-    (:meth:`with_answer`) is what the next request's earlier messages hash to
-    (:meth:`earlier_hash`) when the client resends the chat as it got it."""
-
-    earlier: tuple[tuple[str, str], ...]
-    question: str
-
-    @classmethod
-    def of(cls, body: ChatCompletionIn) -> _Transcript:
-        """The chat of a request whose last user or assistant message is its question
-        (:func:`_history_from_messages` has checked that)."""
-        chat = [
-            (m.role, _normalised(_text(m.content)))
-            for m in body.messages
-            if m.role in ("user", "assistant")
-        ]
-        return cls(earlier=tuple(chat[:-1]), question=chat[-1][1])
-
-    def earlier_hash(self) -> str:
-        """The hash of the chat before the question."""
-        return _chat_hash(self.earlier)
-
-    def with_answer(self, answer: str) -> str:
-        """The hash of the chat once ``answer`` has answered the question."""
-        return _chat_hash(
-            (*self.earlier, ("user", self.question), ("assistant", _normalised(answer)))
-        )
-
-
-def _normalised(text: str) -> str:
-    """``text`` with its whitespace collapsed: a client may trim or re-wrap what it
-    resends."""
-    return " ".join(text.split())
-
-
-def _chat_hash(chat: tuple[tuple[str, str], ...]) -> str:
-    """A SHA-256 of the ``(role, text)`` messages, in order."""
-    return hashlib.sha256(json.dumps(chat, ensure_ascii=False).encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class _Named:
-    """A conversation a request names: its id (a canonical UUID), and where (``param``:
-    ``metadata.conversation_id`` or the ``X-Conversation-Id`` header)."""
-
-    id: str
-    param: str
-
-
-def _named_conversation(body: ChatCompletionIn, header: str | None) -> _Named | None:
-    """The conversation the request names (``metadata.conversation_id``, or the
-    ``X-Conversation-Id`` header); None when it names none. A 400 for an id that is not
-    a UUID, or two that differ."""
-    metadata = (body.model_extra or {}).get("metadata")
-    in_body = metadata.get("conversation_id") if isinstance(metadata, dict) else None
-    named: dict[str, object] = {
-        p: v
-        for p, v in (("metadata.conversation_id", in_body), (CONVERSATION_HEADER, header))
-        if v is not None and v != ""
-    }
-    ids: list[_Named] = []
-    for param, value in named.items():
-        if not isinstance(value, str) or not is_uuid(value):
-            raise InvalidRequest(
-                f"{param}: {shown(str(value))} is not a conversation id (a UUID, as "
-                "`conversation_id` in a reply gives it)",
-                param=param,
-                code="invalid_value",
-            )
-        ids.append(_Named(str(uuid.UUID(value)), param))
-    if len({n.id for n in ids}) > 1:
-        raise InvalidRequest(
-            f"metadata.conversation_id and {CONVERSATION_HEADER} name different "
-            "conversations; name one",
-            param="metadata.conversation_id",
-            code="invalid_value",
-        )
-    return ids[0] if ids else None
-
-
-async def _continued(
-    db: Database, workspace: str, named: _Named | None, transcript: _Transcript
-) -> str | None:
-    """The conversation the request continues: the one it names (a 404 when that is no
-    conversation of the workspace), else the one whose chat its earlier messages are;
-    None for a new one."""
-    if named is not None:
-        if not await db.conversation_exists(workspace, named.id):
-            raise InvalidRequest(
-                f"{named.param}: conversation {shown(named.id)} not found in this workspace",
-                param=named.param,
-                code="conversation_not_found",
-                status_code=404,
-            )
-        return named.id
-    if not transcript.earlier:
-        return None
-    return await db.conversation_of_transcript(workspace, transcript.earlier_hash())
-
-
-async def _history_sent(
-    services: Services, context: Context, conversation_id: str, sent: list[HistoryTurn]
-) -> list[HistoryTurn] | None:
-    """The history the continued conversation's turn reads: None (its stored turns,
-    whose cited documents guide a follow-up's search) when they are the history the
-    request sends, chit-chat before them aside, or when it sends none (only the new
-    message, to a conversation it names); else the request's (``sent``)."""
-    if not sent:
-        return None
-    stored = await services.db.recent_turns(
-        workspace_id=context.workspace_id,
-        conversation_id=conversation_id,
-        limit=context.history_turns,
-    )
-    pairs = [(_normalised(t.question), _normalised(t.answer[:MAX_MESSAGE_CHARS])) for t in stored]
-    sent_pairs = [(_normalised(h["question"]), _normalised(h["answer"])) for h in sent]
-    cut = len(sent_pairs) - len(pairs)  # the messages sent before the stored turns
-    if not pairs or cut < 0 or sent_pairs[cut:] != pairs:
-        return sent
-    window_full = len(pairs) >= context.history_turns
-    if not window_full and not all(is_chit_chat(q) for q, _ in sent_pairs[:cut]):
-        return sent
-    return None
-
-
-async def _remember(
-    services: Services, workspace: str, conversation_id: str, transcript_hash: str
-) -> None:
-    """Remember the chat answered in the conversation, for its next request to find it;
-    a failure is logged, not the reply's (that next request starts a new one)."""
-    try:
-        await services.db.remember_transcript(workspace, conversation_id, transcript_hash)
-    except Exception:
-        log.warning(
-            "remembering the chat of conversation %s failed", conversation_id, exc_info=True
-        )
-
-
 async def _start_counted(
     runner: TurnRunner,
     conversation_id: str,
@@ -580,7 +433,7 @@ class _Completion:
     """The turn's LLM usage (:func:`usage_of`)."""
     remember: Callable[[str], Awaitable[None]] | None = None
     """Called with the stored answer before the stream's last chunks go out: the chat
-    answered is remembered (:func:`_remember`) before the client can send its next
+    answered is remembered (:func:`remember_chat`) before the client can send its next
     message."""
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
@@ -726,60 +579,3 @@ def _refuse_unsupported(body: ChatCompletionIn) -> None:
             param=param,
             code="unsupported_value",
         )
-
-
-def _text(content: str | list[dict[str, Any]] | None) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
-
-
-def _history_from_messages(body: ChatCompletionIn) -> tuple[list[HistoryTurn], str]:
-    """(history, question): the last user message is the question; the history is the
-    last 5 user/assistant pairs before it, the window a stored conversation gets by
-    default (``Context.history_turns``), each text cut to :data:`MAX_MESSAGE_CHARS` as a
-    stored question is (a client may resend a long pasted text with every request).
-    System, developer and tool messages are not read."""
-    convo = [
-        (i, m.role, _text(m.content))
-        for i, m in enumerate(body.messages)
-        if m.role in ("user", "assistant")
-    ]
-    if not convo or convo[-1][1] != "user":
-        raise InvalidRequest(
-            "messages: the last user or assistant message must be a user message (the "
-            "question to answer)",
-            param="messages",
-            code="invalid_value",
-        )
-    index, _, text = convo.pop()
-    question = text.strip()
-    if not question or len(question) > MAX_MESSAGE_CHARS:
-        got = f"{len(question)} characters" if question else "no text"
-        raise InvalidRequest(
-            f"messages[{index}].content: the question must have 1 to {MAX_MESSAGE_CHARS} "
-            f"characters of text, it has {got}",
-            param=f"messages[{index}].content",
-            code="string_above_max_length" if question else "invalid_value",
-        )
-    turns: list[HistoryTurn] = []
-    pending: str | None = None
-    for _, role, text in convo[-10:]:
-        text = text[:MAX_MESSAGE_CHARS]
-        if role == "user":
-            pending = text
-        elif pending is not None:
-            turns.append(
-                HistoryTurn(
-                    turn_number=len(turns) + 1,
-                    question=pending,
-                    answer=text,
-                    contextualized_query=None,
-                    entities=extract_entities(text),
-                    cited_document_ids=[],
-                )
-            )
-            pending = None
-    return turns[-5:], question
