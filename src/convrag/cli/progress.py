@@ -130,7 +130,9 @@ class IngestProgress:
     def __init__(self, bar: Progress | _LogProgress, documents: int) -> None:
         self.bar = bar
         self._documents = bar.add_task("documents", total=documents)
-        self._chunks = bar.add_task("chunks embedded", total=None)
+        self._chunks: TaskID | None = None
+        """Added at the first chunks counted: its clock (and so its rate) starts there, not
+        while the ingest process loads its model."""
         self._seen: dict[str, tuple[int, int]] = {}
         self._done = 0
         self._total = 0
@@ -146,4 +148,6 @@ class IngestProgress:
             self._seen.pop(document_id, None)
         self._done += done - was_done
         self._total += total - was_total
+        if self._chunks is None:
+            self._chunks = self.bar.add_task("chunks embedded", total=self._total)
         self.bar.update(self._chunks, completed=self._done, total=self._total)
