@@ -11,12 +11,16 @@ CPU priority, the default) or ``thread`` (this process).
 
     python benchmarks/ingest_chat.py --streams 8 --out bench-out/ingest-chat-8.json
     python benchmarks/ingest_chat.py --streams 8 --nice 19 --out bench-out/ingest-chat-19.json
+
+``--hogs N`` also ingests them beside N busy processes at the service's priority (other
+load on the machine, which the ingest child's old idle priority starved it behind).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import sys
 import tempfile
 import time
@@ -56,6 +60,26 @@ async def _streams(
     return out
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
+async def _beside_hogs(services: Services, docs: list[SourceDocument], hogs: int) -> float:
+    """Chunks per second of ingesting ``docs`` while ``hogs`` processes (at the service's
+    priority) keep a core busy each: other load on the machine, which idle priority
+    starved the ingest behind."""
+    procs = [multiprocessing.get_context("spawn").Process(target=_spin) for _ in range(hogs)]
+    for p in procs:
+        p.start()
+    try:
+        return await _ingest(services, "hogs", docs)
+    finally:
+        for p in procs:
+            p.terminate()
+            p.join()
+
+
 async def _ingest(services: Services, workspace: str, docs: list[SourceDocument]) -> float:
     """Chunks per second of ingesting ``docs`` into ``workspace``."""
     t0 = time.perf_counter()
@@ -64,7 +88,7 @@ async def _ingest(services: Services, workspace: str, docs: list[SourceDocument]
 
 
 async def run(
-    mode: Mode, passages: int, idle_turns: int, streams: int, nice: int
+    mode: Mode, passages: int, idle_turns: int, streams: int, nice: int, hogs: int
 ) -> dict[str, object]:
     data = Path(tempfile.mkdtemp(prefix="cv-ingest-chat-"))
     settings = Settings(data_dir=data, ingest_embedding=mode, ingest_nice=nice)
@@ -92,6 +116,7 @@ async def run(
         ingest = asyncio.get_running_loop().create_task(_ingest(bot.services, "beside", docs))
         busy = await _streams(turn, streams, lambda _: ingest.done())
         beside = await ingest
+        hogged = await _beside_hogs(bot.services, docs, hogs) if hogs else None
     idle_s, busy_s = stats(idle), stats(busy)
     return {
         "mode": mode,
@@ -101,6 +126,8 @@ async def run(
         "ingest_chunks_per_s_alone": round(alone, 2),
         "ingest_chunks_per_s_beside_chat": round(beside, 2),
         "ingest_rate_ratio": round(beside / alone, 2),
+        "hogs": hogs,
+        "ingest_chunks_per_s_beside_hogs": None if hogged is None else round(hogged, 2),
         "chat_idle_ms": idle_s,
         "chat_during_ingest_ms": busy_s,
         "p95_ratio": round(busy_s["p95"] / idle_s["p95"], 2),
@@ -114,9 +141,14 @@ def main() -> None:
     parser.add_argument("--idle-turns", type=int, default=40)
     parser.add_argument("--streams", type=int, default=8, help="chat conversations at once")
     parser.add_argument("--nice", type=int, default=5, help="INGEST_NICE (0-19)")
+    parser.add_argument(
+        "--hogs", type=int, default=0, help="also ingest beside this many busy processes"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    result = run(cast(Mode, args.mode), args.passages, args.idle_turns, args.streams, args.nice)
+    result = run(
+        cast(Mode, args.mode), args.passages, args.idle_turns, args.streams, args.nice, args.hogs
+    )
     report(asyncio.run(result), args.out)
 
 
