@@ -50,11 +50,12 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
 
     texts = ["Every employee gets 25 days of annual leave.", "The meal allowance is 60 euros."]
     local = get_embedder(Settings()).embed(texts)
-    async with ProcessEmbedder.open(LOCAL_MODEL, 64, threads=2) as bulk:
+    async with ProcessEmbedder.open(LOCAL_MODEL, 64, threads=2, niceness=7) as bulk:
         child = await bulk.embed(texts)
-        # chat's threads go first (19 is the lowest priority there is)
-        assert await bulk.run(os.nice, 0) == min(19, os.nice(0) + 10)
-        assert await bulk.run(os.sched_getscheduler, 0) == os.SCHED_IDLE
+        # chat's threads go first (19 is the lowest priority there is), but the child has
+        # a share of a busy core: not the idle policy, which any other load starved
+        assert await bulk.run(os.nice, 0) == min(19, os.nice(0) + 7)
+        assert await bulk.run(os.sched_getscheduler, 0) == os.SCHED_OTHER
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
 

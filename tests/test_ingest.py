@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,13 @@ from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
     DocumentBusy,
+    IngestPace,
     IngestStopped,
     accept_upload,
     delete_document,
     embedding_input,
     ingest_documents,
+    ingest_pace,
     reindex_workspace,
     reread_workspace,
     resume_stopped_uploads,
@@ -275,8 +277,90 @@ async def test_a_processing_document_shows_its_progress_until_it_is_ready(
         workspace, doc_id, "upload:big.md", status="processing"
     )
     await services.db.set_document_progress(workspace, doc_id, 40, 130)
+    first = await services.db.get_document(workspace, doc_id)
+    await services.db.set_document_progress(workspace, doc_id, 60, 130)
     row = await services.db.get_document(workspace, doc_id)
-    assert row is not None and (row["n_chunks"], row["chunks_total"]) == (40, 130)
+    assert first is not None and row is not None
+    assert (row["n_chunks"], row["chunks_total"]) == (60, 130)
+    # The clock starts at the first report, with the chunks a resumed ingest had then.
+    assert row["progress_started_at"] == first["progress_started_at"] is not None
+    assert row["progress_started_chunks"] == 40
+    assert row["progress_at"] >= first["progress_at"]
+    await services.db.upsert_document_status(
+        workspace, doc_id, "upload:big.md", status="processing"
+    )
+    again = await services.db.get_document(workspace, doc_id)
+    assert again is not None and again["progress_started_at"] is None  # a new ingest
+
+
+async def test_an_uploads_chunks_move_in_its_row_slice_by_slice_and_its_pace_is_kept(
+    services: Services, workspace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
+    stored = services.db.set_document_progress
+    seen: list[tuple[int, int]] = []
+
+    async def progress(workspace_id: str, document_id: str, done: int, total: int) -> None:
+        await stored(workspace_id, document_id, done, total)
+        row = await services.db.get_document(workspace_id, document_id)
+        assert row is not None
+        seen.append((row["n_chunks"], row["chunks_total"]))
+
+    monkeypatch.setattr(services.db, "set_document_progress", progress)
+    (doc_id,) = await accept_upload(services, workspace, "rules.txt", _long_text(300).encode())
+    await services.drain()
+    row = await services.db.get_document(workspace, doc_id)
+    assert row is not None and row["status"] == "ready"
+    total = row["n_chunks"]
+    assert total > 8 and seen[0] == (0, total) and seen[-1] == (total, total)
+    assert len(seen) >= total // 4  # a report per slice, the row moving each time
+    assert row["progress_started_at"] is not None and row["progress_at"] is not None
+    pace = ingest_pace(row, datetime.now(UTC))
+    assert pace.chunks_per_s is not None and pace.chunks_per_s > 0 and pace.eta_s == 0.0
+
+
+def _row(status: str, done: int, total: int, started: int, *, at_s: float) -> dict[str, Any]:
+    """A document row whose ingest began at ``T0`` with ``started`` chunks done, and last
+    reported ``done`` of ``total`` at ``T0 + at_s``."""
+    return {
+        "status": status,
+        "n_chunks": done,
+        "chunks_total": total,
+        "progress_started_chunks": started,
+        "progress_started_at": T0,
+        "progress_at": T0 + timedelta(seconds=at_s),
+    }
+
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_ingest_pace_counts_a_running_ingests_rate_up_to_now_and_its_estimate_from_it() -> None:
+    # 100 chunks in 50 s (resumed from 20): 2 chunks/s, 200 left: 100 s.
+    pace = ingest_pace(_row("processing", 120, 320, 20, at_s=40), T0 + timedelta(seconds=50))
+    assert pace == IngestPace(2.0, 100.0)
+    # Waiting with nothing new: the rate falls and the estimate grows.
+    later = ingest_pace(_row("processing", 120, 320, 20, at_s=40), T0 + timedelta(seconds=100))
+    assert later == IngestPace(1.0, 200.0)
+
+
+def test_ingest_pace_of_a_finished_ingest_is_its_whole_rate_and_no_time_left() -> None:
+    pace = ingest_pace(_row("ready", 300, 300, 0, at_s=150), T0 + timedelta(days=1))
+    assert pace == IngestPace(2.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"status": "ready", "n_chunks": 5, "chunks_total": 5},  # a CLI ingest: no clock
+        _row("failed", 10, 300, 0, at_s=5),
+        _row("processing", 0, 300, 0, at_s=0),  # nothing embedded yet
+    ],
+)
+def test_ingest_pace_is_unknown_without_a_clock_an_embedded_chunk_or_for_a_failure(
+    row: dict[str, Any],
+) -> None:
+    assert ingest_pace(row, T0 + timedelta(seconds=10)) == IngestPace()
 
 
 async def _record_model(services: Services, workspace: str, model: str) -> None:

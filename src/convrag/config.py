@@ -132,6 +132,18 @@ class Settings(BaseSettings):
         "lower CPU priority, so chat gets the cores first. Unset: every core this process "
         "may use.",
     )
+    ingest_nice: int = Field(
+        default=5,
+        ge=0,
+        le=19,
+        validation_alias=AliasChoices("INGEST_NICE", "ingest_nice"),
+        description="How much lower than the service's the ingest child's CPU priority is "
+        "(a nice value added to the service's): a bounded share, not idle priority, so "
+        "that chat turns come first but other load does not starve ingest. Linux weighs "
+        "nice 5 at about a third of nice 0: on a core a chat thread and an ingest thread "
+        "both want, chat keeps about 75% and ingest gets about 25% (nice 0: half each; 10: "
+        "about 90/10; 19: about 98.5/1.5, near the idle priority that starved it).",
+    )
     ingest_embedding: Literal["process", "thread"] = Field(
         default="process",
         validation_alias=AliasChoices("INGEST_EMBEDDING", "ingest_embedding"),

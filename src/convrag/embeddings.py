@@ -375,10 +375,10 @@ def _child_start(model: str, batch_size: int, niceness: int, threads: int, paren
     # child stops (after the batch in hand), rather than getting a KeyboardInterrupt back
     # as the batch's result.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Set before the model loads, so that ONNX's worker threads inherit it. A nice value,
+    # not SCHED_IDLE: idle priority gave ingest only what the service left, so any other
+    # load starved it (see ``INGEST_NICE``).
     os.nice(niceness)
-    if hasattr(os, "SCHED_IDLE"):
-        # Set before the model loads, so that ONNX's worker threads inherit it.
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     _CHILD = _load_local(model.removeprefix("local:"), batch_size, threads)
 
 
@@ -462,12 +462,12 @@ class ProcessEmbedder:
     a large ingest batch made each question wait for it (chat latency went from 0.1 to
     3.5 s during an ingest). The child has its own session and runs at ``niceness``, so
     a question's embedding never waits for ingest and gets the cores first. It runs
-    ``threads`` ONNX threads (``INGEST_THREADS``) under Linux's ``SCHED_IDLE`` policy
-    (elsewhere at ``niceness``): the scheduler gives it only the time the service's own
-    threads leave, so it may use every core while the chat is idle. On 2 cores two
-    threads ingest 1.7x faster than one, and the chat's p95 during an ingest stays the
-    same (``benchmarks/ingest_chat.py``). The child starts at the first bulk call (about
-    2 s: it loads the model).
+    ``threads`` ONNX threads (``INGEST_THREADS``), ``niceness`` (``INGEST_NICE``) below
+    the service: a bounded share of a busy core (Linux's scheduler weighs nice 5 at a
+    third of nice 0, so a chat thread keeps three quarters of a core it shares), and
+    every core while the chat is idle. It used to run under ``SCHED_IDLE``, which gives
+    only the time everything else leaves: any other load on the machine starved it. The
+    child starts at the first bulk call (about 2 s: it loads the model).
 
     :meth:`read` runs in a second, lighter child (no model, normal priority): an
     upload's file is read before its 202, and that read must not wait for the ingest
@@ -480,7 +480,7 @@ class ProcessEmbedder:
         batch_size: int,
         *,
         threads: int = 1,
-        niceness: int = 10,
+        niceness: int = 5,
         records: ChildRecords | None = None,
     ) -> None:
         if threads < 1:
@@ -533,7 +533,13 @@ class ProcessEmbedder:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, model: str, batch_size: int, *, threads: int = 1, pid_dir: Path | None = None
+        cls,
+        model: str,
+        batch_size: int,
+        *,
+        threads: int = 1,
+        niceness: int = 5,
+        pid_dir: Path | None = None,
     ) -> AsyncIterator[ProcessEmbedder]:
         """A bulk embedder whose child stops when the block ends: after the call in hand
         when the block ends as it should (a shutdown has waited for its ingest), at once
@@ -552,7 +558,7 @@ class ProcessEmbedder:
                     "stopped the ingest processes %s that a crashed convrag process left running",
                     reaped,
                 )
-        embedder = cls(model, batch_size, threads=threads, records=records)
+        embedder = cls(model, batch_size, threads=threads, niceness=niceness, records=records)
         try:
             yield embedder
         except BaseException:

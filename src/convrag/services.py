@@ -205,6 +205,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
                     settings.embedding_model,
                     settings.embedding_batch_size,
                     threads=settings.effective_ingest_threads,
+                    niceness=settings.ingest_nice,
                     pid_dir=settings.data_dir / INGEST_PIDS,
                 )
             )

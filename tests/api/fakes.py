@@ -419,13 +419,17 @@ class FakeDatabase:
             row["metadata"] = metadata or {}
             self.documents[document_id] = row
         row.update(status=status, title=title, error=error, updated_at=at)
+        row.update(progress_started_at=None, progress_at=None)
         row["upload_path"] = upload_path or row["upload_path"]
 
     async def set_document_progress(
         self, workspace_id: str, document_id: str, done: int, total: int
     ) -> None:
         if (row := self._document(workspace_id, document_id)) is not None:
-            row.update(n_chunks=done, chunks_total=total)
+            at = self.now()
+            if row["progress_started_at"] is None:
+                row.update(progress_started_at=at, progress_started_chunks=done)
+            row.update(n_chunks=done, chunks_total=total, progress_at=at, updated_at=at)
 
     async def mark_stopped(self, workspace_id: str, document_ids: Sequence[str]) -> None:
         pass
@@ -471,6 +475,9 @@ def _document_row(
         "updated_at": at,
         "upload_path": None,
         "interrupted": False,
+        "progress_started_at": None,
+        "progress_started_chunks": 0,
+        "progress_at": None,
     }
 
 

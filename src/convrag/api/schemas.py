@@ -8,7 +8,7 @@ fields by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Annotated, Any, Literal
 
@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from convrag.answering.abstention import Assurance
+from convrag.ingest import ingest_pace
 from convrag.records import SourceOut
 from convrag.stores.conversations import CitedSource
 
@@ -415,12 +416,23 @@ class DocumentOut(BaseModel):
     """Its chunks; while ``processing``, the chunks embedded so far."""
     chunks_total: int = 0
     """How many chunks it has (while ``processing``, 0 until they are counted)."""
+    chunks_per_s: float | None = None
+    """An upload's ingest rate: chunks embedded per second since its embedding began (while
+    ``processing``, up to now; once ``ready``, the whole ingest's). None until its first
+    slice is embedded, for a failed upload, and for a document ingested by the CLI."""
+    eta_s: float | None = None
+    """Seconds the rest of a ``processing`` upload should take at ``chunks_per_s``; 0 once
+    ``ready``; None where the rate is unknown."""
     created_at: datetime
     updated_at: datetime
 
     @model_validator(mode="before")
     @classmethod
-    def _shown_source(cls, row: Any) -> Any:
+    def _from_row(cls, row: Any) -> Any:
+        """The row's shown source and its ingest's pace (:func:`ingest_pace`), now."""
+        if isinstance(row, Mapping) and "chunks_per_s" not in row:
+            pace = ingest_pace(row, datetime.now(UTC))
+            row = {**row, "chunks_per_s": pace.chunks_per_s, "eta_s": pace.eta_s}
         return shown_source(row)
 
 

@@ -148,13 +148,13 @@ async def ingest_read(
     bar; with ``prune_roots``, delete the documents read from files under them that are
     gone. Returns the report ``convrag ingest`` prints, and the (id, path) of the
     documents still answered from whose files no longer exist."""
-    from convrag.cli.progress import progress_bar
+    from convrag.cli.progress import IngestProgress, progress_bar
     from convrag.ingest import ingest_documents, missing_files, prune_missing_files
 
-    with progress_bar("documents", quiet=quiet) as bar:
-        task = bar.add_task("ingest", total=len(docs))
+    with progress_bar(quiet=quiet) as bar:
+        shown = IngestProgress(bar, len(docs))
         report = await ingest_documents(
-            services, workspace, docs, progress=lambda n: bar.advance(task, n)
+            services, workspace, docs, progress=shown.documents, chunk_progress=shown.chunks
         )
     result = report.as_json()
     gone = await missing_files(services, workspace)

@@ -10,10 +10,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from convrag.cli.base import err
 
@@ -71,16 +75,36 @@ class _LogProgress:
         share = f" ({100 * task.done / task.total:.0f}%)" if task.total else ""
         elapsed = time.monotonic() - task.started
         print(
-            f"{task.description}: {task.done:.0f}{of}{self.unit}{share}, {elapsed:.0f} s",
+            f"{task.description}: {task.done:.0f}{of}{self.unit}{share}, {elapsed:.0f} s"
+            f"{_pace(task.done, task.total, elapsed)}",
             file=sys.stderr,
             flush=True,
         )
         task.printed_at, task.printed_done = time.monotonic(), task.done
 
 
+def _pace(done: float, total: float | None, elapsed: float) -> str:
+    """ ", 2.5/s, about 40 s left" of work ``done`` of ``total`` in ``elapsed`` seconds:
+    its rate so far, and the rest's time at that rate (none while nothing is done)."""
+    if done <= 0 or elapsed <= 0:
+        return ""
+    rate = done / elapsed
+    left = f", about {(total - done) / rate:.0f} s left" if total and total > done else ""
+    return f", {rate:.3g}/s{left}"
+
+
+class _RateColumn(ProgressColumn):
+    """A task's rate (rich's ``Task.speed``: over its last 30 s), as "12.5/s"."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.3g}/s", style="progress.data.speed")
+
+
 def progress_bar(unit: str = "", *, quiet: bool = False) -> Progress | _LogProgress:
     """Progress on stderr for long work, each task labelled by its description: a live
-    bar on a terminal, periodic lines elsewhere."""
+    bar on a terminal, periodic lines elsewhere; each with its rate and the time its rest
+    should take at that rate."""
     if not err.is_terminal and not quiet:
         return _LogProgress(unit)
     return Progress(
@@ -88,7 +112,42 @@ def progress_bar(unit: str = "", *, quiet: bool = False) -> Progress | _LogProgr
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(unit),
+        _RateColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err,
         disable=quiet,
     )
+
+
+class IngestProgress:
+    """An ingest's progress on a :func:`progress_bar`: documents done, and chunks embedded
+    of those counted so far (a batch's documents are counted once they are chunked, so
+    the total grows batch by batch; one large file shows its chunks moving long before
+    its document is done). :meth:`documents` and :meth:`chunks` are the callbacks of
+    :func:`convrag.ingest.ingest_documents`."""
+
+    def __init__(self, bar: Progress | _LogProgress, documents: int) -> None:
+        self.bar = bar
+        self._documents = bar.add_task("documents", total=documents)
+        self._chunks: TaskID | None = None
+        """Added at the first chunks counted: its clock (and so its rate) starts there, not
+        while the ingest process loads its model."""
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._done = 0
+        self._total = 0
+
+    def documents(self, n: int) -> None:
+        self.bar.advance(self._documents, n)
+
+    async def chunks(self, document_id: str, done: int, total: int) -> None:
+        was_done, was_total = self._seen.get(document_id, (0, 0))
+        if done < total:
+            self._seen[document_id] = (done, total)
+        else:  # done: it reports no more
+            self._seen.pop(document_id, None)
+        self._done += done - was_done
+        self._total += total - was_total
+        if self._chunks is None:
+            self._chunks = self.bar.add_task("chunks embedded", total=self._total)
+        self.bar.update(self._chunks, completed=self._done, total=self._total)

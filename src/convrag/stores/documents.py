@@ -215,7 +215,7 @@ class DocumentStore(PooledStore):
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (workspace_id, source) DO UPDATE
                SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
-                   title = EXCLUDED.title,
+                   title = EXCLUDED.title, progress_started_at = NULL, progress_at = NULL,
                    upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
                    updated_at = now()""",
             (
@@ -271,11 +271,17 @@ class DocumentStore(PooledStore):
     async def set_document_progress(
         self, workspace_id: str, document_id: str, done: int, total: int
     ) -> None:
-        """Record how many of a processing document's chunks are embedded so far."""
+        """Record how many of a processing document's chunks are embedded so far; the
+        first report of an ingest starts its clock (``progress_started_at``, with the chunks
+        done then), each one moves ``progress_at`` (see :func:`convrag.ingest.ingest_pace`)."""
         await self.execute(
-            """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now()
+            """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now(),
+                      progress_started_chunks = CASE WHEN progress_started_at IS NULL
+                          THEN %s ELSE progress_started_chunks END,
+                      progress_started_at = coalesce(progress_started_at, now()),
+                      progress_at = now()
                WHERE workspace_id = %s AND id = %s AND status = 'processing'""",
-            (done, total, workspace_id, document_id),
+            (done, total, done, workspace_id, document_id),
         )
 
     async def kept_vectors(
@@ -343,7 +349,11 @@ class DocumentStore(PooledStore):
                    SET title = EXCLUDED.title, content_hash = EXCLUDED.content_hash,
                        metadata = EXCLUDED.metadata, status = 'ready', error = NULL,
                        n_chunks = EXCLUDED.n_chunks, chunks_total = EXCLUDED.chunks_total,
-                       updated_at = now()""",
+                       updated_at = now(),
+                       progress_at = CASE WHEN documents.status = 'processing'
+                           AND documents.progress_started_at IS NOT NULL THEN now() END,
+                       progress_started_at = CASE WHEN documents.status = 'processing'
+                           THEN documents.progress_started_at END""",
                 [
                     (
                         d.document_id,

@@ -186,4 +186,11 @@ MIGRATIONS: list[str] = [
         embedding BYTEA NOT NULL,
         PRIMARY KEY (document_id, input_hash)
     )""",
+    # An upload's ingest pace: when its embedding began (its first progress report), how
+    # many chunks were embedded then (a resumed ingest starts past 0), and its latest
+    # progress (the end, once ready). NULL: no upload ingest recorded (a CLI ingest).
+    """ALTER TABLE documents
+        ADD COLUMN progress_started_at TIMESTAMPTZ,
+        ADD COLUMN progress_started_chunks INTEGER NOT NULL DEFAULT 0,
+        ADD COLUMN progress_at TIMESTAMPTZ""",
 ]

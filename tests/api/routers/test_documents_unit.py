@@ -166,9 +166,40 @@ async def test_a_document_reads_as_its_row_with_its_ingest_status(
         "error",
         "n_chunks",
         "chunks_total",
+        "chunks_per_s",
+        "eta_s",
         "created_at",
         "updated_at",
     }
+    assert (body["chunks_per_s"], body["eta_s"]) == (None, None)
+
+
+async def test_an_uploads_row_gives_its_ingest_rate_and_estimate_running_and_finished(
+    api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
+) -> None:
+    now = datetime.now(UTC)
+    running = stack.db.add_document("acme", "upload:big.pdf", status="processing")
+    stack.db.documents[running].update(
+        n_chunks=64,
+        chunks_total=256,
+        progress_started_at=now - timedelta(seconds=3600),
+        progress_started_chunks=0,
+        progress_at=now - timedelta(seconds=60),
+    )
+    finished = stack.db.add_document("acme", "upload:small.md")
+    stack.db.documents[finished].update(
+        n_chunks=100,
+        chunks_total=100,
+        progress_started_at=now - timedelta(hours=2, seconds=50),
+        progress_started_chunks=0,
+        progress_at=now - timedelta(hours=2),
+    )
+    run = (await api.get(f"/v1/documents/{running}", headers=auth)).json()
+    done = (await api.get(f"/v1/documents/{finished}", headers=auth)).json()
+    # 64 chunks in about an hour; 192 left at that rate: about three hours.
+    assert 0 < run["chunks_per_s"] <= 64 / 3600 + 0.001
+    assert 3 * 3600 - 60 <= run["eta_s"] <= 3 * 3600 * 1.01
+    assert (done["chunks_per_s"], done["eta_s"]) == (2.0, 0.0)
 
 
 async def test_another_workspaces_unknown_or_malformed_document_ids_get_the_same_404(

@@ -660,12 +660,28 @@
     return name || "Untitled document";
   }
 
+  /** About how long `seconds` is, as a person would say it: "40 s", "3 min", "2 h 5 min". */
+  function roughDuration(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return `${s} s`;
+    const minutes = Math.round(s / 60);
+    if (minutes < 60) return `${minutes} min`;
+    const rest = minutes % 60;
+    return `${Math.floor(minutes / 60)} h${rest ? ` ${rest} min` : ""}`;
+  }
+
+  /** A processing document's progress: "N of M chunks, about T left" once its chunks are
+   * counted and its ingest's rate known (`eta_s`), else the chunks embedded so far. */
+  function ingestProgress(doc) {
+    if (!doc.chunks_total) return `${doc.n_chunks} chunks embedded`;
+    const left = doc.eta_s == null ? "" : `, about ${roughDuration(doc.eta_s)} left`;
+    return `${doc.n_chunks} of ${doc.chunks_total} chunks${left}`;
+  }
+
   function documentState(doc) {
     switch (doc.status) {
-      case "processing": {
-        const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
-        return `processing: ${doc.n_chunks}${of} chunks embedded`;
-      }
+      case "processing":
+        return `processing: ${ingestProgress(doc)}`;
       case "ready":
         return `ready, ${doc.n_chunks} chunk${doc.n_chunks === 1 ? "" : "s"}`;
       case "failed":
@@ -1845,8 +1861,7 @@
       const name = doc.title || file.name;
       refreshDocuments().catch(() => {});
       while (doc.status === "processing") {
-        const of = doc.chunks_total ? ` of ${doc.chunks_total}` : "";
-        show("processing", `${name}: processing, ${doc.n_chunks}${of} chunks embedded…`, doc.n_chunks);
+        show("processing", `${name}: processing, ${ingestProgress(doc)}…`, doc.n_chunks);
         updateDocument(doc);
         await sleep(500);
         doc = await (await api(`v1/documents/${encodeURIComponent(doc.id)}`)).json();
