@@ -20,19 +20,17 @@ from convrag.ingest import (
     DocumentBusy,
     IngestPace,
     IngestStopped,
-    accept_upload,
     delete_document,
     embedding_input,
     ingest_documents,
     ingest_pace,
     reindex_workspace,
-    reread_workspace,
-    resume_stopped_uploads,
 )
 from convrag.search import HybridSearcher
 from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import STOPPED_DOCUMENT
+from convrag.uploads import accept_upload, reread_workspace, resume_stopped_uploads
 from tests.documents.samples import pdf_bytes, write
 
 EMPLOYEE = (

@@ -65,10 +65,10 @@ from convrag.api.turns import STOP_CHANNEL, TurnRunner
 from convrag.assistant import Assistant, open_assistant, out_of_disk
 from convrag.config import Settings
 from convrag.conversations import sweep_periodically
-from convrag.ingest import resume_stopped_uploads
 from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.notices import Listener
+from convrag.uploads import resume_stopped_uploads
 
 log = logging.getLogger(__name__)
 

@@ -149,7 +149,8 @@ async def ingest_read(
     gone. Returns the report ``convrag ingest`` prints, and the (id, path) of the
     documents still answered from whose files no longer exist."""
     from convrag.cli.progress import IngestProgress, progress_bar
-    from convrag.ingest import ingest_documents, missing_files, prune_missing_files
+    from convrag.ingest import ingest_documents
+    from convrag.uploads import missing_files, prune_missing_files
 
     with progress_bar(quiet=quiet) as bar:
         shown = IngestProgress(bar, len(docs))
@@ -235,8 +236,9 @@ def reindex(
     --reread, read the documents' originals again instead: a newer reader's text,
     headings and chunks, without uploading anything again."""
     from convrag.cli.progress import progress_bar
-    from convrag.ingest import reindex_workspace, reread_workspace
+    from convrag.ingest import reindex_workspace
     from convrag.services import open_services
+    from convrag.uploads import reread_workspace
 
     async def go() -> dict[str, Any]:
         async with open_services(get_settings()) as services:

@@ -24,8 +24,9 @@ from convrag.api.schemas import (
     keyed_route_responses,
 )
 from convrag.documents import SUPPORTED, IngestError
-from convrag.ingest import DocumentBusy, accept_upload, delete_document
+from convrag.ingest import DocumentBusy, delete_document
 from convrag.services import Services
+from convrag.uploads import accept_upload
 
 router = APIRouter(tags=["documents"], responses=keyed_route_responses())
 
