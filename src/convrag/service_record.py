@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from convrag.config import Settings
+from convrag.stores.embedded import pid_alive
 
 #: The record's name in the data directory.
 RECORD_NAME = "service.json"
@@ -66,17 +67,6 @@ def local_host(host: str) -> str:
     if host == "::":
         return "[::1]"
     return f"[{host}]" if ":" in host else host
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (also when another user owns it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_record(data_dir: Path) -> ServiceRecord | None:

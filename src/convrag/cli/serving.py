@@ -250,7 +250,7 @@ def stop() -> None:
     import signal
     import time
 
-    from convrag.service_record import pid_alive
+    from convrag.stores.embedded import pid_alive
 
     settings = get_settings()
     record = live_record(settings.data_dir)
