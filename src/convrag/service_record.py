@@ -104,7 +104,10 @@ def live_record(data_dir: Path) -> ServiceRecord | None:
 
 
 def write_record(data_dir: Path, record: ServiceRecord) -> None:
-    """Write ``record`` readable by its owner alone, replacing any other at once."""
+    """Write ``record`` readable by its owner alone, replacing any other at once. The
+    data directory is made first: a service on server stores (``DATABASE_URL``,
+    ``MILVUS_URI``) may start on one that does not exist yet."""
+    data_dir.mkdir(parents=True, exist_ok=True)
     tmp = data_dir / f".{RECORD_NAME}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
