@@ -18,18 +18,16 @@ from convrag.documents import Chunker, IngestError, SourceDocument, load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
     DocumentBusy,
-    IngestPace,
     IngestStopped,
     delete_document,
     embedding_input,
     ingest_documents,
-    ingest_pace,
     reindex_workspace,
 )
 from convrag.search import HybridSearcher
 from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
-from convrag.stores.documents import STOPPED_DOCUMENT
+from convrag.stores.documents import STOPPED_DOCUMENT, IngestPace, ingest_pace
 from convrag.uploads import accept_upload, reread_workspace, resume_stopped_uploads
 from tests.documents.samples import pdf_bytes, write
 

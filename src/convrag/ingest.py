@@ -338,40 +338,6 @@ class _Progress:
             await self.report(document_id, self.done[document_id], self.total[document_id])
 
 
-@dataclass(frozen=True, slots=True)
-class IngestPace:
-    """How fast a document's upload ingest goes: chunks embedded per second since its
-    embedding began, and the seconds it should take still at that rate (0 once ready).
-    None where unknown: no upload ingest recorded (a CLI ingest), nothing embedded yet,
-    or a failed ingest."""
-
-    chunks_per_s: float | None = None
-    eta_s: float | None = None
-
-
-def ingest_pace(row: Mapping[str, Any], now: datetime) -> IngestPace:
-    """The :class:`IngestPace` of a document's row at ``now``, from the progress its ingest
-    stored (:meth:`~convrag.stores.documents.DocumentStore.set_document_progress`).
-
-    While ``processing`` the rate counts up to ``now``, so an ingest that waits (for
-    another workspace's turn, a stopped service) sees its rate fall and its estimate grow
-    rather than an estimate that says "0 s" for minutes; once ``ready`` it is the whole
-    ingest's rate, to its end."""
-    started, last = row.get("progress_started_at"), row.get("progress_at")
-    status = row.get("status")
-    if started is None or last is None or status not in ("processing", "ready"):
-        return IngestPace()
-    done = int(row.get("n_chunks") or 0) - int(row.get("progress_started_chunks") or 0)
-    seconds = ((now if status == "processing" else last) - started).total_seconds()
-    if done <= 0 or seconds <= 0:
-        return IngestPace(eta_s=0.0 if status == "ready" else None)
-    rate = done / seconds
-    if status == "ready":
-        return IngestPace(round(rate, 3), 0.0)
-    left = max(0, int(row.get("chunks_total") or 0) - int(row.get("n_chunks") or 0))
-    return IngestPace(round(rate, 3), round(left / rate, 1))
-
-
 def input_hash(model: str, text: str) -> str:
     """What an embedded input is kept under: its model and its text, hashed."""
     return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()

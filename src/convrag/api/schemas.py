@@ -22,9 +22,9 @@ from pydantic import (
 )
 
 from convrag.answering.abstention import Assurance
-from convrag.ingest import ingest_pace
 from convrag.records import SourceOut
 from convrag.stores.conversations import CitedSource
+from convrag.stores.documents import ingest_pace
 
 MAX_MESSAGE_CHARS = 8000
 MODEL_ID = "convrag"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -273,7 +274,7 @@ class DocumentStore(PooledStore):
     ) -> None:
         """Record how many of a processing document's chunks are embedded so far; the
         first report of an ingest starts its clock (``progress_started_at``, with the chunks
-        done then), each one moves ``progress_at`` (see :func:`convrag.ingest.ingest_pace`)."""
+        done then), each one moves ``progress_at`` (see :func:`ingest_pace`)."""
         await self.execute(
             """UPDATE documents SET n_chunks = %s, chunks_total = %s, updated_at = now(),
                       progress_started_chunks = CASE WHEN progress_started_at IS NULL
@@ -459,3 +460,37 @@ class DocumentStore(PooledStore):
             (workspace_id, pattern, limit),
         )
         return [ChunkRow(**r) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestPace:
+    """How fast a document's upload ingest goes: chunks embedded per second since its
+    embedding began, and the seconds it should take still at that rate (0 once ready).
+    None where unknown: no upload ingest recorded (a CLI ingest), nothing embedded yet,
+    or a failed ingest."""
+
+    chunks_per_s: float | None = None
+    eta_s: float | None = None
+
+
+def ingest_pace(row: Mapping[str, Any], now: datetime) -> IngestPace:
+    """The :class:`IngestPace` of a document's row at ``now``, from the progress its ingest
+    stored (:meth:`DocumentStore.set_document_progress`).
+
+    While ``processing`` the rate counts up to ``now``, so an ingest that waits (for
+    another workspace's turn, a stopped service) sees its rate fall and its estimate grow
+    rather than an estimate that says "0 s" for minutes; once ``ready`` it is the whole
+    ingest's rate, to its end."""
+    started, last = row.get("progress_started_at"), row.get("progress_at")
+    status = row.get("status")
+    if started is None or last is None or status not in ("processing", "ready"):
+        return IngestPace()
+    done = int(row.get("n_chunks") or 0) - int(row.get("progress_started_chunks") or 0)
+    seconds = ((now if status == "processing" else last) - started).total_seconds()
+    if done <= 0 or seconds <= 0:
+        return IngestPace(eta_s=0.0 if status == "ready" else None)
+    rate = done / seconds
+    if status == "ready":
+        return IngestPace(round(rate, 3), 0.0)
+    left = max(0, int(row.get("chunks_total") or 0) - int(row.get("n_chunks") or 0))
+    return IngestPace(round(rate, 3), round(left / rate, 1))
