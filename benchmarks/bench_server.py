@@ -225,10 +225,6 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
     by_class: dict[str, list[float]] = {}
     for t in turns:
         by_class.setdefault(t.classification or "?", []).append(t.ttft_ms or 0.0)
-    nodes: dict[str, list[float]] = {}
-    for t in turns:
-        for k, v in (t.server_timings or {}).items():
-            nodes.setdefault(k, []).append(v)
     return {
         "stub_ttft_ms": stats(stub_ms),
         "service_ttft_ms": stats([t.ttft_ms or 0.0 for t in turns]),
@@ -239,8 +235,17 @@ async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: i
         "service_time_to_rewrite_event_ms": stats([t.rewrite_ms or 0.0 for t in turns]),
         "service_time_to_sources_event_ms": stats([t.sources_ms or 0.0 for t in turns]),
         "service_turn_total_ms": stats([t.total_ms for t in turns]),
-        "server_node_timings_ms": {k: stats(v) for k, v in sorted(nodes.items())},
+        "server_node_timings_ms": node_timings(turns),
     }
+
+
+def node_timings(turns: list[TurnTiming]) -> Json:
+    """Each server timing's statistics over ``turns`` (from their ``done`` events)."""
+    nodes: dict[str, list[float]] = {}
+    for t in turns:
+        for k, v in (t.server_timings or {}).items():
+            nodes.setdefault(k, []).append(v)
+    return {k: stats(v) for k, v in sorted(nodes.items())}
 
 
 MODEL_TIMINGS = ("rewrite_llm", "embed_query", "embed_sentences")
@@ -256,21 +261,25 @@ def model_ms(turn: TurnTiming) -> float:
 
 
 async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: int,
-                              turns_per_conv: int) -> Json:
+                              turns_per_conv: int, rounds: int = 1) -> Json:
+    """``n_convs`` streams at once, each asking ``rounds`` conversations one after another
+    (stream i: MTRAG conversations i, i + n_convs, ...), ``turns_per_conv`` turns each."""
     convs = load_conversations()
     proc = psutil.Process(handle.pid)
+    plan = [[(r * n_convs + i) % len(convs) for r in range(rounds)] for i in range(n_convs)]
     async with _client(n_convs + 8) as client:
-        ids = [await new_conversation(client, handle.base_url, keys[i % len(keys)])
-               for i in range(n_convs)]
+        ids = [[await new_conversation(client, handle.base_url, keys[i % len(keys)])
+                for _ in range(rounds)] for i in range(n_convs)]
         results: list[TurnTiming] = []
 
         async def one(i: int) -> None:
             key = keys[i % len(keys)]
-            for q in convs[i % len(convs)][:turns_per_conv]:
-                t = await sse_turn(client, handle.base_url, key, ids[i], q)
-                results.append(t)
-                if not t.ok:
-                    return
+            for conv_id, c in zip(ids[i], plan[i], strict=True):
+                for q in convs[c][:turns_per_conv]:
+                    t = await sse_turn(client, handle.base_url, key, conv_id, q)
+                    results.append(t)
+                    if not t.ok:
+                        return
 
         proc.cpu_percent()
         with RssSampler(handle.pid) as sampler:
@@ -280,6 +289,8 @@ async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: in
         cpu = proc.cpu_percent()
     ok = [t for t in results if t.ok]
     errors = [t.error for t in results if not t.ok]
+    # A conversation shorter than turns_per_conv asks all it has.
+    asked = sum(min(turns_per_conv, len(convs[c])) for row in plan for c in row)
     # A retrieval over its budget (Context.retrieval_timeout_s, 3.5 s) does not fail the
     # turn: it answers without document sources. Count those turns as degraded.
     budget_ms = Context().retrieval_timeout_s * 1000 * 0.97
@@ -287,18 +298,19 @@ async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: in
                 if (t.server_timings or {}).get("retrieve_vectors", 0) >= budget_ms]
     return {
         "retrieval_timeouts": len(degraded),
-        "conversations": n_convs, "turns_per_conversation": turns_per_conv,
-        "turns_ok": len(ok), "errors": len(errors) + n_convs * turns_per_conv - len(results),
+        "conversations": n_convs, "turns_per_conversation": turns_per_conv, "rounds": rounds,
+        "turns_ok": len(ok), "errors": len(errors) + asked - len(results),
         "error_samples": errors[:5], "wall_s": wall, "turns_per_s": len(ok) / wall,
         "turn_latency_ms": stats([t.total_ms for t in ok]),
         "ttft_ms": stats([t.ttft_ms or 0.0 for t in ok]),
         "server_process_cpu_percent": cpu,
         "server_process_peak_rss_mib": sampler.peak / MiB,
+        "server_node_timings_ms": node_timings(ok),
     }
 
 
 async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
-                      ttft_samples: int, levels: list[int], turns_per_conv: int,
+                      ttft_samples: int, levels: list[int], turns_per_conv: int, rounds: int,
                       want_ttft: bool) -> list[Figure]:
     keys, corpus = await prepare_clapnq(data_dir, passages, real, keys=4)
     conc: dict[int, Json] = {}
@@ -308,8 +320,9 @@ async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
             f"{ttft_samples} sequential turns for TTFT")
         seq = await measure_ttft(handle, stub_url, keys[0], ttft_samples, 3)
         for n in levels:
-            log(f"concurrent_{n}: {n} conversations x {turns_per_conv} turns at once")
-            conc[n] = await measure_concurrency(handle, keys, n, turns_per_conv)
+            log(f"concurrent_{n}: {n} conversations x {turns_per_conv} turns at once, "
+                f"{rounds} after another")
+            conc[n] = await measure_concurrency(handle, keys, n, turns_per_conv, rounds)
     figures: list[Figure] = []
     if want_ttft:
         stub_p50 = seq["stub_ttft_ms"]["p50"]

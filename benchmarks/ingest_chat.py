@@ -88,9 +88,17 @@ async def _ingest(services: Services, workspace: str, docs: list[SourceDocument]
 
 
 async def run(
-    mode: Mode, passages: int, idle_turns: int, streams: int, nice: int, hogs: int
+    mode: Mode,
+    passages: int,
+    idle_turns: int,
+    streams: int,
+    nice: int,
+    hogs: int,
+    data: Path | None = None,
 ) -> dict[str, object]:
-    data = Path(tempfile.mkdtemp(prefix="cv-ingest-chat-"))
+    """The figures above, on the embedded stack under ``data`` (default: a new temporary
+    directory)."""
+    data = data or Path(tempfile.mkdtemp(prefix="cv-ingest-chat-"))
     settings = Settings(data_dir=data, ingest_embedding=mode, ingest_nice=nice)
     questions = load_questions()
     async with open_assistant(settings) as bot:

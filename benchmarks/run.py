@@ -8,14 +8,21 @@ Figures (see benchmarks/README.md for what each measures and its caveats):
   hybrid_search_10k_ms   HybridSearcher.search at 10k synthetic chunks vs numpy brute force
   hybrid_search_100k_ms  the same at 100k chunks (skipped by --quick)
   ingest_throughput      chunks/s of ingest_documents vs the raw embedding model
+  ingest_beside_chat     chunks/s of an ingest while 8 chat streams run vs the same ingest
+                         alone (at least half), and the chat's p95 then vs idle (at most 2x)
   ttft_overhead_ms       time to first token added by the HTTP service over the stub's own
                          (model time, the rewrite's LLM call and the query embedding, apart)
-  concurrent_32          32 streaming conversations at once: turns/s, p95, errors
+  concurrent_16          16 streaming conversations at once: turns/s, p95, errors
+  concurrent_32          32 of them
   concurrent_64          64 of them
   server_rss_100k_mb     server process RSS with 100k chunks indexed (--quick: 10k)
 
 Aliases for --only: turn, search, ingest, ttft, concurrent, rss, service (= ttft +
-concurrent). Each benchmark gets its own embedded PostgreSQL + Milvus Lite under
+concurrent). ``--beside SRC`` runs every selected group a second time on another
+checkout's ``src`` directory (say, a worktree of an earlier revision), right after this
+one's, and reports its figure beside each of this checkout's (the ``beside`` column).
+
+Each benchmark gets its own embedded PostgreSQL + Milvus Lite under
 --data-dir (default: a fresh /tmp/cvb-XXXXXXXX, removed at the end unless --keep-data);
 every server and child process the suite starts is stopped before it exits. Progress goes
 to stderr, the results table to stdout.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import platform
@@ -52,20 +60,22 @@ for _var in DROPPED_ENV:
     os.environ.pop(_var, None)
 
 FIGURES = ("turn_overhead_ms", "hybrid_search_10k_ms", "hybrid_search_100k_ms",
-           "ingest_throughput", "ttft_overhead_ms", "concurrent_32", "concurrent_64",
-           "server_rss_100k_mb")
+           "ingest_throughput", "ingest_beside_chat", "ttft_overhead_ms", "concurrent_16",
+           "concurrent_32", "concurrent_64", "server_rss_100k_mb")
 ALIASES = {
     "turn": ("turn_overhead_ms",),
     "search": ("hybrid_search_10k_ms", "hybrid_search_100k_ms"),
     "hybrid": ("hybrid_search_10k_ms", "hybrid_search_100k_ms"),
-    "ingest": ("ingest_throughput",),
+    "ingest": ("ingest_throughput", "ingest_beside_chat"),
     "ttft": ("ttft_overhead_ms",),
-    "concurrent": ("concurrent_32", "concurrent_64"),
-    "service": ("ttft_overhead_ms", "concurrent_32", "concurrent_64"),
+    "concurrent": ("concurrent_16", "concurrent_32", "concurrent_64"),
+    "service": ("ttft_overhead_ms", "concurrent_16", "concurrent_32", "concurrent_64"),
     "rss": ("server_rss_100k_mb",),
 }
 # Data-dir subfolders; the Postgres socket path under them must stay < 107 bytes.
-SUBDIRS = ("clapnq", "s10k", "s100k", "ingest")
+SUBDIRS = ("clapnq", "s10k", "s100k", "ingest", "ingest-chat")
+BESIDE_DIR = "beside"
+"""The data-dir subfolder of the ``--beside`` runs (each with the subfolders above)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -83,6 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep-data", action="store_true",
                         help="keep the default temporary data dir")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--beside", type=Path, metavar="SRC",
+                        help="also run each selected group on this other checkout's src "
+                             "directory (PYTHONPATH), right after this one's")
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     g = parser.add_argument_group("sizes (defaults depend on --quick)")
     g.add_argument("--clapnq-passages", type=int,
@@ -104,6 +117,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--ttft-samples", type=int, help="sequential turns for TTFT (24 / 48)")
     g.add_argument("--turns-per-conversation", type=int,
                    help="turns per concurrent conversation (default: 2 quick, 3 full)")
+    g.add_argument("--rounds", type=int, default=1,
+                   help="conversations each concurrent stream asks one after another "
+                        "(default: 1; more for a longer, steadier concurrency figure)")
     args = parser.parse_args(argv)
     q = args.quick
     for name, quick, full in (("clapnq_passages", 2000, 0), ("clapnq_real", 300, 2000),
@@ -130,12 +146,13 @@ def _skipped(reason: str) -> Json:
             "skipped": reason}
 
 
-async def run_all(args: argparse.Namespace, data_dir: Path) -> dict[str, Json]:
-    import bench_ingest
-    import bench_search
-    import bench_server
-    import bench_turns
+def _bench(name: str) -> Any:
+    """A benchmark module, imported when its figure runs: ``--beside`` runs this suite on
+    older code, which may lack what another figure's module imports."""
+    return importlib.import_module(name)
 
+
+async def run_all(args: argparse.Namespace, data_dir: Path) -> dict[str, Json]:
     sel = set(args.selected)
     out: dict[str, Json] = {}
 
@@ -156,17 +173,18 @@ async def run_all(args: argparse.Namespace, data_dir: Path) -> dict[str, Json]:
         return [await coro]
 
     if "turn_overhead_ms" in sel:
-        await guarded(("turn_overhead_ms",), lambda: one(bench_turns.run(
+        await guarded(("turn_overhead_ms",), lambda: one(_bench("bench_turns").run(
             data_dir / "clapnq", quick=args.quick, passages=args.clapnq_passages,
             real=args.clapnq_real, conversations=args.conversations,
             conversations_alt=args.conversations_milvus)))
-    service = [n for n in ("ttft_overhead_ms", "concurrent_32", "concurrent_64") if n in sel]
+    service = [n for n in ("ttft_overhead_ms", "concurrent_16", "concurrent_32",
+                           "concurrent_64") if n in sel]
     if service:
         levels = [int(n.split("_")[1]) for n in service if n.startswith("concurrent_")]
-        await guarded(tuple(service), lambda: bench_server.run_service(
+        await guarded(tuple(service), lambda: _bench("bench_server").run_service(
             data_dir / "clapnq", quick=args.quick, passages=args.clapnq_passages,
             real=args.clapnq_real, ttft_samples=args.ttft_samples, levels=levels,
-            turns_per_conv=args.turns_per_conversation,
+            turns_per_conv=args.turns_per_conversation, rounds=args.rounds,
             want_ttft="ttft_overhead_ms" in sel))
     sizes = [n for n, name in ((10_000, "hybrid_search_10k_ms"),
                                (100_000, "hybrid_search_100k_ms")) if name in sel]
@@ -175,20 +193,37 @@ async def run_all(args: argparse.Namespace, data_dir: Path) -> dict[str, Json]:
         out["hybrid_search_100k_ms"] = _skipped("quick mode: 10k only")
     if sizes:
         names = tuple(f"hybrid_search_{n // 1000}k_ms" for n in sizes)
-        await guarded(names, lambda: bench_search.run(data_dir, sizes, n_queries=args.queries,
-                                                      seed=args.seed))
+        await guarded(names, lambda: _bench("bench_search").run(
+            data_dir, sizes, n_queries=args.queries, seed=args.seed))
     if "server_rss_100k_mb" in sel:
         n = 10_000 if args.quick else 100_000
         if args.quick:
             out["server_rss_100k_mb"] = _skipped("quick mode: measured at 10k chunks, see "
                                                  "server_rss_10k_mb")
-        await guarded((f"server_rss_{n // 1000}k_mb",), lambda: one(bench_server.run_rss(
+        await guarded((f"server_rss_{n // 1000}k_mb",), lambda: one(_bench("bench_server").run_rss(
             data_dir / f"s{n // 1000}k", n, seed=args.seed, quick=args.quick)))
     if "ingest_throughput" in sel:
-        await guarded(("ingest_throughput",), lambda: one(bench_ingest.run(
+        await guarded(("ingest_throughput",), lambda: one(_bench("bench_ingest").run(
             data_dir / "ingest", passages=args.ingest_passages, seed=args.seed)))
+    if "ingest_beside_chat" in sel:
+        await guarded(("ingest_beside_chat",), lambda: one(ingest_beside_chat(
+            data_dir / "ingest-chat", passages=args.ingest_passages)))
     order = [*FIGURES, "server_rss_10k_mb"]
     return {k: out[k] for k in order if k in out}
+
+
+async def ingest_beside_chat(data_dir: Path, passages: int) -> Figure:
+    """Issue 32's bars for an ingest beside the chat (``benchmarks/ingest_chat.py``, 8
+    streams, the ingest child at its default priority)."""
+    import ingest_chat
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    r: Any = await ingest_chat.run("process", passages, 40, 8, 5, 0, data=data_dir)
+    rate_ok = r["ingest_rate_ratio"] >= 0.5
+    p95_ok = r["p95_ratio"] <= 2.0
+    return Figure("ingest_beside_chat", r["ingest_chunks_per_s_beside_chat"], "chunks/s", 0.5,
+                  "≥ 0.5x alone; chat p95 ≤ 2x idle", baseline=r["ingest_chunks_per_s_alone"],
+                  met=rate_ok and p95_ok, extra={"chat_p95_ratio": r["p95_ratio"]}, detail=r)
 
 
 def _num(value: Any, digits: int = 1) -> str:
@@ -200,17 +235,21 @@ def _num(value: Any, digits: int = 1) -> str:
 
 
 def table(results: dict[str, Json]) -> str:
-    lines = ["| figure | value | target | baseline | ratio | met? |",
-             "|---|---|---|---|---|---|"]
+    beside = any("beside" in r for r in results.values())
+    lines = ["| figure | value | target | baseline | ratio | met? |"
+             + (" beside |" if beside else ""),
+             "|---|---|---|---|---|---|" + ("---|" if beside else "")]
     for name, r in results.items():
         if r.get("value") is None:
             why = r.get("error") or r.get("skipped") or "-"
-            lines.append(f"| {name} | - | - | - | - | {why} |")
+            lines.append(f"| {name} | - | - | - | - | {why} |" + (" - |" if beside else ""))
             continue
         unit = r["unit"]
         value = f"{_num(r['value'])} {unit}"
         if "p95" in r:
             value += f" (p95 {_num(r['p95'])})"
+        if "chat_p95_ratio" in r:
+            value += f", chat p95 {_num(r['chat_p95_ratio'], 2)}x idle"
         if "errors" in r:
             value += f", {r['errors']} errors, p95 {_num(r.get('p95_turn_ms'), 0)} ms"
             if r.get("retrieval_timeouts"):
@@ -219,8 +258,12 @@ def table(results: dict[str, Json]) -> str:
             value += f"; Milvus dense engine {_num(r['milvus_engine_p50'])}"
         baseline = "-" if r.get("baseline") is None else f"{_num(r['baseline'])} {unit}"
         met = {True: "yes", False: "**no**", None: "-"}[r.get("met")]
+        other = ""
+        if beside:
+            b = r.get("beside") or {}
+            other = f" {_num(b.get('value'))} {unit if b.get('value') is not None else ''} |"
         lines.append(f"| {name} | {value} | {r.get('target_desc', '-')} | {baseline} | "
-                     f"{_num(r.get('ratio'), 2)} | {met} |")
+                     f"{_num(r.get('ratio'), 2)} | {met} |{other}")
     return "\n".join(lines)
 
 
@@ -247,10 +290,11 @@ def meta(args: argparse.Namespace, data_dir: Path, started: float) -> Json:
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("turn_overhead_ms",),
-    ("ttft_overhead_ms", "concurrent_32", "concurrent_64"),
+    ("ttft_overhead_ms", "concurrent_16", "concurrent_32", "concurrent_64"),
     ("hybrid_search_10k_ms", "hybrid_search_100k_ms"),
     ("server_rss_100k_mb",),
     ("ingest_throughput",),
+    ("ingest_beside_chat",),
 )
 
 
@@ -263,7 +307,7 @@ def _passthrough(argv: list[str]) -> list[str]:
             skip = False
             continue
         name = item.split("=", 1)[0]
-        if name in ("--out", "--only", "--data-dir", "--child-out"):
+        if name in ("--out", "--only", "--data-dir", "--child-out", "--beside"):
             skip = "=" not in item and i + 1 < len(argv)
             continue
         if name == "--keep-data":
@@ -272,30 +316,44 @@ def _passthrough(argv: list[str]) -> list[str]:
     return out
 
 
+def _run_group(args: argparse.Namespace, names: list[str], data_dir: Path, argv: list[str],
+               src: Path | None) -> dict[str, Json]:
+    """One group of figures in a fresh interpreter, on ``src`` (PYTHONPATH) when given."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        child_out = Path(fh.name)
+    cmd = [sys.executable, str(Path(__file__).resolve()), *_passthrough(argv),
+           "--only", ",".join(names), "--data-dir", str(data_dir), "--child-out", str(child_out)]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        rc = subprocess.run(cmd, check=False, env=env).returncode
+        if rc == 0 and child_out.stat().st_size:
+            return dict(json.loads(child_out.read_text()))
+        return {n: {**_skipped("failed"), "error": f"benchmark process exited with {rc}"}
+                for n in names}
+    finally:
+        child_out.unlink(missing_ok=True)
+
+
 def run_groups(args: argparse.Namespace, data_dir: Path, argv: list[str]) -> dict[str, Json]:
     """Each group of figures in a fresh interpreter: a process that has used gRPC (pymilvus)
     can abort when it later forks initdb for another embedded PostgreSQL; isolation also
-    keeps one benchmark's memory and threads out of the next one's numbers."""
+    keeps one benchmark's memory and threads out of the next one's numbers. With
+    ``--beside``, each group runs again on the other checkout right after, and its figures
+    go under each figure's ``beside``."""
     results: dict[str, Json] = {}
     for group in GROUPS:
         names = [n for n in group if n in args.selected]
         if not names:
             continue
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
-            child_out = Path(fh.name)
-        cmd = [sys.executable, str(Path(__file__).resolve()), *_passthrough(argv),
-               "--only", ",".join(names), "--data-dir", str(data_dir),
-               "--child-out", str(child_out)]
-        try:
-            rc = subprocess.run(cmd, check=False).returncode
-            if rc == 0 and child_out.stat().st_size:
-                results.update(json.loads(child_out.read_text()))
-            else:
-                for n in names:
-                    results[n] = {**_skipped("failed"),
-                                  "error": f"benchmark process exited with {rc}"}
-        finally:
-            child_out.unlink(missing_ok=True)
+        results.update(_run_group(args, names, data_dir, argv, None))
+        if args.beside is not None:
+            log(f"the same on {args.beside}")
+            other = _run_group(args, names, data_dir / BESIDE_DIR, argv, args.beside.resolve())
+            for name, figure in other.items():
+                results.setdefault(name, _skipped("not measured"))["beside"] = {
+                    "src": str(args.beside), **figure}
     order = [*FIGURES, "server_rss_10k_mb"]
     return {k: results[k] for k in order if k in results}
 
@@ -326,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         results = run_groups(args, data_dir, argv if argv is not None else sys.argv[1:])
     finally:
-        for sub in SUBDIRS:
+        for sub in (*SUBDIRS, *(f"{BESIDE_DIR}/{sub}" for sub in SUBDIRS)):
             if (data_dir / sub).exists():
                 cleanup_stack(data_dir / sub)
         if temp and not args.keep_data:

@@ -152,6 +152,35 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
     assert again[0].text == hits[0].text and calls == [[query]]  # not embedded twice
 
 
+async def test_queries_prefetched_together_are_embedded_in_one_call_and_each_finds_its_row(
+    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "leave.md"
+    doc.write_text(
+        "Every employee gets 25 days of paid annual leave per year.\n\n"
+        "The office canteen serves lunch from noon until two."
+    )
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    searcher = services.searcher
+    calls: list[list[str]] = []
+    real = searcher.embedder
+
+    class Counting:
+        name, dim = real.name, real.dim
+
+        def embed(self, texts: list[str]) -> object:
+            calls.append(list(texts))
+            return real.embed(texts)
+
+    monkeypatch.setattr(searcher, "embedder", Counting())
+    leave = f"how many days of annual leave do I get ({workspace})"
+    lunch = f"when does the canteen serve lunch ({workspace})"
+    searcher.prefetch(leave, lunch, leave)
+    found = [await searcher.search(workspace, q, top_k=1, mode="dense") for q in (lunch, leave)]
+    assert "canteen" in found[0][0].text and "25 days" in found[1][0].text
+    assert calls == [[leave, lunch]]
+
+
 async def _ingest(services: Services, workspace: str, folder: Path, files: dict[str, str]) -> None:
     """Write ``files`` (name: text) under ``folder`` and ingest them, one document each."""
     folder.mkdir()

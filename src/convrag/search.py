@@ -159,24 +159,30 @@ class HybridSearcher:
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
         self._builds: dict[str, asyncio.Task[None]] = {}
-        self._embeddings: dict[str, asyncio.Future[Matrix]] = {}
+        self._embeddings: dict[str, tuple[asyncio.Future[Matrix], int]] = {}
+        """Queries being embedded: the batch's future and the query's row in it."""
         # Finished vectors, not futures: a future belongs to the event loop that made it.
         self._recent: dict[str, list[float]] = {}
         self._labels: dict[str, tuple[int, dict[str, Label]]] = {}
         """Per workspace: the version loaded, and each chunk's labels."""
 
-    def prefetch(self, query: str) -> None:
-        """Start embedding ``query`` now, to overlap work that comes before the search.
+    def prefetch(self, *queries: str) -> None:
+        """Start embedding ``queries`` now, in one batch, to overlap work that comes
+        before the search.
 
-        ``load_history`` calls it with the raw message: most messages are standalone, so
-        the search embeds that same text and finds it ready.
+        ``load_history`` calls it with the raw message, which every turn but an
+        LLM-rewritten first one searches; ``rewrite`` with the queries of the turn's plan.
         """
-        if query not in self._embeddings and query not in self._recent:
+        missing = [
+            q for q in dict.fromkeys(queries) if q not in self._embeddings and q not in self._recent
+        ]
+        if not missing:
+            return
+        batch = asyncio.ensure_future(asyncio.to_thread(self.embedder.embed, missing))
+        for row, query in enumerate(missing):
             if len(self._embeddings) >= 64:
                 self._embeddings.pop(next(iter(self._embeddings)))
-            self._embeddings[query] = asyncio.ensure_future(
-                asyncio.to_thread(self.embedder.embed, [query])
-            )
+            self._embeddings[query] = (batch, row)
 
     async def embed_query(self, query: str) -> list[float]:
         """The query's vector: prefetched, embedded lately (a follow-up mixes in the
@@ -185,12 +191,12 @@ class HybridSearcher:
         if recent is not None:
             return recent
         pending = self._embeddings.pop(query, None)
-        vec = (
-            await pending
-            if pending is not None
-            else await asyncio.to_thread(self.embedder.embed, [query])
-        )
-        vector = [float(x) for x in vec[0]]
+        if pending is not None:
+            batch, row = pending
+            vec = (await asyncio.shield(batch))[row]
+        else:
+            vec = (await asyncio.to_thread(self.embedder.embed, [query]))[0]
+        vector = [float(x) for x in vec]
         if len(self._recent) >= 256:
             self._recent.pop(next(iter(self._recent)))
         self._recent[query] = vector
@@ -308,6 +314,7 @@ class HybridSearcher:
         context_weight: float = 0.0,
         feedback_weight: float = 0.0,
         timings: dict[str, float] | None = None,
+        labels: Mapping[str, Label] | None = None,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
@@ -317,13 +324,16 @@ class HybridSearcher:
         vector towards its first few passages (pseudo-relevance feedback). Both dense
         engines rank and score alike. The dense scores stay the cosine to ``query`` alone,
         so thresholds mean the same with or without either. ``timings``, when given, gets
-        ``embed_query``: the milliseconds spent waiting for the embeddings.
+        ``embed_query``: the milliseconds spent waiting for the embeddings. ``labels``:
+        what :meth:`current_labels` gave for this workspace just before (several searches
+        of one turn read the index state once).
         """
         _check_search(workspace_id, query, top_k, mode)
         pool = candidates or max(4 * top_k, 20)
         if mode != "bm25":
             self.prefetch(query)  # the embedding runs while the index state is read
-        labels = await self._current_labels(workspace_id)
+        if labels is None:
+            labels = await self.current_labels(workspace_id)
         dense = partial(
             self._dense,
             workspace_id,
@@ -344,7 +354,7 @@ class HybridSearcher:
         )
         return _labelled(_own_scores(fused, mode)[:top_k], labels)
 
-    async def _current_labels(self, workspace_id: str) -> dict[str, Label]:
+    async def current_labels(self, workspace_id: str) -> dict[str, Label]:
         """Each chunk's labels, with the in-process engines made current first (they
         follow the workspace's ``index_version``: one cheap query); none without them.
         Raises :class:`EmbeddingMismatch` when the workspace's vectors are another

@@ -82,7 +82,8 @@ async def _run(
         )
     else:
         ctx.setdefault("llm_model", "none")
-    searcher = SimpleNamespace(prefetch=(prefetched if prefetched is not None else []).append)
+    sink = prefetched if prefetched is not None else []
+    searcher = SimpleNamespace(prefetch=lambda *queries: sink.extend(queries))
     services = cast(Services, SimpleNamespace(settings=settings, searcher=searcher))
     events: list[Any] = []
     runtime = Runtime(context=Context(services=services, **ctx), stream_writer=events.append)
@@ -113,14 +114,17 @@ async def test_a_second_turn_is_classified_and_rewritten_in_one_structured_call(
     assert events[-1]["query"] == standalone and events[-1]["method"] == "llm"
 
 
-async def test_the_standalone_query_is_embedded_ahead_of_the_search(
+async def test_the_queries_the_search_will_use_are_embedded_ahead_of_it(
     settings: Settings, stub: OpenAIStub
 ) -> None:
     standalone = "What is Prasad Chaudhari's basic salary?"
     stub.add_rule(f"Latest user question: {FOLLOW_UP}", _json("follow_up", standalone))
     prefetched: list[str] = []
     await _run(FOLLOW_UP, SALARY, settings, stub, prefetched)
-    assert prefetched == [standalone]
+    # A follow-up's plan: the rewrite, the message as typed, the message with the
+    # previous question (retrieve_vectors.plan_queries).
+    assert prefetched[0] == standalone and prefetched[1] == FOLLOW_UP
+    assert prefetched[2].startswith(FOLLOW_UP) and len(prefetched) == 3
     prefetched.clear()
     await _run("thanks!", SALARY, settings, stub, prefetched)
     assert prefetched == []  # chit-chat searches nothing

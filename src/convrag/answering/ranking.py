@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from itertools import pairwise
 
 from convrag.citations import strip_markers
@@ -191,7 +192,7 @@ store my data?". Measured with ``convrag eval answers``: MTRAG Cloud ROUGE-L .23
 
 def _answers_of_matched_questions(
     scored: list[tuple[float, int, int, str]],
-    candidates: Sequence[tuple[int, int, str, list[str], set[str]]],
+    candidates: Sequence[tuple[int, int, str, tuple[str, ...], frozenset[str]]],
     repeats: Callable[[str], bool],
 ) -> list[tuple[float, int, int, str]]:
     """``scored`` with the statement right after each matched question scored at least
@@ -216,6 +217,20 @@ def _answers_of_matched_questions(
     return out
 
 
+@lru_cache(maxsize=4096)
+def _quotable_terms(text: str) -> tuple[tuple[int, str, tuple[str, ...], frozenset[str]], ...]:
+    """A passage's quotable sentences: position, sentence, its terms and what it says (its
+    terms and phrasal nouns). Kept per passage text: a turn weighs the same passages for
+    several queries and for its answer, and a conversation keeps meeting them."""
+    units = sentences(text)
+    out = []
+    for pos, sent in enumerate(units):
+        if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
+            terms = tuple(_terms(sent))
+            out.append((pos, sent, terms, frozenset(terms) | _compounds(sent)))
+    return tuple(out)
+
+
 def ranked_by_words(
     query: str,
     sources: Sequence[Source],
@@ -236,13 +251,11 @@ def ranked_by_words(
     said = said_before(history)
     repeats = repeating(excluded_entities, said)
     # Each candidate's terms (its length) and what it says, its phrasal nouns included.
-    candidates: list[tuple[int, int, str, list[str], set[str]]] = []
-    for n, src in enumerate(sources, start=1):
-        units = sentences(src["text"])
-        for pos, sent in enumerate(units):
-            if quotable(sent, first=pos == 0, last=pos == len(units) - 1):
-                terms = _terms(sent)
-                candidates.append((n, pos, sent, terms, set(terms) | _compounds(sent)))
+    candidates = [
+        (n, pos, sent, terms, says)
+        for n, src in enumerate(sources, start=1)
+        for pos, sent, terms, says in _quotable_terms(src["text"])
+    ]
     df: Counter[str] = Counter()
     for *_, says in candidates:
         df.update(says)

@@ -54,13 +54,10 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
     services = ctx.deps
-    # The message is usually the query of a first turn, and of a standalone turn without
-    # an LLM: embedding it now overlaps the history round trip and the rewrite. With an
-    # LLM, a later turn searches for the LLM's rewrite instead, and embedding the message
-    # too would only compete with that turn's work for the cores.
-    llm_rewrites = ctx.rewrite_model_name() is not None
-    if not llm_rewrites:
-        services.searcher.prefetch(message)
+    # Every turn but an LLM-rewritten first one searches the message as typed (a
+    # follow-up's raw list, a standalone turn's query): embedding it now overlaps the
+    # history round trip and the rewrite (with an LLM, its call).
+    services.searcher.prefetch(message)
     request = state.get("turn_request") or None
     turn_id = request["turn_id"] if request else str(uuid.uuid4())
     if not is_uuid(turn_id):
@@ -94,8 +91,6 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         history = list(override)[-ctx.history_turns :]
     else:
         history = [history_turn(t) for t in turns]
-    if llm_rewrites and not history:
-        services.searcher.prefetch(message)
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
     previous = previous_question(history)
     if previous is not None and ctx.history_weight > 0.0:

@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.fusion import QueryList, fuse_queries
-from convrag.records import previous_question
+from convrag.records import HistoryTurn, previous_question
 from convrag.rerank import rerank_sources
 from convrag.rewriting.gate import is_continuation
 from convrag.search import SearchResult
@@ -57,9 +57,22 @@ has nothing to mix. Fitted with ``benchmarks/fit_fusion.py`` (BENCHMARKS.md)."""
 
 def turn_kind(state: State) -> TurnKind:
     """Which row of :data:`PLANS` a turn searches by."""
-    if not state.get("history"):
+    return _kind(bool(state.get("history")), state.get("classification"))
+
+
+def _kind(has_history: bool, classification: str | None) -> TurnKind:
+    if not has_history:
         return "first_turn"
-    return "follow_up" if state.get("classification") == "follow_up" else "standalone"
+    return "follow_up" if classification == "follow_up" else "standalone"
+
+
+def query_texts(
+    message: str, query: str, classification: str, history: list[HistoryTurn], ctx: Context
+) -> list[str]:
+    """The texts a turn will search (:func:`plan_queries`), known once it is classified:
+    the rewrite node starts embedding them while the graph moves on to the search."""
+    kind = _kind(bool(history), classification)
+    return [q.text for q in plan_queries(message, query, kind, ctx, previous_question(history))]
 
 
 def plan_queries(
@@ -106,9 +119,11 @@ async def search_planned(
     """Each planned query's hybrid list, ``depth`` deep, searched concurrently."""
     history = state.get("history") or []
     timings: dict[str, float] = {}
+    searcher = ctx.deps.searcher
+    labels = await searcher.current_labels(state["workspace_id"]) if len(planned) > 1 else None
 
     async def one(q: PlannedQuery) -> list[SearchResult]:
-        return await ctx.deps.searcher.search(
+        return await searcher.search(
             state["workspace_id"],
             q.text,
             top_k=depth,
@@ -116,6 +131,7 @@ async def search_planned(
             context_weight=ctx.history_weight if q.mixed else 0.0,
             feedback_weight=ctx.feedback_weight,
             timings=timings,
+            labels=labels,
         )
 
     found = await asyncio.gather(*(one(q) for q in planned))

@@ -29,6 +29,7 @@ from convrag.context import Context
 from convrag.events import RewriteEvent, emit
 from convrag.llm import attempt, chat_model
 from convrag.nodes.policy import ms_since
+from convrag.nodes.retrieve_vectors import query_texts
 from convrag.records import HistoryTurn
 from convrag.rewriting import Classification, Turn, classify
 from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
@@ -273,7 +274,8 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             update["flags"] = {**update.get("flags", {}), "rewrite_fallback": failure}
             update["errors"] = {"rewrite": failure or "error"}
     if classification != "no_retrieval" and ctx.rag_enabled:
-        ctx.deps.searcher.prefetch(query)  # embedded while the graph moves on to the search
+        # Embedded while the graph moves on to the search.
+        ctx.deps.searcher.prefetch(*query_texts(message, query, classification, history, ctx))
     emit(
         runtime,
         RewriteEvent(event="rewrite", classification=classification, query=query, method=method),

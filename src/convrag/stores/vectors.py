@@ -656,7 +656,8 @@ class Bm25sKeywordIndex:
         if not tokens.ids or not tokens.ids[0]:
             return []
         k = min(limit, len(rows))
-        docs, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        # n_threads=0: in this thread (a worker already); 1 starts a thread pool per call.
+        docs, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=0)
         hits: list[Hit] = []
         for idx, score in zip(docs[0], scores[0], strict=True):
             if score <= 0:  # bm25s pads with zero-score rows that do not match
