@@ -7,7 +7,7 @@ into another workspace. The same passages are also ingested alone, into a third 
 Figures (issue 32's bars): the chat's p95 during the ingest over its idle p95 (at most
 2x), and the ingest's rate beside the chat over its rate alone (at least 0.5), for the
 ingest embedding ``--mode``: ``process`` (a child process ``--nice`` below the service's
-CPU priority, the default) or ``thread`` (this process).
+CPU priority, by default ``INGEST_NICE``'s default) or ``thread`` (this process).
 
     python benchmarks/ingest_chat.py --streams 8 --out bench-out/ingest-chat-8.json
     python benchmarks/ingest_chat.py --streams 8 --nice 19 --out bench-out/ingest-chat-19.json
@@ -148,7 +148,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=400)
     parser.add_argument("--idle-turns", type=int, default=40)
     parser.add_argument("--streams", type=int, default=8, help="chat conversations at once")
-    parser.add_argument("--nice", type=int, default=5, help="INGEST_NICE (0-19)")
+    parser.add_argument(
+        "--nice", type=int, default=Settings().ingest_nice, help="INGEST_NICE (0-19)"
+    )
     parser.add_argument(
         "--hogs", type=int, default=0, help="also ingest beside this many busy processes"
     )

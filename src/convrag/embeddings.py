@@ -528,18 +528,18 @@ class _Child:
 
 
 class ProcessEmbedder:
-    """Bulk embedding in one child process at a lower CPU priority.
+    """Bulk embedding in one child process, at a CPU priority of its own.
 
-    The local model's session is shared by every query of this process behind a lock, so
-    a large ingest batch made each question wait for it (chat latency went from 0.1 to
-    3.5 s during an ingest). The child has its own session and runs at ``niceness``, so
-    a question's embedding never waits for ingest and gets the cores first. It runs
-    ``threads`` ONNX threads (``INGEST_THREADS``), ``niceness`` (``INGEST_NICE``) below
-    the service: a bounded share of a busy core (Linux's scheduler weighs nice 5 at a
-    third of nice 0, so a chat thread keeps three quarters of a core it shares), and
-    every core while the chat is idle. It used to run under ``SCHED_IDLE``, which gives
-    only the time everything else leaves: any other load on the machine starved it. The
-    child starts at the first bulk call (about 2 s: it loads the model).
+    In the service's process, a large ingest batch made each question wait for it (chat
+    latency went from 0.1 to 3.5 s during an ingest). The child has its own session, so
+    a question's embedding never waits for ingest's. It runs ``threads`` ONNX threads
+    (``INGEST_THREADS``), ``niceness`` (``INGEST_NICE``, default 0) below the service:
+    on a busy core, Linux's scheduler weighs nice 5 at a third of nice 0 (a chat thread
+    keeps three quarters of a core it shares); the default shares it evenly, so that an
+    ingest beside a busy chat keeps over half its rate. It used to run under
+    ``SCHED_IDLE``, which gives only the time everything else leaves: any other load on
+    the machine starved it. The child starts at the first bulk call (about 2 s: it loads
+    the model).
 
     :meth:`read` runs in a second, lighter child (no model, normal priority): an
     upload's file is read before its 202, and that read must not wait for the ingest
