@@ -43,6 +43,13 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   apt_install "for the store tests on a PostgreSQL server" postgresql
 fi
 export LANGSMITH_TRACING=false LANGGRAPH_CLI_NO_ANALYTICS=1
-.venv/bin/python -m pytest -q --durations=25 "$@"
+# Two worker processes, each module's tests on one of them (its module-scoped servers are
+# started once); CONVRAG_TEST_WORKERS=0 runs everything in this process.
+workers="${CONVRAG_TEST_WORKERS:-2}"
+xdist=()
+if [ "$workers" != 0 ]; then
+  xdist=(-n "$workers" --dist loadfile)
+fi
+.venv/bin/python -m pytest -q --durations=25 "${xdist[@]}" "$@"
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/mypy src/convrag
