@@ -9,7 +9,7 @@ import pytest
 
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
-from convrag.search import lookup_document_content, referenced_items, rrf_fuse
+from convrag.search import HybridSearcher, lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services
 from convrag.stores.documents import IndexedChunk
 from convrag.stores.vectors import Hit
@@ -124,11 +124,13 @@ def test_rrf_rejects_weights_that_do_not_fit() -> None:
         rrf_fuse([_hits("a"), _hits("b")], weights=[1.0])
 
 
-async def test_a_prefetched_query_embedding_is_used_by_the_search(
-    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc = tmp_path / "leave.md"
-    doc.write_text("Every employee gets 25 days of paid annual leave per year.")
+async def _counting_searcher(
+    services: Services, workspace: str, folder: Path, text: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[HybridSearcher, list[list[str]]]:
+    """The searcher over ``workspace`` holding ``text`` as one document, and the list of
+    the texts each of its model calls embeds from now on."""
+    doc = folder / "leave.md"
+    doc.write_text(text)
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
     searcher = services.searcher
     calls: list[list[str]] = []
@@ -142,6 +144,14 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
             return real.embed(texts)
 
     monkeypatch.setattr(searcher, "embedder", Counting())
+    return searcher, calls
+
+
+async def test_a_prefetched_query_embedding_is_used_by_the_search(
+    services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "Every employee gets 25 days of paid annual leave per year."
+    searcher, calls = await _counting_searcher(services, workspace, tmp_path, text, monkeypatch)
     # A question no other test asks: the searcher keeps recent query vectors.
     query = f"how many days of annual leave ({workspace})"
     searcher.prefetch(query)
@@ -155,24 +165,11 @@ async def test_a_prefetched_query_embedding_is_used_by_the_search(
 async def test_queries_prefetched_together_are_embedded_in_one_call_and_each_finds_its_row(
     services: Services, workspace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc = tmp_path / "leave.md"
-    doc.write_text(
+    text = (
         "Every employee gets 25 days of paid annual leave per year.\n\n"
         "The office canteen serves lunch from noon until two."
     )
-    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
-    searcher = services.searcher
-    calls: list[list[str]] = []
-    real = searcher.embedder
-
-    class Counting:
-        name, dim = real.name, real.dim
-
-        def embed(self, texts: list[str]) -> object:
-            calls.append(list(texts))
-            return real.embed(texts)
-
-    monkeypatch.setattr(searcher, "embedder", Counting())
+    searcher, calls = await _counting_searcher(services, workspace, tmp_path, text, monkeypatch)
     leave = f"how many days of annual leave do I get ({workspace})"
     lunch = f"when does the canteen serve lunch ({workspace})"
     searcher.prefetch(leave, lunch, leave)
@@ -287,8 +284,6 @@ async def test_milvus_dense_search_steers_feeds_back_and_scores_as_the_in_proces
     """A Milvus server (``DENSE_ENGINE=milvus``) must rank a conversation's turns as the
     embedded default does: the previous question and feedback move the ranking, and the
     scores stay the query's own cosine."""
-    from convrag.search import HybridSearcher
-
     cities = (("Paris", 8), ("Berlin", 9), ("Madrid", 10), ("Rome", 7))
     offices = {f"{c.lower()}.md": f"The {c} office opens at {h} am." for c, h in cities}
     await _ingest(services, workspace, tmp_path / "offices", offices)
