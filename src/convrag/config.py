@@ -147,8 +147,9 @@ class Settings(BaseSettings):
     ingest_embedding: Literal["process", "thread"] = Field(
         default="process",
         validation_alias=AliasChoices("INGEST_EMBEDDING", "ingest_embedding"),
-        description="Where ingest embeds with the local model: 'process' (a child at lower "
-        "CPU priority, so chat does not wait for ingest) or 'thread' (this process).",
+        description="Where ingest embeds with the local model: 'process' (a child with its "
+        "own model session, at INGEST_NICE, so chat does not wait for ingest) or 'thread' "
+        "(this process).",
     )
     ingest_slice_chunks: int = Field(
         default=64,
