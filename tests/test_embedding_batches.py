@@ -19,11 +19,13 @@ class SlowModel:
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
+        self.callers: list[str] = []
         self.release = threading.Event()
         self.started = threading.Event()
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         self.calls.append(list(texts))
+        self.callers.append(threading.current_thread().name)
         self.started.set()
         self.release.wait(5)
         if "boom" in texts:
@@ -34,7 +36,7 @@ class SlowModel:
 def test_texts_asked_while_a_batch_runs_are_embedded_together_each_caller_its_own_rows() -> None:
     model = SlowModel()
     batching = BatchingEmbedder(model)
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(4, thread_name_prefix="caller") as pool:
         first = pool.submit(batching.embed, ["a"])
         assert model.started.wait(5)  # the first call runs alone, at once
         later = [pool.submit(batching.embed, [t]) for t in ("bb", "ccc")]
@@ -44,6 +46,8 @@ def test_texts_asked_while_a_batch_runs_are_embedded_together_each_caller_its_ow
         assert first.result(5)[0][0] == 1
         assert [f.result(5)[0][0] for f in later] == [2, 3]
     assert model.calls == [["a"], ["bb", "ccc"]]
+    # The first caller returned with its own rows; a waiting caller ran the next batch.
+    assert model.callers[1] != model.callers[0]
 
 
 def test_a_failed_batch_raises_in_every_caller_of_it_and_the_next_call_works() -> None:

@@ -103,7 +103,9 @@ class _Request:
         self.texts = list(texts)
         self.rows: Matrix | None = None
         self.error: BaseException | None = None
-        self.done = threading.Event()
+        self.done = False
+        self.ready = threading.Event()
+        """Set when its rows (or error) are in, or when its caller is to run the batches."""
 
 
 class BatchingEmbedder:
@@ -113,8 +115,9 @@ class BatchingEmbedder:
     A query is one short text, and one ONNX call per query pays the call's fixed cost
     each time: under 16 concurrent conversations, MiniLM embeds 8 queries in one call for
     about 6 ms each against 9.5 ms alone. The caller that finds no batch running embeds
-    at once (no wait when idle) and then takes whatever others queued meanwhile, up to
-    ``max_texts`` a batch, until none is left; the others wait for their rows.
+    at once (no wait when idle), taking along whatever others queued, up to ``max_texts``
+    a batch; once its own rows are in, it hands the running of batches to the first
+    caller still waiting, so that no caller runs others' batches for long.
     """
 
     def __init__(self, embedder: Embedder, max_texts: int = 16) -> None:
@@ -130,18 +133,21 @@ class BatchingEmbedder:
         request = _Request(texts)
         with self._lock:
             self._queue.append(request)
-            lead = not self._running
-            self._running = True
-        if lead:
-            self._drain()
-        request.done.wait()
+            waits, self._running = self._running, True
+        if waits:
+            request.ready.wait()
+        if not request.done:  # no batch was running, or the last runner handed over
+            self._run_until(request)
         if request.error is not None:
             raise request.error
         assert request.rows is not None
         return request.rows
 
-    def _drain(self) -> None:
-        while batch := self._next_batch():
+    def _run_until(self, own: _Request) -> None:
+        """Run batches from the queue's head until ``own`` is done, then hand over to
+        the first caller still waiting, if any."""
+        while not own.done:
+            batch = self._next_batch()
             try:
                 rows = self.inner.embed([t for r in batch for t in r.texts])
             except BaseException as exc:  # each caller raises it in its own thread
@@ -152,19 +158,22 @@ class BatchingEmbedder:
                 for r in batch:
                     r.rows, at = rows[at : at + len(r.texts)], at + len(r.texts)
             for r in batch:
-                r.done.set()
+                r.done = True
+                r.ready.set()
+        with self._lock:
+            if self._queue:
+                self._queue[0].ready.set()
+            else:
+                self._running = False
 
     def _next_batch(self) -> list[_Request]:
-        """The queued requests of the next batch; none (and no batch running) when the
-        queue is empty."""
+        """The queued requests of the next batch, from the queue's head."""
         with self._lock:
-            batch: list[_Request] = []
-            size = 0
-            while self._queue and (not batch or size + len(self._queue[0].texts) <= self.max_texts):
-                request = self._queue.popleft()
-                batch.append(request)
-                size += len(request.texts)
-            self._running = bool(batch)
+            batch = [self._queue.popleft()]
+            size = len(batch[0].texts)
+            while self._queue and size + len(self._queue[0].texts) <= self.max_texts:
+                batch.append(self._queue.popleft())
+                size += len(batch[-1].texts)
             return batch
 
 
