@@ -144,13 +144,21 @@ async def test_after_a_milvus_lite_restart_the_index_loads_its_collection_again(
     from convrag.stores.vectors import VectorIndex, VectorRow
 
     def killed_and_restarted(pid: int) -> int:
+        """Kill the child, and wait for its successor to answer (a busy machine can take
+        a while between its start and its first answer)."""
         os.kill(pid, signal.SIGKILL)
         for _ in range(600):
             current = int(json.loads(state_file.read_text())["pid"])
-            if current != pid:
+            if current != pid and answers():
                 return current
             time.sleep(0.1)
         pytest.fail("the Milvus Lite child was not restarted")
+
+    def answers() -> bool:
+        try:
+            return bool(index.client.has_collection("chunks"))
+        except Exception:
+            return False
 
     async with ManagedMilvusLite.running(scratch, check_every_s=0.2) as uri:
         state_file = scratch / "milvus" / "server.json"

@@ -341,9 +341,11 @@ class ManagedMilvusLite(EmbeddedServer):
             return None
 
     def _write(self, state: _MilvusState) -> None:
-        self.state_file.write_text(
-            json.dumps({"pid": state.pid, "port": state.port, "holders": state.holders})
-        )
+        # Replaced whole, never seen half-written by a reader that takes no lock.
+        part = self.state_file.with_name(f"{self.state_file.name}.{os.getpid()}.part")
+        record = {"pid": state.pid, "port": state.port, "holders": state.holders}
+        part.write_text(json.dumps(record))
+        os.replace(part, self.state_file)
 
     def start(self) -> str:
         """Start (or join) the server and return its URI."""
