@@ -170,8 +170,8 @@ class HybridSearcher:
         """Start embedding ``queries`` now, in one batch, to overlap work that comes
         before the search.
 
-        ``load_history`` calls it with the raw message, which every turn but an
-        LLM-rewritten first one searches; ``rewrite`` with the queries of the turn's plan.
+        ``load_history`` calls it with the message as typed, which every turn that
+        searches searches; ``rewrite`` with the other queries of the turn's plan.
         """
         missing = [
             q for q in dict.fromkeys(queries) if q not in self._embeddings and q not in self._recent

@@ -54,9 +54,9 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         raise ValueError("conversation_id (or a thread_id) is required")
     conversation_id = conversation_uuid(str(raw_conv))
     services = ctx.deps
-    # Every turn but an LLM-rewritten first one searches the message as typed (a
-    # follow-up's raw list, a standalone turn's query): embedding it now overlaps the
-    # history round trip and the rewrite (with an LLM, its call).
+    # Every turn that searches searches the message as typed (a first or standalone
+    # turn's query, a follow-up's raw list): embedding it now overlaps the history round
+    # trip and the rewrite (with an LLM, its call).
     services.searcher.prefetch(message)
     request = state.get("turn_request") or None
     turn_id = request["turn_id"] if request else str(uuid.uuid4())

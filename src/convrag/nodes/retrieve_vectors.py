@@ -120,7 +120,7 @@ async def search_planned(
     history = state.get("history") or []
     timings: dict[str, float] = {}
     searcher = ctx.deps.searcher
-    labels = await searcher.current_labels(state["workspace_id"]) if len(planned) > 1 else None
+    labels = await searcher.current_labels(state["workspace_id"])  # once for every query
 
     async def one(q: PlannedQuery) -> list[SearchResult]:
         return await searcher.search(
