@@ -182,7 +182,7 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     assert errors[0]["error"] == "ThreadOfAnotherWorkspace", errors
     assert errors[0]["message"].endswith(f"is not in workspace {other}"), errors
     state = await client.threads.get_state(thread["thread_id"])
-    assert state["values"]["message"] != "INTRUDER: what is the CEO's salary?"
+    assert state["values"]["question"] != "INTRUDER: what is the CEO's salary?"
     # The dev server checkpointed into our Postgres and persisted the turns there.
     turns = await services.db.all_turns(workspace, thread["thread_id"])
     assert [t.question for t in turns] == [

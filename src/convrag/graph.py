@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -42,7 +41,7 @@ from convrag.nodes.merge_context import retrieves
 from convrag.nodes.policy import NodeFn, NodePolicy, apply_policy
 from convrag.nodes.web_search import search_failed
 from convrag.services import Services
-from convrag.state import InputState, State, check_run_input
+from convrag.state import InputState, State
 
 Retrieval = Literal["retrieve_documents", "retrieve_vectors"]
 
@@ -155,18 +154,9 @@ def compile_graph(
 ) -> CompiledStateGraph[State, Context, InputState, State]:
     """The graph, ready to run with ``checkpointer`` (and default ``services``).
 
-    Its ``START`` step checks the run's input (:func:`~convrag.state.check_run_input`)
-    before writing it: that step alone sees the input as sent, and LangGraph checks no
-    key of a ``TypedDict`` input schema. Every surface compiles the graph here (the
-    Python API, the HTTP service, ``langgraph dev``), so an SDK run without a
-    ``message`` fails there too, before any turn is stored.
+    Every surface compiles the graph here (the Python API, the HTTP service,
+    ``langgraph dev``). A run's input is checked by its first node: ``message`` is an
+    ephemeral channel (:class:`~convrag.state.InputState`), so an SDK run without one fails
+    in ``load_history`` before any turn is stored.
     """
-    graph = build_graph(services).compile(checkpointer=checkpointer, name="convrag")
-    graph.nodes[START] = graph.nodes[START].copy(
-        {"bound": RunnableLambda(check_run_input, afunc=_acheck_run_input, name="check_input")}
-    )
-    return graph
-
-
-async def _acheck_run_input(value: Any) -> Any:
-    return check_run_input(value)
+    return build_graph(services).compile(checkpointer=checkpointer, name="convrag")

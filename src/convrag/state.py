@@ -25,7 +25,8 @@ from typing import (
     get_type_hints,
 )
 
-from langgraph.types import Command, Overwrite
+from langgraph.channels import EphemeralValue
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
 from convrag.records import Citation, HistoryTurn, Source
@@ -149,8 +150,11 @@ class TurnRequest(TypedDict):
 class InputState(TypedDict):
     """What a caller sends for one turn."""
 
-    message: str
-    """The user's message, as typed."""
+    message: Annotated[str, EphemeralValue]
+    """The user's message, as typed. Ephemeral: only the turn's first step
+    (``load_history``) reads it, and keeps it as ``question``. A run whose input has no
+    message therefore finds none, rather than the thread's previous question, which it
+    would answer and store again (LangGraph writes only the keys an input holds)."""
     conversation_id: NotRequired[str]
     """Conversation (= checkpoint thread) id; defaults to the run's ``thread_id``."""
     turn_request: NotRequired[Annotated[TurnRequest | None, TURN_NONE]]
@@ -163,38 +167,11 @@ class InputState(TypedDict):
     instead of loading them from Postgres."""
 
 
-def check_run_input(value: Any) -> Any:
-    """``value``, a run's input as the caller sent it, or a ``ValueError`` saying what a
-    turn needs.
-
-    LangGraph writes only the keys an input holds and checks none: an input without
-    ``message`` (``{}``, a typo such as ``mesage``) would leave the channel holding the
-    thread's previous question, which the turn would then answer and store again. Only
-    the input tells a new message from that one, so the graph's ``START`` step runs this
-    (see :func:`convrag.graph.compile_graph`); ``None`` (resume a thread) and a
-    ``Command`` never reach it, or pass.
-    """
-    if isinstance(value, Command):
-        return value
-    if not isinstance(value, Mapping):
-        raise ValueError(
-            f"the run's input must be an object such as {{'message': '...'}}, "
-            f"not {type(value).__name__}"
-        )
-    if "message" not in value:
-        keys = ", ".join(repr(k) for k in value) or "none"
-        raise ValueError(
-            "the run's input has no 'message': send {'message': '...'} with the question "
-            f"(keys sent: {keys})"
-        )
-    if not isinstance(value["message"], str):
-        raise ValueError(f"message: expected a string, got {type(value['message']).__name__}")
-    return value
-
-
 class State(InputState, total=False):
     """The full state of one conversation thread."""
 
+    question: str
+    """The turn's message, stripped: what every node after ``load_history`` reads."""
     workspace_id: str
     """The run context's workspace, validated by ``load_history``."""
     turn_id: str
@@ -264,7 +241,7 @@ class State(InputState, total=False):
 class LoadHistoryUpdate(TypedDict, total=False):
     """What ``load_history`` writes (the policy wraps it in :func:`start_turn`)."""
 
-    message: str
+    question: str
     workspace_id: str
     conversation_id: str
     turn_id: str

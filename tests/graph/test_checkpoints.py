@@ -22,4 +22,4 @@ async def test_a_conversation_keeps_one_checkpoint_at_rest_and_its_state(
             await bot.ask(question, conv, workspace_id=seeded, context=ctx)
             assert await checkpoint_count(services, conv) == 1
         state = await bot.graph.aget_state(bot.config(conv))
-    assert state.values["message"] == "How many days of annual leave do employees get?"
+    assert state.values["question"] == "How many days of annual leave do employees get?"

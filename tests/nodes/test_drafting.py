@@ -19,7 +19,7 @@ async def test_an_extractive_answer_with_nothing_to_quote_is_the_configured_no_a
     services = cast(Services, SimpleNamespace(settings=custom, sentences=None))
     state = cast(
         State,
-        {"message": "What is the capital of France?", "classification": "standalone"},
+        {"question": "What is the capital of France?", "classification": "standalone"},
     )
     text = await extractive_draft(state, Context(services=services), [])
     assert text == "Nothing on that here, sorry."

@@ -49,7 +49,7 @@ async def _draft(
     events: list[dict[str, Any]] = []
     services = cast(Services, SimpleNamespace(settings=settings, web=None))
     runtime = Runtime(context=Context(services=services), stream_writer=events.append)
-    state = cast(State, {"message": "Where is the coffee machine?", "sources": [INJECTED]})
+    state = cast(State, {"question": "Where is the coffee machine?", "sources": [INJECTED]})
     return await llm_draft(state, runtime, "openai:stub", [], "synthesize"), events
 
 

@@ -36,7 +36,7 @@ async def _merged(services: Services, workspace: str, question: str, **knobs: fl
         State,
         {
             "workspace_id": workspace,
-            "message": question,
+            "question": question,
             "vector_hits": [h.as_source() for h in hits],
             "document_hits": [],
         },
@@ -143,7 +143,7 @@ def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() 
         }
     ]
     state = {
-        "message": "Which is the most popular?",
+        "question": "Which is the most popular?",
         "rewritten_query": "Which is the most popular?",
         "classification": "follow_up",
         "history": history,

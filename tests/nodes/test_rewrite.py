@@ -87,7 +87,7 @@ async def _run(
     services = cast(Services, SimpleNamespace(settings=settings, searcher=searcher))
     events: list[Any] = []
     runtime = Runtime(context=Context(services=services, **ctx), stream_writer=events.append)
-    state = cast(State, {"message": message, "history": history})
+    state = cast(State, {"question": message, "history": history})
     return await rewrite(state, runtime), events
 
 

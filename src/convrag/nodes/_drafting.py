@@ -77,7 +77,7 @@ async def llm_draft(
     tools = []
     if services.web is not None and ctx.web_search != "off" and not state.get("web_search_done"):
         tools = [services.web.as_tool()]
-    question = state["message"]
+    question = state["question"]
     rewritten = state.get("rewritten_query") or question
     fence = Fence.new()
     # Tokens go out only once the output checks pass on the answer so far: a hijacked
@@ -126,7 +126,7 @@ def _read_reply(reply: AIMessage, state: State, fence: Fence, *, searches: bool)
     """What the LLM's ``reply`` gives: a web search to run (when it may ``searches``), an
     answer, or the failure that refuses it (the canary leaked, a source obeyed, empty)."""
     tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
-    question = state["message"]
+    question = state["question"]
     if tool_call is not None and searches:
         query = storable(str(tool_call["args"].get("query") or "")).strip()
         return LlmDraft(web_query=query or state.get("rewritten_query") or question)
@@ -146,13 +146,13 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
     none can be quoted."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
-        lowered = state["message"].lower()
+        lowered = state["question"].lower()
         if history and any(w in lowered for w in _REFORMAT_WORDS):
-            return reformat_previous(state["message"], history)
-        return chit_chat_answer(state["message"])
+            return reformat_previous(state["question"], history)
+        return chit_chat_answer(state["question"])
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
-    rewritten = state.get("rewritten_query") or state["message"]
+    rewritten = state.get("rewritten_query") or state["question"]
     text = await asyncio.to_thread(
         extractive_answer,
         rewritten,
@@ -180,7 +180,7 @@ def stream_text(runtime: Runtime[Context], text: str, node: str, size: int = 24)
 
 def drafted(state: State, text: str, *, extractive: bool) -> DraftUpdate:
     """The update that makes ``text`` the current draft (and keeps every earlier one)."""
-    query = state.get("rewritten_query") or state["message"]
+    query = state.get("rewritten_query") or state["question"]
     drafts = [
         *state.get("drafts", []),
         Draft(

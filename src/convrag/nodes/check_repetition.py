@@ -47,7 +47,7 @@ def detect_repetition(
 async def check_repetition(state: State, runtime: Runtime[Context]) -> RepetitionUpdate:
     """The verdict on the current draft, also recorded on the draft itself."""
     history = state.get("history") or []
-    asked = extract_entities(f"{state['message']} {state.get('rewritten_query', '')}")
+    asked = extract_entities(f"{state['question']} {state.get('rewritten_query', '')}")
     verdict = detect_repetition(
         state.get("entities", []),
         [t["entities"] for t in history],

@@ -43,9 +43,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     then deletes that thread's checkpoints too. A conversation whose delete is under way,
     in any process, takes no turn (:class:`~convrag.stores.conversations.ConversationInUse`).
     """
-    message = (state.get("message") or "").strip()
-    if not message:
-        raise ValueError("message is empty")
+    message = _message(state)
     ctx = runtime.context
     workspace_id = check_id(ctx.workspace_id)
     thread_id = get_config()["configurable"].get("thread_id")
@@ -96,10 +94,29 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     if previous is not None and ctx.history_weight > 0.0:
         services.searcher.prefetch(previous)  # the dense query mixes it in
     return LoadHistoryUpdate(
-        message=message,
+        question=message,
         workspace_id=workspace_id,
         conversation_id=conversation_id,
         turn_id=turn_id.lower(),
         history=history,
         anchor_document_ids=anchors,
     )
+
+
+def _message(state: State) -> str:
+    """The run's message, stripped, or a ``ValueError`` saying what a turn needs.
+
+    The message is ephemeral (:class:`~convrag.state.InputState`): it is here only when
+    this run's input held one, never left over from the thread's previous turn.
+    """
+    if "message" not in state:
+        raise ValueError(
+            "the run's input has no 'message': send {'message': '...'} with the question"
+        )
+    sent: object = state["message"]
+    if not isinstance(sent, str):
+        raise ValueError(f"message: expected a string, got {type(sent).__name__}")
+    message = sent.strip()
+    if not message:
+        raise ValueError("message is empty")
+    return message

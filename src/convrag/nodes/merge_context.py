@@ -70,7 +70,7 @@ def web_search_reason(state: State, ctx: Context, *, web_available: bool) -> str
         return "requested"
     if state.get("classification") == "no_retrieval":
         return None
-    if needs_fresh_information(state.get("rewritten_query") or state["message"]):
+    if needs_fresh_information(state.get("rewritten_query") or state["question"]):
         return "fresh_information"
     if state.get("retrieval_confidence", 0.0) < ctx.web_confidence_threshold:
         return "low_confidence"
@@ -96,7 +96,7 @@ def evidence_queries(state: State) -> list[str]:
     the previous question too, as it was searched (its history query). Either finding
     evidence is enough: on its own words alone, a follow-up may name no topic, and the
     previous question may be about another part of the documents."""
-    message = state["message"]
+    message = state["question"]
     query = state.get("rewritten_query") or message
     previous = previous_question(state.get("history") or [])
     if state.get("classification") == "follow_up" and previous and query.strip() == message.strip():
@@ -136,7 +136,7 @@ async def _weigh_evidence(
     queries = evidence_queries(state)
     texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
     rarest = ctx.deps.searcher.rarest_missing_term(
-        state["workspace_id"], queries[0], texts, typed=state["message"]
+        state["workspace_id"], queries[0], texts, typed=state["question"]
     )
     evidence = confidence - ctx.rare_term_penalty * rarest
     closest: float | None = None
@@ -223,5 +223,5 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         timings={**timings, "merge_context": ms_since(started)},
     )
     if reason is not None:  # the web_search node runs next, then synthesize again
-        update["pending_web_query"] = state.get("rewritten_query") or state["message"]
+        update["pending_web_query"] = state.get("rewritten_query") or state["question"]
     return update

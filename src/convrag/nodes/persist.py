@@ -66,7 +66,7 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         id=state["turn_id"],
         workspace_id=state["workspace_id"],
         conversation_id=state["conversation_id"],
-        question=state["message"],
+        question=state["question"],
         answer=answer,
         contextualized_query=state.get("rewritten_query"),
         entities=list(state.get("entities") or []),

@@ -16,6 +16,6 @@ async def retrieve_documents(state: State, runtime: Runtime[Context]) -> Documen
     rows = await lookup_document_content(
         services.db,
         state["workspace_id"],
-        f"{state['message']} {state.get('rewritten_query', '')}",
+        f"{state['question']} {state.get('rewritten_query', '')}",
     )
     return DocumentHitsUpdate(document_hits=[r.as_source() for r in rows])

@@ -145,7 +145,7 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     ctx = runtime.context
     services = ctx.deps
     follow_up = state.get("classification") == "follow_up"
-    message = state["message"]
+    message = state["question"]
     query = state.get("rewritten_query") or message
     wanted = max(2 * ctx.top_k, 10)
     reranker = services.reranker

@@ -245,7 +245,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
     """Classify the message and make it standalone: by the LLM on every turn after the
     first when one is configured, else (or when that call fails) by the rules."""
     ctx = runtime.context
-    message = state["message"]
+    message = state["question"]
     history = state.get("history") or []
     turns = [Turn(t["question"], t["answer"]) for t in history]
     query = message

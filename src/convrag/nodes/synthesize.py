@@ -52,7 +52,7 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
         return {**drafted(state, text, extractive=True), "flags": {"no_answer": True}}
     excluded = state.get("excluded_entities") or []
     model_name = resolve_model(ctx.llm_model, ctx.deps.settings)
-    if state.get("classification") == "no_retrieval" and is_chit_chat(clean(state["message"])):
+    if state.get("classification") == "no_retrieval" and is_chit_chat(clean(state["question"])):
         model_name = None  # chit-chat gets its fixed reply, never an LLM call
     fallback = DraftUpdate()
     if model_name is not None:

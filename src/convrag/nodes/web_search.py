@@ -49,7 +49,7 @@ async def web_search(state: State, runtime: Runtime[Context]) -> WebSearchUpdate
     web = runtime.context.deps.web
     if web is None:  # the router never sends us here without a key
         raise RuntimeError("SERPER_API_KEY is not set")
-    query = state.get("pending_web_query") or state.get("rewritten_query") or state["message"]
+    query = state.get("pending_web_query") or state.get("rewritten_query") or state["question"]
     found = await web.search(query)
     results = [
         Source(
