@@ -18,6 +18,7 @@ from convrag.embeddings import (
     OpenAIEmbedder,
     RememberingEmbedder,
     RoundRobin,
+    cheapest_cuts,
     get_embedder,
 )
 from convrag.stores.embedded import pid_alive
@@ -273,11 +274,32 @@ def test_remembered_rows_are_not_embedded_again_and_the_oldest_are_forgotten() -
     assert remembering.embed([]).shape == (0, 2)
 
 
-def test_texts_are_embedded_in_small_groups_of_similar_length() -> None:
+def test_the_texts_a_turn_lacks_go_to_the_model_in_one_call_once_each() -> None:
     inner = _Counting()
-    texts = [f"{'x' * n}" for n in (9, 1, 5, 3, 7, 2, 8, 4, 6, 10)]
+    texts = [f"{'x' * n}" for n in (9, 1, 5, 9, 3)]
     rows = RememberingEmbedder(inner).embed(texts)
-    assert rows[:, 0].tolist() == [9, 1, 5, 3, 7, 2, 8, 4, 6, 10]
-    assert [len(group) for group in inner.asked] == [RememberingEmbedder.GROUP, 2]
-    assert inner.asked[0] == sorted(inner.asked[0], key=len)
-    assert max(map(len, inner.asked[0])) <= min(map(len, inner.asked[1]))
+    assert rows[:, 0].tolist() == [9, 1, 5, 9, 3]
+    assert inner.asked == [["x" * 9, "x", "x" * 5, "x" * 3]]  # the model batches by length
+
+
+@pytest.mark.parametrize(
+    ("lengths", "most", "ends"),
+    [
+        ([8, 8, 8, 8], 64, [4]),  # alike: one call
+        ([4, 5, 6, 200], 64, [3, 4]),  # one long text would pad three short ones to 200
+        ([8, 8, 8, 8], 3, [1, 4]),  # never more than ``most`` in a call
+        ([], 64, []),
+    ],
+)
+def test_a_batch_is_cut_where_padding_would_cost_more_than_a_call(
+    lengths: list[int], most: int, ends: list[int]
+) -> None:
+    assert cheapest_cuts(lengths, 20, most) == ends
+
+
+def test_each_row_is_the_texts_own_whatever_batch_it_was_cut_into() -> None:
+    model = OnnxMiniLM(batch_size=4)
+    texts = ["hi", " ".join(["a long sentence about the leave policy"] * 12), "salary?", "ok"]
+    together = model.embed(texts)
+    alone = np.concatenate([model.embed([t]) for t in texts])
+    assert np.allclose(together, alone, atol=1e-6)
