@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from convrag.documents import Chunk, Chunker, IngestError, SourceDocument
+from convrag.chunk_writes import document_writes
+from convrag.documents import Chunker, IngestError, SourceDocument
 from convrag.embeddings import EmbeddingMismatch, Matrix
-from convrag.ids import check_id, chunk_id_for, document_id_for
+from convrag.ids import check_id, document_id_for
 from convrag.records import section_path
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import DocumentWrite
@@ -261,38 +262,6 @@ async def file_gone(row: Mapping[str, Any]) -> bool:
     return read_from_file(source, row.get("metadata")) and not await asyncio.to_thread(
         Path(source).exists
     )
-
-
-def document_writes(
-    chunker: Chunker, changed: list[tuple[SourceDocument, str, str]]
-) -> list[DocumentWrite]:
-    """The writes of ``(document, its id, its content hash)``: chunked, with chunk ids (a
-    module-level function: it may run in another process)."""
-    writes: list[DocumentWrite] = []
-    for doc, doc_id, content_hash in changed:
-        pieces = chunker.chunks(doc)
-        writes.append(
-            DocumentWrite(
-                doc_id,
-                doc.source,
-                doc.title,
-                content_hash,
-                doc.metadata,
-                [(chunk_id_for(doc_id, i, c.text), i, c.text) for i, c in enumerate(pieces)],
-                chunk_metadata=[_chunk_metadata(c) for c in pieces],
-            )
-        )
-    return writes
-
-
-def _chunk_metadata(chunk: Chunk) -> dict[str, Any]:
-    """What Postgres keeps of a chunk beside its text: its PDF page, its headings."""
-    meta: dict[str, Any] = {}
-    if chunk.page is not None:
-        meta["page"] = chunk.page
-    if chunk.heading:
-        meta["heading"] = list(chunk.heading)
-    return meta
 
 
 def embedding_input(title: str | None, heading: Sequence[str] | None, text: str) -> str:
