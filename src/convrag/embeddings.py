@@ -255,9 +255,7 @@ class OnnxMiniLM:
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         start = 0
-        for end in cheapest_cuts(
-            [int(n) for n in lengths[order]], self.CALL_TOKENS, self.batch_size
-        ):
+        for end in cheapest_cuts(lengths[order].tolist(), self.CALL_TOKENS, self.batch_size):
             rows = order[start:end]
             width = int(lengths[rows].max())
             out[rows] = self._run(ids[rows, :width], mask[rows, :width], types[rows, :width])
@@ -270,7 +268,7 @@ def cheapest_cuts(lengths: Sequence[int], call_tokens: int, most: int) -> list[i
     ``call_tokens`` plus its size times its longest length: the ends of the cheapest
     batches, in order (dynamic programming over the cut points)."""
     n = len(lengths)
-    best = [0] + [0] * n
+    best = [0] * (n + 1)
     cut = [0] * (n + 1)
     for end in range(1, n + 1):
         options = (
