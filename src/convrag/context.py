@@ -60,10 +60,13 @@ DEFAULT_RAW_QUERY_WEIGHT = 1.0
 DEFAULT_REWRITE_QUERY_WEIGHT = 0.5
 DEFAULT_HISTORY_QUERY_WEIGHT = 0.5
 DEFAULT_ANCHOR_WEIGHT = 0.5
+DEFAULT_LLM_REWRITE_QUERY_WEIGHT = 1.0
 """The multi-query fusion's weights (:mod:`convrag.fusion`; only their ratios matter): the
 best mean R@5 (all turns and follow-ups) of both MTRAG dev domains, full pools, with
 ``benchmarks/fit_fusion.py``, each domain's own fit tested on the other (BENCHMARKS.md,
-issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out."""
+issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out. An
+LLM's rewrite weighs as much as the message: best on both domains of those tried with
+MTRAG's own LLM rewrites (``benchmarks/reference_rewriter.py``)."""
 
 
 class KnobTypeError(ValueError):
@@ -254,6 +257,13 @@ class Context:
             "differs from the message and passed the gate."
         },
     )
+    llm_rewrite_query_weight: float = field(
+        default=DEFAULT_LLM_REWRITE_QUERY_WEIGHT,
+        metadata={
+            "description": "On a follow-up that the LLM rewrote: weight of the rewrite's list "
+            "beside the raw message's (such a turn searches no history list)."
+        },
+    )
     history_query_weight: float = field(
         default=DEFAULT_HISTORY_QUERY_WEIGHT,
         metadata={
@@ -434,6 +444,7 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
     ("feedback_weight", _within(0, 2)),
     ("raw_query_weight", _within(0, 4)),
     ("rewrite_query_weight", _within(0, 4)),
+    ("llm_rewrite_query_weight", _within(0, 4)),
     ("history_query_weight", _within(0, 4)),
     ("anchor_weight", _within(0, 4)),
     ("rewrite_rules_off", _rule_switches),

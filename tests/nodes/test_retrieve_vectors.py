@@ -6,7 +6,7 @@ import pytest
 
 from convrag.context import Context
 from convrag.fusion import QueryList, fuse_queries
-from convrag.nodes.retrieve_vectors import plan_queries
+from convrag.nodes.retrieve_vectors import plan_queries, turn_kind
 from convrag.search import SearchResult
 
 
@@ -103,6 +103,42 @@ def test_a_rewritten_follow_up_searches_the_rewrite_the_raw_question_and_the_his
         ("history", True, 0.5),
     ]
     assert planned[0].text == "What is Prasad Chaudhari's basic salary?"
+
+
+def test_a_follow_up_the_llm_rewrote_searches_its_rewrite_and_the_raw_question_only() -> None:
+    ctx = Context(llm_rewrite_query_weight=1.5, rewrite_query_weight=0.5)
+    planned = plan_queries(
+        "What about her basic salary?",
+        "What is Prasad Chaudhari's basic salary?",
+        "llm_follow_up",
+        ctx,
+        "Who is Prasad Chaudhari?",
+    )
+    assert [(q.name, q.mixed, q.weight) for q in planned] == [
+        ("rewrite", True, 1.5),
+        ("raw", False, 1.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("history", "classification", "method", "kind"),
+    [
+        (False, "follow_up", "llm", "first_turn"),
+        (True, "standalone", "llm", "standalone"),
+        (True, "follow_up", "rules", "follow_up"),
+        (True, "follow_up", "fallback", "follow_up"),
+        (True, "follow_up", "llm", "llm_follow_up"),
+    ],
+)
+def test_only_a_follow_up_the_llm_rewrote_takes_the_llm_plan(
+    history: bool, classification: str, method: str, kind: str
+) -> None:
+    state = {
+        "history": [{"question": "Who is she?"}] if history else [],
+        "classification": classification,
+        "rewrite_method": method,
+    }
+    assert turn_kind(state) == kind  # type: ignore[arg-type]
 
 
 def test_a_continuation_without_words_of_its_own_searches_only_its_rewrite() -> None:

@@ -4,10 +4,11 @@ configured.
 A first turn searches its message; a turn the rules call standalone, its message with the
 previous question mixed into the dense query. A follow-up searches up to three queries and
 fuses their lists (:mod:`convrag.fusion`, :data:`PLANS`): the rewrite, the raw message as
-typed, and the message with the previous question (the history query); the previous
-answer's documents can join as a list of their own (``anchor_weight``). The raw message is
-always one of a follow-up's queries (when it has a word to search), so a garbled rewrite
-can push its hits down but not out.
+typed, and the message with the previous question (the history query); one that an LLM
+rewrote searches its rewrite and the raw message. The previous answer's documents can join
+as a list of their own (``anchor_weight``). The raw message is always one of a follow-up's
+queries (when it has a word to search), so a garbled rewrite can push its hits down but
+not out.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ class PlannedQuery:
     weight: float
 
 
-TurnKind = Literal["first_turn", "standalone", "follow_up"]
+TurnKind = Literal["first_turn", "standalone", "follow_up", "llm_follow_up"]
 
 PLANS: dict[TurnKind, tuple[str, ...]] = {
     "first_turn": ("raw",),
     "standalone": ("message",),
     "follow_up": ("rewrite", "raw", "history"),
+    "llm_follow_up": ("rewrite", "raw"),
 }
 """The lists each kind of turn searches. ``rewrite``: the standalone query, only when it
 differs from the message; ``raw``: the message as typed; ``history``: the message and the
@@ -52,26 +54,39 @@ previous question as one query (its keywords keep the topic a bare follow-up lac
 ``message``: the message alone. All but ``raw`` mix the previous question's vector into
 the dense query (``history_weight``). A turn the rules call standalone keeps the one query
 it searched before issue 31, or adds the raw list (``standalone_raw_query``); a first turn
-has nothing to mix. Fitted with ``benchmarks/fit_fusion.py`` (BENCHMARKS.md)."""
+has nothing to mix. A follow-up that an LLM rewrote has no history list: its rewrite
+already names the conversation's topic, and the history list cost R@5 on both MTRAG
+domains with MTRAG's own LLM rewrites (``benchmarks/reference_rewriter.py``). Fitted with
+``benchmarks/fit_fusion.py`` and that script (BENCHMARKS.md)."""
 
 
 def turn_kind(state: State) -> TurnKind:
     """Which row of :data:`PLANS` a turn searches by."""
-    return _kind(bool(state.get("history")), state.get("classification"))
+    return _kind(
+        bool(state.get("history")), state.get("classification"), state.get("rewrite_method")
+    )
 
 
-def _kind(has_history: bool, classification: str | None) -> TurnKind:
+def _kind(has_history: bool, classification: str | None, method: str | None) -> TurnKind:
     if not has_history:
         return "first_turn"
-    return "follow_up" if classification == "follow_up" else "standalone"
+    if classification != "follow_up":
+        return "standalone"
+    return "llm_follow_up" if method == "llm" else "follow_up"
 
 
 def query_texts(
-    message: str, query: str, classification: str, history: list[HistoryTurn], ctx: Context
+    message: str,
+    query: str,
+    classification: str,
+    method: str,
+    history: list[HistoryTurn],
+    ctx: Context,
 ) -> list[str]:
-    """The texts a turn will search (:func:`plan_queries`), known once it is classified:
-    the rewrite node starts embedding them while the graph moves on to the search."""
-    kind = _kind(bool(history), classification)
+    """The texts a turn will search (:func:`plan_queries`), known once it is classified
+    and rewritten (by ``method``): the rewrite node starts embedding them while the graph
+    moves on to the search."""
+    kind = _kind(bool(history), classification, method)
     return [q.text for q in plan_queries(message, query, kind, ctx, previous_question(history))]
 
 
@@ -86,7 +101,9 @@ def plan_queries(
     of weight 0 are left out, but never all of them: the first stays, at 1.
     """
     weights = {
-        "rewrite": ctx.rewrite_query_weight,
+        "rewrite": ctx.llm_rewrite_query_weight
+        if kind == "llm_follow_up"
+        else ctx.rewrite_query_weight,
         "raw": ctx.raw_query_weight,
         "history": ctx.history_query_weight,
         "message": ctx.history_query_weight,

@@ -275,7 +275,8 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             update["errors"] = {"rewrite": failure or "error"}
     if classification != "no_retrieval" and ctx.rag_enabled:
         # Embedded while the graph moves on to the search.
-        ctx.deps.searcher.prefetch(*query_texts(message, query, classification, history, ctx))
+        texts = query_texts(message, query, classification, method, history, ctx)
+        ctx.deps.searcher.prefetch(*texts)
     emit(
         runtime,
         RewriteEvent(event="rewrite", classification=classification, query=query, method=method),
