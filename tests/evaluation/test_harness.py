@@ -93,6 +93,7 @@ async def test_mtrag_report_has_every_strategy_split_by_turn_type(
         "convrag_no_anchor",
         "convrag_lastturn",
         "convrag_rewrite_llm",
+        "convrag_llm_reference",
     }
     assert report["embedder"] and report["reranker"] == "none"
     for scores in report["strategies"].values():
@@ -100,6 +101,8 @@ async def test_mtrag_report_has_every_strategy_split_by_turn_type(
         assert 0.0 <= scores["all"]["R@5"] <= 1.0 and "nDCG@10" in scores["all"]
     assert report["strategies"]["hybrid_rewrite_llm"]["followup"]["R@3"] == 1.0
     assert report["strategies"]["convrag"]["all"]["R@3"] == 1.0
+    # The LLM path, its rewrite MTRAG's own: "they" resolved, London's passage found.
+    assert report["strategies"]["convrag_llm_reference"]["followup"]["R@3"] == 1.0
 
 
 async def test_mtrag_ingest_progress_counts_every_document_done_so_far(

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -28,6 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from convrag.context import Context
 from convrag.documents import SourceDocument
 from convrag.evaluation.metrics import mean_scores, retrieval_scores
+from convrag.evaluation.reference_llm import reference_llm
 from convrag.graph import build_graph
 from convrag.ids import document_id_for
 from convrag.ingest import ingest_documents
@@ -46,6 +48,18 @@ BASELINES = (
     "hybrid_rewrite_llm",
     "hybrid_all_questions",
 )
+
+
+CONVRAG_STRATEGIES = (
+    "convrag",
+    "convrag_no_anchor",
+    "convrag_lastturn",
+    "convrag_rewrite_llm",
+    "convrag_llm_reference",
+)
+"""convrag's own strategies that run without an LLM (``convrag_llm`` needs one):
+``convrag_llm_reference`` runs the graph's LLM path with a stand-in that rewrites as
+MTRAG's reference does."""
 
 
 @dataclass(frozen=True)
@@ -291,9 +305,20 @@ class MtragEvaluation:
                 return await self.pipeline(
                     turn, anchored=False, llm="none", message=rewrite, with_history=False
                 )
-            case "convrag_llm":
+            case "convrag_llm" | "convrag_llm_reference":
                 return await self.pipeline(turn, anchored=True, llm=llm_model)
         raise ValueError(f"unknown strategy {strategy!r}")
+
+
+def _model_for(
+    strategy: str, services: Services, turns: Sequence[MtragTurn], llm: str | None
+) -> AbstractContextManager[str | None]:
+    """The LLM a strategy runs with: the stand-in that rewrites as MTRAG's reference does
+    (:mod:`convrag.evaluation.reference_llm`) for ``convrag_llm_reference``, served for
+    the strategy's turns, else the configured one."""
+    if strategy == "convrag_llm_reference":
+        return reference_llm(services, turns)
+    return nullcontext(llm)
 
 
 async def evaluate_mtrag(
@@ -313,10 +338,7 @@ async def evaluate_mtrag(
     if limit:
         turns = turns[:limit]
     llm = services.settings.effective_llm_model
-    names = list(
-        strategies
-        or [*BASELINES, "convrag", "convrag_no_anchor", "convrag_lastturn", "convrag_rewrite_llm"]
-    )
+    names = list(strategies or [*BASELINES, *CONVRAG_STRATEGIES])
     if strategies is None and llm:
         names.append("convrag_llm")
     workspace = f"mtrag-{path.name}"
@@ -331,13 +353,14 @@ async def evaluate_mtrag(
     timing: dict[str, float] = {}
     for name in names:
         t0 = time.perf_counter()
-        for i, turn in enumerate(turns, 1):
-            ranked = await ev.rank(name, turn, llm)
-            scores = retrieval_scores(ranked, qrels[turn.task_id])
-            per[name]["all"].append(scores)
-            per[name]["followup" if turn.followup else "standalone"].append(scores)
-            if progress:
-                progress(name, i, len(turns))
+        with _model_for(name, services, turns, llm) as model:
+            for i, turn in enumerate(turns, 1):
+                ranked = await ev.rank(name, turn, model)
+                scores = retrieval_scores(ranked, qrels[turn.task_id])
+                per[name]["all"].append(scores)
+                per[name]["followup" if turn.followup else "standalone"].append(scores)
+                if progress:
+                    progress(name, i, len(turns))
         timing[name] = round((time.perf_counter() - t0) * 1000 / max(1, len(turns)), 2)
     return {
         "dataset": f"MTRAG (pooled) {path.name}",
