@@ -49,6 +49,11 @@ less often than the rest."""
 DEFAULT_RARE_TERM_PENALTY = 0.015
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
+DEFAULT_LATER_RARE_TERM_PENALTY = 0.005
+"""The same on a conversation's later turns: there a word the documents lack is more often
+the user's shorthand, a typo or a remark ("msg", "Oops") than a new subject. Chosen with
+``convrag eval answers`` on both MTRAG domains, each fit tested on the other (BENCHMARKS.md,
+session 22)."""
 DEFAULT_HISTORY_WEIGHT = 0.4
 """Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
 DEFAULT_FEEDBACK_WEIGHT = 0.4
@@ -197,8 +202,15 @@ class Context:
         default=DEFAULT_RARE_TERM_PENALTY,
         metadata={
             "description": "Evidence subtracted per unit of IDF of the rarest query term "
-            "that no source contains (a question about something the workspace lacks). "
-            "0 uses the cosine alone."
+            "that no source contains (a question about something the workspace lacks), on "
+            "a conversation's first turn. 0 uses the cosine alone."
+        },
+    )
+    later_rare_term_penalty: float = field(
+        default=DEFAULT_LATER_RARE_TERM_PENALTY,
+        metadata={
+            "description": "rare_term_penalty on a conversation's later turns, where a word "
+            "the documents lack is more often shorthand, a typo or a remark."
         },
     )
     sentence_weight: float = field(
@@ -452,6 +464,7 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
     ("sentence_weight", _within(0, 1)),
     ("confidence_margin", _within(0, 1)),
     ("rare_term_penalty", _within(0, 0.1)),
+    ("later_rare_term_penalty", _within(0, 0.1)),
     ("score_threshold", _within(0, 1)),
     ("relevance_floor", _within(0, 1)),
     ("repetition_threshold", _within(0, 1)),

@@ -30,7 +30,9 @@ async def meals(services: Services, workspace: str, tmp_path: Path) -> str:
     return workspace
 
 
-async def _merged(services: Services, workspace: str, question: str, **knobs: float) -> dict:
+async def _merged(
+    services: Services, workspace: str, question: str, history: tuple[str, ...] = (), **knobs: float
+) -> dict:
     hits = await services.searcher.search(workspace, question, top_k=10)
     state = cast(
         State,
@@ -39,6 +41,17 @@ async def _merged(services: Services, workspace: str, question: str, **knobs: fl
             "question": question,
             "vector_hits": [h.as_source() for h in hits],
             "document_hits": [],
+            "history": [
+                {
+                    "turn_number": n,
+                    "question": q,
+                    "answer": "An answer.",
+                    "contextualized_query": None,
+                    "entities": [],
+                    "cited_document_ids": [],
+                }
+                for n, q in enumerate(history, 1)
+            ],
         },
     )
     ctx = Context(workspace_id=workspace, services=services, web_search="off", **knobs)
@@ -182,3 +195,16 @@ async def test_the_evidence_mixes_the_closest_sentence_and_the_best_chunk_by_sen
     assert mixed[1.0]["evidence"] == pytest.approx(sentence, abs=1e-5)
     assert mixed[0.0]["evidence"] == pytest.approx(chunk, abs=1e-5)
     assert mixed[0.5]["evidence"] == pytest.approx((chunk + sentence) / 2, abs=1e-5)
+
+
+async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_of_a_conversation(
+    services: Services, meals: str
+) -> None:
+    question = "What is the meal allowance for a sabbatical?"  # "sabbatical": in no source
+    knobs = {"rare_term_penalty": 0.02, "later_rare_term_penalty": 0.005, "sentence_band": 1.0}
+    first = (await _merged(services, meals, question, **knobs))["abstention_signals"]
+    later = await _merged(services, meals, question, ("What is the meal allowance?",), **knobs)
+    signals = later["abstention_signals"]
+    assert first["rarest"] == signals["rarest"] > 0
+    unpenalised = first["evidence"] + 0.02 * first["rarest"]
+    assert signals["evidence"] == pytest.approx(unpenalised - 0.005 * first["rarest"], abs=1e-5)

@@ -124,7 +124,8 @@ async def _weigh_evidence(
 ) -> tuple[float, Signals]:
     """The evidence that the relevance floor is held against, and the signals behind it.
 
-    The rarest word typed that no source holds lowers the chunks' cosine. Sentences cost
+    The rarest word typed that no source holds lowers the chunks' cosine, less on a later
+    turn of a conversation (``later_rare_term_penalty``). Sentences cost
     up to 16 embeddings: weighed only where they can change the decision, which is
     anywhere under the floor or near it; the evidence is then the closest sentence's
     cosine mixed with the best chunk's (``sentence_weight``): a chunk mixing several
@@ -138,7 +139,8 @@ async def _weigh_evidence(
     rarest = ctx.deps.searcher.rarest_missing_term(
         state["workspace_id"], queries[0], texts, typed=state["question"]
     )
-    evidence = confidence - ctx.rare_term_penalty * rarest
+    penalty = ctx.later_rare_term_penalty if state.get("history") else ctx.rare_term_penalty
+    evidence = confidence - penalty * rarest
     closest: float | None = None
     if evidence < ctx.relevance_floor + ctx.sentence_band:
         waited = time.perf_counter()
@@ -146,7 +148,7 @@ async def _weigh_evidence(
         timings["embed_sentences"] = ms_since(waited)
         if closest is not None:
             weighed = ctx.sentence_weight * closest + (1 - ctx.sentence_weight) * confidence
-            evidence = weighed - ctx.rare_term_penalty * rarest
+            evidence = weighed - penalty * rarest
     every = any(names_every_term(query, kept) for query in queries)
     if evidence < ctx.relevance_floor and rarest == 0.0 and every:
         evidence = ctx.relevance_floor  # a sentence says every word asked
