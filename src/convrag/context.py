@@ -50,8 +50,11 @@ DEFAULT_RARE_TERM_PENALTY = 0.015
 """Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
 on the other; see BENCHMARKS.md)."""
 DEFAULT_LATER_RARE_TERM_PENALTY = 0.005
-"""The same on a conversation's later turns: there a word the documents lack is more often
-the user's shorthand, a typo or a remark ("msg", "Oops") than a new subject. Chosen with
+"""The same on a conversation's later turns that are not follow-ups: there a word the
+documents lack is more often the user's shorthand, a typo or a remark ("filtering msg",
+"Oops, no return result") than a new subject. A follow-up keeps the first turn's penalty:
+its subject is the conversation's, and a word it adds that the documents lack asks for
+something they may not hold ("Is it part of the salary?"). Chosen with
 ``convrag eval answers`` on both MTRAG domains, each fit tested on the other (BENCHMARKS.md,
 session 22)."""
 DEFAULT_HISTORY_WEIGHT = 0.4
@@ -209,8 +212,9 @@ class Context:
     later_rare_term_penalty: float = field(
         default=DEFAULT_LATER_RARE_TERM_PENALTY,
         metadata={
-            "description": "rare_term_penalty on a conversation's later turns, where a word "
-            "the documents lack is more often shorthand, a typo or a remark."
+            "description": "rare_term_penalty on a conversation's later turns that are not "
+            "follow-ups, where a word the documents lack is more often shorthand, a typo or "
+            "a remark."
         },
     )
     sentence_weight: float = field(

@@ -31,7 +31,12 @@ async def meals(services: Services, workspace: str, tmp_path: Path) -> str:
 
 
 async def _merged(
-    services: Services, workspace: str, question: str, history: tuple[str, ...] = (), **knobs: float
+    services: Services,
+    workspace: str,
+    question: str,
+    history: tuple[str, ...] = (),
+    classification: str = "standalone",
+    **knobs: float,
 ) -> dict:
     hits = await services.searcher.search(workspace, question, top_k=10)
     state = cast(
@@ -41,6 +46,7 @@ async def _merged(
             "question": question,
             "vector_hits": [h.as_source() for h in hits],
             "document_hits": [],
+            "classification": classification,
             "history": [
                 {
                     "turn_number": n,
@@ -197,7 +203,7 @@ async def test_the_evidence_mixes_the_closest_sentence_and_the_best_chunk_by_sen
     assert mixed[0.5]["evidence"] == pytest.approx((chunk + sentence) / 2, abs=1e-5)
 
 
-async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_of_a_conversation(
+async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_that_is_no_follow_up(
     services: Services, meals: str
 ) -> None:
     question = "What is the meal allowance for a sabbatical?"  # "sabbatical": in no source
@@ -208,3 +214,7 @@ async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_of_a_conversat
     assert first["rarest"] == signals["rarest"] > 0
     unpenalised = first["evidence"] + 0.02 * first["rarest"]
     assert signals["evidence"] == pytest.approx(unpenalised - 0.005 * first["rarest"], abs=1e-5)
+    follow_up = await _merged(
+        services, meals, question, ("What is the meal allowance?",), "follow_up", **knobs
+    )
+    assert follow_up["abstention_signals"]["evidence"] == pytest.approx(first["evidence"])

@@ -125,7 +125,7 @@ async def _weigh_evidence(
     """The evidence that the relevance floor is held against, and the signals behind it.
 
     The rarest word typed that no source holds lowers the chunks' cosine, less on a later
-    turn of a conversation (``later_rare_term_penalty``). Sentences cost
+    turn of a conversation that is not a follow-up (``later_rare_term_penalty``). Sentences cost
     up to 16 embeddings: weighed only where they can change the decision, which is
     anywhere under the floor or near it; the evidence is then the closest sentence's
     cosine mixed with the best chunk's (``sentence_weight``): a chunk mixing several
@@ -139,7 +139,8 @@ async def _weigh_evidence(
     rarest = ctx.deps.searcher.rarest_missing_term(
         state["workspace_id"], queries[0], texts, typed=state["question"]
     )
-    penalty = ctx.later_rare_term_penalty if state.get("history") else ctx.rare_term_penalty
+    later = bool(state.get("history")) and state.get("classification") != "follow_up"
+    penalty = ctx.later_rare_term_penalty if later else ctx.rare_term_penalty
     evidence = confidence - penalty * rarest
     closest: float | None = None
     if evidence < ctx.relevance_floor + ctx.sentence_band:
