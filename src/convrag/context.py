@@ -68,13 +68,14 @@ DEFAULT_RAW_QUERY_WEIGHT = 1.0
 DEFAULT_REWRITE_QUERY_WEIGHT = 0.5
 DEFAULT_HISTORY_QUERY_WEIGHT = 0.5
 DEFAULT_ANCHOR_WEIGHT = 0.5
-DEFAULT_LLM_REWRITE_QUERY_WEIGHT = 1.0
 """The multi-query fusion's weights (:mod:`convrag.fusion`; only their ratios matter): the
 best mean R@5 (all turns and follow-ups) of both MTRAG dev domains, full pools, with
 ``benchmarks/fit_fusion.py``, each domain's own fit tested on the other (BENCHMARKS.md,
-issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out. An
-LLM's rewrite weighs as much as the message: best on both domains of those tried with
-MTRAG's own LLM rewrites (``benchmarks/reference_rewriter.py``)."""
+issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out."""
+DEFAULT_LLM_REWRITE_QUERY_WEIGHT = 1.0
+"""An LLM's rewrite weighs as much as the message: the best mean R@5 of both MTRAG dev
+domains with MTRAG's own LLM rewrites (``convrag eval mtrag -s convrag_llm_reference``,
+BENCHMARKS.md, session 22)."""
 
 
 class KnobTypeError(ValueError):

@@ -47,9 +47,13 @@ class ReferenceTurn(Protocol):
     def history(self) -> list[dict[str, str]]: ...
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.split())
+
+
 def turn_key(question: str, previous: str) -> Key:
     """The key of a turn asked after ``previous``."""
-    return " ".join(question.split()), " ".join(previous.split())
+    return _folded(question), _folded(previous)
 
 
 def reference_rewrites(turns: Iterable[ReferenceTurn]) -> dict[Key, str]:
@@ -78,7 +82,7 @@ def rewrite_reply(rewrites: dict[Key, str]) -> Callable[[dict[str, Any]], str]:
         users = _USER.findall(text)
         question = latest.group(1).strip() if latest else ""
         query = rewrites.get(turn_key(question, users[-1] if users else ""), question)
-        same = " ".join(query.split()).lower() == " ".join(question.split()).lower()
+        same = _folded(query).lower() == _folded(question).lower()
         return json.dumps({"classification": "standalone" if same else "follow_up", "query": query})
 
     return reply

@@ -56,8 +56,8 @@ the dense query (``history_weight``). A turn the rules call standalone keeps the
 it searched before issue 31, or adds the raw list (``standalone_raw_query``); a first turn
 has nothing to mix. A follow-up that an LLM rewrote has no history list: its rewrite
 already names the conversation's topic, and the history list cost R@5 on both MTRAG
-domains with MTRAG's own LLM rewrites (``benchmarks/reference_rewriter.py``). Fitted with
-``benchmarks/fit_fusion.py`` and that script (BENCHMARKS.md)."""
+domains with MTRAG's own LLM rewrites (``convrag eval mtrag -s convrag_llm_reference``).
+Fitted with ``benchmarks/fit_fusion.py`` and that strategy (BENCHMARKS.md)."""
 
 
 def turn_kind(state: State) -> TurnKind:
