@@ -351,3 +351,24 @@ def test_feedback_ranks_by_the_first_passages_neighbourhood_but_scores_stay_the_
     assert {h.chunk_id: h.score for h in moved} == pytest.approx(
         {h.chunk_id: h.score for h in plain}
     )
+
+
+async def test_a_hybrid_search_can_bring_the_keyword_lists_first_hit_after_its_top_k(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    """``keyword_first``: the passage BM25 ranks first comes after the ``top_k`` when the
+    fusion ranks it lower, and only then; other modes never add it."""
+    notes = {f"n{i}.md": f"Mode {i} of the editor changes how lines wrap." for i in range(6)}
+    notes["opts.md"] = "--sandbox: e/w/r commands are rejected."
+    await _ingest(services, workspace, tmp_path / "modes", notes)
+    searcher = services.searcher
+    query = "What does the editor's sandbox mode reject?"
+    plain = await searcher.search(workspace, query, top_k=2)
+    kept = await searcher.search(workspace, query, top_k=2, keyword_first=True)
+    bm25 = await searcher.search(workspace, query, top_k=1, mode="bm25")
+    assert "sandbox" in bm25[0].text
+    top = bm25[0].chunk_id
+    assert kept[:2] == plain
+    assert [r.chunk_id for r in kept[2:]] == ([] if top in {r.chunk_id for r in plain} else [top])
+    dense = await searcher.search(workspace, query, top_k=2, mode="dense", keyword_first=True)
+    assert len(dense) == 2

@@ -296,6 +296,15 @@ class Context:
             "ignores which documents the previous answer cited."
         },
     )
+    keyword_second_look: bool = field(
+        default=True,
+        metadata={
+            "description": "Before answering 'not found', weigh alone the first query's best "
+            "keyword hit, when the fusion ranked it below the sources: a passage that alone "
+            "names an option or identifier asked about, which the dense model ranks far "
+            "down. It takes the last source place when it clears relevance_floor."
+        },
+    )
     standalone_raw_query: bool = field(
         default=False,
         metadata={

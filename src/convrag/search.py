@@ -315,6 +315,7 @@ class HybridSearcher:
         feedback_weight: float = 0.0,
         timings: dict[str, float] | None = None,
         labels: Mapping[str, Label] | None = None,
+        keyword_first: bool = False,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
@@ -326,7 +327,9 @@ class HybridSearcher:
         so thresholds mean the same with or without either. ``timings``, when given, gets
         ``embed_query``: the milliseconds spent waiting for the embeddings. ``labels``:
         what :meth:`current_labels` gave for this workspace just before (several searches
-        of one turn read the index state once).
+        of one turn read the index state once). ``keyword_first``: in hybrid mode, the
+        keyword list's first hit comes too, after the ``top_k``, when the fusion ranks it
+        lower (the caller decides where it goes).
         """
         _check_search(workspace_id, query, top_k, mode)
         pool = candidates or max(4 * top_k, 20)
@@ -352,7 +355,11 @@ class HybridSearcher:
             anchor_document_ids=anchor_document_ids,
             anchor_boost=anchor_boost,
         )
-        return _labelled(_own_scores(fused, mode)[:top_k], labels)
+        ranked = _own_scores(fused, mode)
+        kept = ranked[:top_k]
+        if keyword_first and mode == "hybrid":
+            kept += [r for r in ranked[top_k:] if r.bm25_rank == 1][:1]
+        return _labelled(kept, labels)
 
     async def current_labels(self, workspace_id: str) -> dict[str, Label]:
         """Each chunk's labels, with the in-process engines made current first (they

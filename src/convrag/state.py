@@ -190,6 +190,10 @@ class State(InputState, total=False):
     """Exact numbered items named by the message ("explain question 6")."""
     vector_hits: Annotated[list[Source], TURN_LIST]
     """Hybrid dense + BM25 hits, anchored on a follow-up."""
+    keyword_hit: Annotated[Source | None, TURN_NONE]
+    """The hit the first query's keyword search ranks first, when the fusion ranks it
+    below the ``top_k`` sources: weighed alone before "not found"
+    (``keyword_second_look``)."""
     sources: Annotated[list[Source], TURN_LIST]
     """Fused, deduplicated, budgeted sources; ``[n]`` in the answer is ``sources[n-1]``."""
     retrieval_confidence: Annotated[float, TURN_FLOAT]
@@ -270,6 +274,7 @@ class VectorHitsUpdate(TypedDict, total=False):
     """What ``retrieve_vectors`` writes."""
 
     vector_hits: list[Source]
+    keyword_hit: Source | None
     flags: dict[str, Any]
     errors: dict[str, str]
     timings: dict[str, float]

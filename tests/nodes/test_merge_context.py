@@ -218,3 +218,63 @@ async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_that_is_no_fol
         services, meals, question, ("What is the meal allowance?",), "follow_up", **knobs
     )
     assert follow_up["abstention_signals"]["evidence"] == pytest.approx(first["evidence"])
+
+
+SED = "--sandbox: In sandbox mode, e/w/r commands are rejected and such programs abort."
+
+
+async def _looked(
+    services: Services, workspace: str, question: str, keyword: str, **knobs: object
+) -> dict:
+    """The merge of ``question`` with one source place: the travel policy first, the
+    keyword hit ``keyword`` out of the hits, found by its keywords alone (as
+    ``retrieve_vectors`` leaves a keyword top hit that the fusion ranked far down)."""
+    found = await services.searcher.search(workspace, question, top_k=10)
+    hits = [h.as_source() for h in found if h.chunk_id != keyword]
+    (hit,) = [{**h.as_source(), "dense_score": None} for h in found if h.chunk_id == keyword]
+    state = cast(
+        State,
+        {
+            "workspace_id": workspace,
+            "question": question,
+            "vector_hits": hits,
+            "keyword_hit": hit,
+            "document_hits": [],
+            "classification": "standalone",
+            "history": [],
+        },
+    )
+    ctx = Context(workspace_id=workspace, services=services, web_search="off", top_k=1, **knobs)  # type: ignore[arg-type]
+    return dict(await merge_sources(state, ctx))
+
+
+async def test_the_keyword_top_hit_is_weighed_alone_before_not_found(
+    services: Services, meals: str, tmp_path: Path
+) -> None:
+    """The passage that alone names the option asked about answers, in the last source
+    place, where the sources above it found nothing; switched off, "not found"."""
+    doc = tmp_path / "sed.md"
+    doc.write_text(SED)
+    await ingest_documents(services, meals, load_path(doc, max_bytes=10**6))
+    chunks = await services.searcher.search(meals, "sandbox e/w/r", top_k=1, mode="bm25")
+    option = chunks[0].chunk_id
+    question = "What does --sandbox mode reject?"
+    off = await _looked(services, meals, question, option, keyword_second_look=False)
+    assert off["abstain"] is True and [s["id"] for s in off["sources"]] != [option]
+    looked = await _looked(services, meals, question, option)
+    assert looked["abstain"] is False and looked["sources"][-1]["id"] == option
+    assert looked["abstention_signals"]["evidence"] >= 0.40
+
+
+async def test_a_keyword_hit_that_does_not_answer_leaves_not_found_as_it_was(
+    services: Services, meals: str, tmp_path: Path
+) -> None:
+    doc = tmp_path / "sed.md"
+    doc.write_text(SED)
+    await ingest_documents(services, meals, load_path(doc, max_bytes=10**6))
+    chunks = await services.searcher.search(meals, "sandbox e/w/r", top_k=1, mode="bm25")
+    question = "What is the capital of France?"
+    off = await _looked(services, meals, question, chunks[0].chunk_id, keyword_second_look=False)
+    looked = await _looked(services, meals, question, chunks[0].chunk_id)
+    assert off["abstain"] is looked["abstain"] is True
+    assert looked["sources"] == off["sources"]

@@ -6,7 +6,7 @@ import pytest
 
 from convrag.context import Context
 from convrag.fusion import QueryList, fuse_queries
-from convrag.nodes.retrieve_vectors import plan_queries, turn_kind
+from convrag.nodes.retrieve_vectors import keyword_candidate, plan_queries, turn_kind
 from convrag.search import SearchResult
 
 
@@ -60,6 +60,17 @@ def test_anchoring_is_one_more_voice_not_a_flat_boost() -> None:
     far = [QueryList("raw", deep, 1.0), QueryList("history", deep, 1.0)]
     assert _ids(fuse_queries(far, anchor_document_ids={"dz"}, anchor_weight=0.5))[0] == "top"
     assert fuse_queries(level, anchor_document_ids={"dz"})[2].anchored  # weight 0: flag only
+
+
+def test_the_keyword_top_hit_below_the_sources_is_the_candidate_for_a_second_look() -> None:
+    """BM25's first hit, ranked below the five sources or cut from the fused list, is
+    the one ``merge_context`` weighs before "not found"; among the sources, none is."""
+    fused = _hits(*(f"d{i}" for i in range(8)))
+    option = SearchResult("option", "dopt", "--sandbox: ...", 0.001, bm25_rank=1)
+    assert keyword_candidate(fused, option, 5) == option
+    assert keyword_candidate([*fused, option], option, 5) == option
+    assert keyword_candidate([*fused[:3], option, *fused[3:]], option, 5) is None
+    assert keyword_candidate(fused, None, 5) is None
 
 
 def test_fusion_refuses_negative_weights() -> None:

@@ -165,6 +165,62 @@ async def _weigh_evidence(
     return evidence, signals
 
 
+async def _labelled(state: State, ctx: Context, kept: list[Source]) -> list[Source]:
+    """``kept`` with what the hits lack (the in-process engines label theirs): a chunk's
+    title, its PDF page and its section, in one lookup."""
+    unlabelled = [
+        s["id"] for s in kept if s["source_type"] in ("chunk", "document") and s["title"] is None
+    ]
+    if not unlabelled:
+        return kept
+    stored = {c.id: c for c in await ctx.deps.db.get_chunks(state["workspace_id"], unlabelled)}
+    return [
+        {
+            **s,
+            "title": s["title"] or stored[s["id"]].title,
+            "page": stored[s["id"]].page,
+            "section": section_path(stored[s["id"]].heading, stored[s["id"]].title),
+        }
+        if s["id"] in stored
+        else s
+        for s in kept
+    ]
+
+
+Weighed = tuple[list[Source], float, Signals]
+
+
+async def _second_look(
+    state: State, ctx: Context, timings: dict[str, float], first: Weighed
+) -> Weighed:
+    """Before "not found": the first query's keyword top hit (``keyword_hit``), which the
+    fusion ranked below the sources, weighed alone, by its own cosine and sentences; when
+    it reaches the floor it takes the last source place.
+
+    The keyword list weighs little in the fusion, so the passage that alone names an
+    option or identifier asked about ("What does --sandbox mode reject?") can rank below
+    every dense hit. Given that place always, it costs R@5 on both MTRAG domains; weighed
+    with the other sources, its rare word would lend their cosine to an off-topic
+    question. Weighed alone, only when the sources found nothing, it changes no other turn.
+    """
+    hit = state.get("keyword_hit")
+    kept = first[0]
+    if hit is None or not ctx.keyword_second_look or any(s["id"] == hit["id"] for s in kept):
+        return first
+    (hit,) = await _labelled(state, ctx, [hit])
+    query = evidence_queries(state)[0]
+    text = f"{hit['title'] or ''}\n{hit['text']}"
+    similarity = cosine_to_query(ctx.deps.sentences)
+    (own,) = await asyncio.to_thread(similarity, query, [text])
+    evidence, signals = await _weigh_evidence(state, ctx, [hit], own, timings)
+    if evidence < ctx.relevance_floor:
+        return first
+    other = budget(
+        [*kept[: ctx.top_k - 1], hit], top_k=ctx.top_k, max_chars=ctx.context_budget_chars
+    )
+    return other, evidence, signals
+
+
 async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
     """:func:`merge_context` without the event (the retrieval evaluation reads it)."""
     started = time.perf_counter()
@@ -176,24 +232,9 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         if src["id"] not in seen:
             seen.add(src["id"])
             merged.append(src)
-    kept = budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
-    # One lookup brings what the hits lack (the in-process engines label theirs): a
-    # chunk's title, its PDF page and its section.
-    unlabelled = [
-        s["id"] for s in kept if s["source_type"] in ("chunk", "document") and s["title"] is None
-    ]
-    stored = {c.id: c for c in await services.db.get_chunks(state["workspace_id"], unlabelled)}
-    kept = [
-        {
-            **s,
-            "title": s["title"] or stored[s["id"]].title,
-            "page": stored[s["id"]].page,
-            "section": section_path(stored[s["id"]].heading, stored[s["id"]].title),
-        }
-        if s["id"] in stored
-        else s
-        for s in kept
-    ]
+    kept = await _labelled(
+        state, ctx, budget(merged, top_k=ctx.top_k, max_chars=ctx.context_budget_chars)
+    )
     confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
     timings: dict[str, float] = {}
     signals: Signals | None = None
@@ -204,6 +245,10 @@ async def merge_sources(state: State, ctx: Context) -> MergeUpdate:
         evidence = confidence  # never abstains: no evidence to weigh
     else:
         evidence, signals = await _weigh_evidence(state, ctx, kept, confidence, timings)
+        if evidence < ctx.relevance_floor:
+            kept, evidence, signals = await _second_look(
+                state, ctx, timings, (kept, evidence, signals)
+            )
     abstain = evidence < ctx.relevance_floor
     reason = web_search_reason(
         {**state, "sources": kept, "retrieval_confidence": confidence},

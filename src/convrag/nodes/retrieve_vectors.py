@@ -132,14 +132,16 @@ def _words(text: str) -> list[str]:
 
 async def search_planned(
     state: State, ctx: Context, planned: list[PlannedQuery], depth: int
-) -> tuple[list[QueryList], dict[str, float]]:
-    """Each planned query's hybrid list, ``depth`` deep, searched concurrently."""
+) -> tuple[list[QueryList], SearchResult | None, dict[str, float]]:
+    """Each planned query's hybrid list, ``depth`` deep, searched concurrently; and the
+    first query's keyword top hit (``keyword_second_look``), which stays out of the
+    fusion."""
     history = state.get("history") or []
     timings: dict[str, float] = {}
     searcher = ctx.deps.searcher
     labels = await searcher.current_labels(state["workspace_id"])  # once for every query
 
-    async def one(q: PlannedQuery) -> list[SearchResult]:
+    async def one(q: PlannedQuery, first: bool) -> list[SearchResult]:
         return await searcher.search(
             state["workspace_id"],
             q.text,
@@ -149,12 +151,29 @@ async def search_planned(
             feedback_weight=ctx.feedback_weight,
             timings=timings,
             labels=labels,
+            keyword_first=first and ctx.keyword_second_look,
         )
 
-    found = await asyncio.gather(*(one(q) for q in planned))
-    return [QueryList(q.name, hits, q.weight) for q, hits in zip(planned, found, strict=True)], (
-        timings
-    )
+    found = await asyncio.gather(*(one(q, i == 0) for i, q in enumerate(planned)))
+    keyword = next((h for hits in found[:1] for h in hits if h.bm25_rank == 1), None)
+    lists = [
+        QueryList(q.name, hits[:depth], q.weight) for q, hits in zip(planned, found, strict=True)
+    ]
+    return lists, (keyword if ctx.keyword_second_look else None), timings
+
+
+def keyword_candidate(
+    results: list[SearchResult], keyword: SearchResult | None, top_k: int
+) -> SearchResult | None:
+    """The first query's keyword top hit when the fusion ranks it below the ``top_k``
+    sources (its fused record when it is among ``results``), else None: what
+    ``merge_context`` weighs alone before "not found"."""
+    if keyword is None:
+        return None
+    at = next((i for i, r in enumerate(results) if r.chunk_id == keyword.chunk_id), None)
+    if at is None:
+        return keyword
+    return results[at] if at >= top_k else None
 
 
 async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHitsUpdate:
@@ -169,19 +188,21 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     depth = max(wanted, services.settings.rerank_top_n) if reranker else wanted
     history = state.get("history") or []
     planned = plan_queries(message, query, turn_kind(state), ctx, previous_question(history))
-    lists, timings = await search_planned(state, ctx, planned, depth)
+    lists, keyword_top, timings = await search_planned(state, ctx, planned, depth)
     results = fuse_queries(
         lists,
         anchor_document_ids=state.get("anchor_document_ids", []) if follow_up else [],
         anchor_weight=ctx.anchor_weight,
     )[:depth]
     hits = [r.as_source() for r in results]
+    candidate = keyword_candidate(results, keyword_top, ctx.top_k)
+    keyword = candidate.as_source() if candidate is not None else None
     if reranker is None:
-        return VectorHitsUpdate(vector_hits=hits, timings=timings)
+        return VectorHitsUpdate(vector_hits=hits, keyword_hit=keyword, timings=timings)
     reranked, failure = await rerank_sources(
         reranker, query, hits, services.settings.rerank_timeout_s
     )
-    update = VectorHitsUpdate(vector_hits=reranked[:wanted], timings=timings)
+    update = VectorHitsUpdate(vector_hits=reranked[:wanted], keyword_hit=keyword, timings=timings)
     if failure is not None:
         update["flags"] = {"rerank_fallback": failure}
         update["errors"] = {"rerank": failure}
