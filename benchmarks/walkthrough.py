@@ -103,6 +103,7 @@ async def run(here: Path = HERE) -> dict[str, Any]:
                         "right": ok,
                         "rewritten_query": state.get("rewritten_query"),
                         "no_answer": bool((state.get("flags") or {}).get("no_answer")),
+                        "signals": state.get("abstention_signals"),
                         "answer": str(state.get("answer", ""))[:300],
                         "quoted": len(re.findall(r"\[\d+\]", str(state.get("answer", "")))),
                     }

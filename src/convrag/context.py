@@ -57,6 +57,14 @@ its subject is the conversation's, and a word it adds that the documents lack as
 something they may not hold ("Is it part of the salary?"). Chosen with
 ``convrag eval answers`` on both MTRAG domains, each fit tested on the other (BENCHMARKS.md,
 session 22)."""
+DEFAULT_PARAGRAPH_WEIGHT = 0.5
+"""How far a chunk's share of the evidence moves towards the cosine of the paragraph that
+holds its closest sentence. MTRAG's passages are single paragraphs, so only real
+documents measure it: on ``benchmarks/followups`` 0 / 0.25 / 0.5 / 1 give 53 / 57 / 59 /
+59 of 67 answers right; on the reading sets every one keeps 0 wrong "not found" and 29 of
+29 off-topic, and 17 / 16 / 16 / 14 of 38 unanswerable "not found"; the walkthrough's
+"not found" turns stay 8 of 8 up to 0.5, 7 at 1. Chosen as the least weight with the
+most right (BENCHMARKS.md, session 23)."""
 DEFAULT_HISTORY_WEIGHT = 0.4
 """Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
 DEFAULT_FEEDBACK_WEIGHT = 0.4
@@ -296,6 +304,15 @@ class Context:
             "ignores which documents the previous answer cited."
         },
     )
+    paragraph_weight: float = field(
+        default=DEFAULT_PARAGRAPH_WEIGHT,
+        metadata={
+            "description": "Where the sources' sentences are weighed, how far the chunk's "
+            "share of the evidence moves up towards the cosine of the paragraph holding the "
+            "closest sentence, in a chunk of several paragraphs (1: all the way; 0: the "
+            "chunk's cosine alone)."
+        },
+    )
     keyword_second_look: bool = field(
         default=True,
         metadata={
@@ -476,6 +493,7 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
     ("rewrite_rules_off", _rule_switches),
     ("sentence_band", _within(0, 1)),
     ("sentence_weight", _within(0, 1)),
+    ("paragraph_weight", _within(0, 1)),
     ("confidence_margin", _within(0, 1)),
     ("rare_term_penalty", _within(0, 0.1)),
     ("later_rare_term_penalty", _within(0, 0.1)),

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convrag.answering.evidence import LONE_SENTENCE_MARGIN, names_every_term, sentence_evidence
+from convrag.answering.evidence import (
+    LONE_SENTENCE_MARGIN,
+    names_every_term,
+    paragraph_evidence,
+    sentence_evidence,
+)
 from tests.answering.samples import source
 
 
@@ -55,3 +60,35 @@ def test_a_sentence_names_what_its_source_title_names() -> None:
     assert not names_every_term("Can I carry over unused leave?", [source(carry)])
     titled = {**source(carry), "title": "leave_policy"}
     assert names_every_term("Can I carry over unused leave?", [titled])
+
+
+HISTORY = (
+    "Corvane was founded in 1987 in Eindhoven. The first product was a thickness gauge.\n\n"
+    "Daniel Okafor left Corvane in 1995 to become a professor. He stayed on the board.\n\n"
+    "In 2023 Aisha Demir became chief executive."
+)
+
+
+def test_the_paragraph_holding_the_closest_sentence_is_weighed_on_its_own() -> None:
+    """In a chunk of several paragraphs, the one whose sentence is closest is embedded
+    alone: the scale of a paragraph-sized passage, not the whole chunk's."""
+    asked: list[list[str]] = []
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        asked.append(list(texts))
+        return [0.58 if "Okafor left" in t else 0.1 for t in texts]
+
+    chunk = source(HISTORY, 1)
+    assert paragraph_evidence("When did Daniel Okafor leave?", [chunk], similarity) == 0.58
+    assert asked[-1] == [
+        "Daniel Okafor left Corvane in 1995 to become a professor. He stayed on the board."
+    ]
+
+
+def test_a_chunk_of_one_paragraph_or_no_shared_word_has_no_paragraph_evidence() -> None:
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.5 for _ in texts]
+
+    one = source("Daniel Okafor left Corvane in 1995 to become a professor.", 1)
+    assert paragraph_evidence("When did Daniel Okafor leave?", [one], similarity) is None
+    assert paragraph_evidence("Where do staff park?", [source(HISTORY, 2)], similarity) is None

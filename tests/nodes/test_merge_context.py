@@ -104,6 +104,7 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
     assert set(a) == {
         "confidence",
         "sentence",
+        "paragraph",
         "rarest",
         "every_term",
         "follow_up",
@@ -278,3 +279,29 @@ async def test_a_keyword_hit_that_does_not_answer_leaves_not_found_as_it_was(
     looked = await _looked(services, meals, question, chunks[0].chunk_id)
     assert off["abstain"] is looked["abstain"] is True
     assert looked["sources"] == off["sources"]
+
+
+async def test_a_chunk_of_several_paragraphs_weighs_towards_the_one_that_answers(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    """``paragraph_weight`` moves the chunk's part of the evidence from its own cosine
+    towards its answering paragraph's: half way by default, not at all at 0."""
+    doc = tmp_path / "history.md"
+    doc.write_text(
+        "Corvane was founded in 1987 in Eindhoven by two engineers from Philips. "
+        "Its first product measured coatings on silicon wafers.\n\n"
+        "Daniel Okafor left Corvane in 1995 to become a professor of optics.\n\n"
+        "In 2009 revenue fell by 38 percent and sixty jobs were cut."
+    )
+    await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
+    question = "When did Daniel Okafor leave?"
+    knobs = {"sentence_band": 1.0, "rare_term_penalty": 0.0}
+    off = (await _merged(services, workspace, question, paragraph_weight=0.0, **knobs))[
+        "abstention_signals"
+    ]
+    half = (await _merged(services, workspace, question, **knobs))["abstention_signals"]
+    assert half["paragraph"] > half["confidence"] == pytest.approx(off["confidence"])
+    assert off["paragraph"] == pytest.approx(off["confidence"])
+    lifted = 0.5 * half["sentence"] + 0.5 * (half["confidence"] + half["paragraph"]) / 2
+    assert half["evidence"] == pytest.approx(lifted, abs=1e-5)
+    assert half["evidence"] > off["evidence"]

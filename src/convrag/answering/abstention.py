@@ -31,6 +31,7 @@ class Signals:
 
     confidence: float
     sentence: float
+    paragraph: float
     rarest: float
     every_term: float
     follow_up: float

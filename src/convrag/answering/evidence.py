@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from convrag.answering.ranking import Similarity, joined, query_coverage, ranked_by_words
@@ -61,6 +62,35 @@ def sentence_evidence(
     return closest_evidence(
         candidate_cosines(query, sources, similarity, EVIDENCE_CANDIDATES), top=top
     )
+
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def paragraph_evidence(
+    query: str, sources: Sequence[Source], similarity: Similarity
+) -> float | None:
+    """The cosine to ``query`` of the paragraph that holds the closest of the
+    :data:`EVIDENCE_CANDIDATES` sentences, when its chunk holds more than one paragraph;
+    None otherwise (the chunk's own cosine says the same).
+
+    The relevance floor was fitted on MTRAG's passages, each about a paragraph. A chunk
+    of a real document packs several (800 characters, under its title and headings), and
+    its cosine is diluted by the ones that say something else: "When did Daniel Okafor
+    leave?" is 0.26 from its chunk and 0.58 from the paragraph that answers it. The
+    paragraph puts such a chunk back on the scale the floor was fitted on.
+    """
+    query = expand_acronyms(query, joined(sources))
+    scored = ranked_by_words(query, sources)[:EVIDENCE_CANDIDATES]
+    if not scored:
+        return None
+    cosines = similarity(query, [s for *_, s in scored])
+    _, n, _, sentence = scored[max(range(len(scored)), key=lambda i: cosines[i])]
+    paragraphs = [p for p in _PARAGRAPH_BREAK.split(sources[n - 1]["text"]) if p.strip()]
+    holding = [p.strip() for p in paragraphs if sentence.strip() in p]
+    if len(paragraphs) < 2 or not holding:
+        return None
+    return float(similarity(query, holding[:1])[0])
 
 
 def closest_evidence(cosines: Sequence[float], *, top: int = 2) -> float | None:

@@ -14,7 +14,7 @@ import time
 from langgraph.runtime import Runtime
 
 from convrag.answering.abstention import Signals, assurance
-from convrag.answering.evidence import names_every_term, sentence_evidence
+from convrag.answering.evidence import names_every_term, paragraph_evidence, sentence_evidence
 from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import SourcesEvent, emit
@@ -119,6 +119,20 @@ async def _sentence_evidence(
     return max(confidence if c is None else c for c in scored)
 
 
+async def _sentences_and_paragraph(
+    queries: list[str], kept: list[Source], confidence: float, ctx: Context
+) -> tuple[float | None, float]:
+    """The closest sentences' evidence (:func:`_sentence_evidence`), and the best cosine
+    of a paragraph holding a query's closest sentence in a chunk of several paragraphs
+    (:func:`paragraph_evidence`), at least the chunks' ``confidence``."""
+    closest = await _sentence_evidence(queries, kept, confidence, ctx)
+    if closest is None or ctx.paragraph_weight <= 0:
+        return closest, confidence
+    similarity = cosine_to_query(ctx.deps.sentences)
+    found = [await asyncio.to_thread(paragraph_evidence, q, kept, similarity) for q in queries]
+    return closest, max([confidence, *(c for c in found if c is not None)])
+
+
 async def _weigh_evidence(
     state: State, ctx: Context, kept: list[Source], confidence: float, timings: dict[str, float]
 ) -> tuple[float, Signals]:
@@ -130,9 +144,11 @@ async def _weigh_evidence(
     anywhere under the floor or near it; the evidence is then the closest sentence's
     cosine mixed with the best chunk's (``sentence_weight``): a chunk mixing several
     sections scores low while one sentence answers, and a passage close as a whole may
-    have no one sentence that says it all. With no sentence sharing a word with the
-    query (a paraphrase), the chunk's cosine is all the evidence there is (and the
-    sentence signal is that cosine).
+    have no one sentence that says it all; where the closest sentence's chunk holds
+    several paragraphs, the chunk's part moves towards its paragraph's cosine
+    (``paragraph_weight``). With no sentence sharing a word with the query (a
+    paraphrase), the chunk's cosine is all the evidence there is (and the sentence and
+    paragraph signals are that cosine).
     """
     queries = evidence_queries(state)
     texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
@@ -143,12 +159,14 @@ async def _weigh_evidence(
     penalty = ctx.later_rare_term_penalty if later else ctx.rare_term_penalty
     evidence = confidence - penalty * rarest
     closest: float | None = None
+    paragraph = confidence
     if evidence < ctx.relevance_floor + ctx.sentence_band:
         waited = time.perf_counter()
-        closest = await _sentence_evidence(queries, kept, confidence, ctx)
+        closest, paragraph = await _sentences_and_paragraph(queries, kept, confidence, ctx)
         timings["embed_sentences"] = ms_since(waited)
         if closest is not None:
-            weighed = ctx.sentence_weight * closest + (1 - ctx.sentence_weight) * confidence
+            chunk = confidence + ctx.paragraph_weight * (paragraph - confidence)
+            weighed = ctx.sentence_weight * closest + (1 - ctx.sentence_weight) * chunk
             evidence = weighed - penalty * rarest
     every = any(names_every_term(query, kept) for query in queries)
     if evidence < ctx.relevance_floor and rarest == 0.0 and every:
@@ -156,6 +174,7 @@ async def _weigh_evidence(
     signals = Signals(
         confidence=confidence,
         sentence=confidence if closest is None else closest,
+        paragraph=paragraph,
         rarest=rarest,
         every_term=float(every),
         follow_up=float(state.get("classification") == "follow_up"),
