@@ -361,6 +361,14 @@ def test_they_keeps_pointing_where_the_previous_them_was_resolved() -> None:
     )
 
 
+def test_them_after_those_and_a_noun_of_the_message_points_back_into_it() -> None:
+    """ "those sports ... play them": the message names what "them" is, not the previous
+    turn's group ("... can women also play the United States?" before)."""
+    history = [Turn("Which countries play American football?", "The United States and Canada.")]
+    message = "Are those sports only played by men or can women also play them?"
+    assert contextualize(message, history) == message
+
+
 def test_it_points_to_the_asked_thing_not_the_place_that_qualifies_it() -> None:
     question = "What is the daily meal allowance in Asia?"
     history = [Turn(question, "The daily meal allowance in Asia is 50 dollars. [1]", question)]

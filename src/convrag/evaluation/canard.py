@@ -12,11 +12,16 @@ Two sources, so a rule can be judged on more than the data it was shaped on:
   wrote): every follow-up, its earlier turns as history. The set has no answers, so a
   history turn is its question with an empty answer, its standalone question as the
   service's rewrite of it.
+
+Each is scored on all its cases and on those whose reference rewrote the question (its
+words differ): MTRAG's Mixtral left a sixth of its follow-ups as typed, pronoun and all
+("how many films does he appear in"), where any resolution scores as a loss.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -125,17 +130,29 @@ def evaluate_rewrite(
     ours = [query for query, _ in gated]
     per_call_ms = (time.perf_counter() - started) * 1000 / len(cases)
 
-    def score(hyps: list[str]) -> dict[str, float]:
+    def score(hyps: list[str], refs: list[str]) -> dict[str, float]:
         return {
             "bleu": round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2),
-            "token_f1": round(sum(map(token_f1, hyps, refs)) / len(refs), 4),
+            "token_f1": round(sum(map(token_f1, hyps, refs)) / max(1, len(refs)), 4),
         }
 
+    rewrote = [i for i, (q, _, ref) in enumerate(cases) if _words(ref) != _words(q)]
     return {
         "dataset": dataset,
         "n": len(cases),
+        "n_reference_rewrote": len(rewrote),
         "ms_per_rewrite": round(per_call_ms, 3),
         "without": sorted(off),
         "gate_rejected": sum(why is not None for _, why in gated),
-        "systems": {"raw_question": score(raw), "convrag": score(ours)},
+        "systems": {"raw_question": score(raw, refs), "convrag": score(ours, refs)},
+        "reference_rewrote": {
+            name: score([hyps[i] for i in rewrote], [refs[i] for i in rewrote])
+            for name, hyps in (("raw_question", raw), ("convrag", ours))
+        },
     }
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, lower-cased: a reference with the question's words says the
+    question needs no rewrite."""
+    return re.findall(r"\w+", text.lower())

@@ -128,8 +128,10 @@ def _person(p: _Pass, k: int) -> _Replacement | None:
 
 
 def _group(p: _Pass, k: int) -> _Replacement | None:
-    """ "they/their": the people the last exchange listed, else the group it was about."""
-    if "group" in p.used:
+    """ "they/their": the people the last exchange listed, else the group it was about;
+    none when the message names its own ("Are those sports played by women too, can
+    they play them?")."""
+    if "group" in p.used or _own_antecedent(p.toks, k):
         return None
     if p.refs.people:
         return _listed(p, k)
@@ -137,6 +139,17 @@ def _group(p: _Pass, k: int) -> _Replacement | None:
     if not group or fold(group) in p.low_msg:
         return None
     return _Replacement(possessive(group) if p.toks[k].low in ("their", "theirs") else group, k)
+
+
+def _own_antecedent(toks: tuple[Token, ...], k: int) -> bool:
+    """Whether "these/those" and a noun come before token ``k``: a plural the message
+    itself names, which its "they/them" points back to."""
+    return any(
+        toks[j].low in ("these", "those")
+        and toks[j + 1].kind == "word"
+        and toks[j + 1].low not in FUNCTION_WORDS
+        for j in range(k - 1)
+    )
 
 
 def _listed(p: _Pass, k: int) -> _Replacement:
