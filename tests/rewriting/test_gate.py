@@ -72,6 +72,8 @@ def test_a_continuation_reuses_the_previous_standalone_question() -> None:
         ("Tell me more about them.", "Tell me more about what's.", "not_a_phrase"),
         ("And for emotions?", "Does it detect for for emotions?", "not_a_phrase"),
         ("Why can't it set a cookie?", "Why can't the browser get set a cookie?", "not_a_phrase"),
+        ("What is it?", "What is the emotions?", "number_disagrees"),
+        ("Does it detect anger?", "Does the emotions detect anger?", "number_disagrees"),
     ],
 )
 def test_a_garbled_rewrite_is_rejected_by_name(message: str, rewrite: str, check: str) -> None:
@@ -86,6 +88,8 @@ def test_a_garbled_rewrite_is_rejected_by_name(message: str, rewrite: str, check
         ("what about why can't I use it?", "Why can't I use the certain browser?", BROWSER),
         ("Who did he work with?", "Who did James May work with?", PRESENTER),
         ("Was their show popular?", "Was the show of James May popular?", PRESENTER),
+        ("What is it?", "What is the certain browser?", BROWSER),
+        ("What are they?", "What are the emotions?", BROWSER),
     ],
 )
 def test_a_well_formed_rewrite_passes(message: str, rewrite: str, history: list[Turn]) -> None:
@@ -126,3 +130,12 @@ def test_the_title_of_a_document_the_last_answer_cited_is_a_supported_referent()
     assert rejects(message, "Who do I contact about the Acme Travel Policy?", history) == (
         "unsupported_referent"
     )
+
+
+def test_a_plural_phrase_for_a_singular_it_is_rejected_past_an_adjective_after_its_noun() -> None:
+    """ "the Lite pricing plans available": the noun before "available" is the head."""
+    plans = [Turn("What are the Lite pricing plans available?", "There is one Lite plan.")]
+    assert rejects("What is it?", "What is the Lite pricing plans available?", plans) == (
+        "number_disagrees"
+    )
+    assert rejects("What is it?", "What is the Lite pricing plan?", plans) is None

@@ -29,6 +29,7 @@ from convrag.text.tokens import (
     clean,
     content_words,
     fold,
+    is_plural_phrase,
     is_verb_like,
     strip_possessive,
     tokenize,
@@ -166,6 +167,28 @@ def _not_a_phrase(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
     return _doubled(rewrite) > _doubled(message)
 
 
+_SINGULAR_VERBS = frozenset({"is", "was", "does", "has", "isn't", "wasn't", "doesn't"})
+_POSTNOMINAL = ("able", "ible")
+"""Endings of adjectives that follow their noun ("the plans available")."""
+
+
+def _number_disagrees(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
+    """A singular "it/this/that" beside a singular verb replaced by a plural phrase ("What
+    is it?" -> "What is the Lite pricing plans available?"): the referent is not what the
+    message speaks of, or not as the message speaks of it."""
+    words = [t.low for t in _words(message)]
+    for i, old, new in _replaced(message, rewrite):
+        if len(old) != 1 or old[0] not in _DEMONSTRATIVES or not new:
+            continue
+        beside = {words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)}
+        head = list(new)
+        while len(head) > 1 and head[-1].endswith(_POSTNOMINAL):
+            head.pop()
+        if beside & _SINGULAR_VERBS and is_plural_phrase(" ".join(head)):
+            return True
+    return False
+
+
 def _doubled(text: str) -> int:
     """How many words follow the same word ("for for")."""
     words = [t.low for t in _words(text)]
@@ -178,6 +201,7 @@ CHECKS: tuple[tuple[str, Callable[[str, str, Sequence[Turn]], bool]], ...] = (
     ("fixed_phrase", _fixed_phrase),
     ("not_a_phrase", _not_a_phrase),
     ("unsupported_referent", _unsupported),
+    ("number_disagrees", _number_disagrees),
 )
 """Each check's name and its predicate: true rejects the rewrite."""
 
