@@ -29,6 +29,7 @@ from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
+from convrag.nodes.merge_context import evidence_queries
 from convrag.prompts import Fence
 from convrag.state import Draft, DraftUpdate, State
 from convrag.text.entities import extract_entities
@@ -152,16 +153,22 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         return chit_chat_answer(state["question"])
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
-    rewritten = state.get("rewritten_query") or state["question"]
-    text = await asyncio.to_thread(
-        extractive_answer,
-        rewritten,
-        state.get("sources") or [],
-        history=history,
-        excluded_entities=excluded,
-        max_sentences=answer_length(rewritten, ctx.answer_sentences),
-        similarity=cosine_to_query(ctx.deps.sentences),
-    )
+    text = NO_SOURCES_ANSWER
+    # A follow-up left as typed ("What is it?") may share no word with any sentence: its
+    # history query (the message and the previous question) is asked next, as the "not
+    # found" evidence weighs it.
+    for query in evidence_queries(state):
+        text = await asyncio.to_thread(
+            extractive_answer,
+            query,
+            state.get("sources") or [],
+            history=history,
+            excluded_entities=excluded,
+            max_sentences=answer_length(query, ctx.answer_sentences),
+            similarity=cosine_to_query(ctx.deps.sentences),
+        )
+        if text != NO_SOURCES_ANSWER:
+            break
     # Nothing to quote is "not found", which NO_ANSWER_TEXT words.
     return ctx.deps.settings.no_answer_text if text == NO_SOURCES_ANSWER else text
 
