@@ -29,13 +29,13 @@ def retrieval_table(data: dict[str, Any], split: str = "all") -> str:
 def rewrite_table(data: dict[str, Any]) -> str:
     """BLEU and token F1 of each system, on every case and on those whose reference
     rewrote the question (``n_reference_rewrote`` of them)."""
-    sub = data.get("reference_rewrote") or {}
+    sub = data["reference_rewrote"]
     rows = [
         f"| {name} | {s['bleu']:.1f} | {100 * s['token_f1']:.1f} | "
-        + (f"{sub[name]['bleu']:.1f} | {100 * sub[name]['token_f1']:.1f} |" if name in sub else "|")
+        f"{sub[name]['bleu']:.1f} | {100 * sub[name]['token_f1']:.1f} |"
         for name, s in data["systems"].items()
     ]
-    n = data.get("n_reference_rewrote", "")
+    n = data["n_reference_rewrote"]
     head = f"| system | BLEU | token F1 | BLEU, {n} rewritten references | token F1, the same |"
     return "\n".join([head, "|---|---|---|---|---|", *rows])
 

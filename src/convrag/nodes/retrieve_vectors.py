@@ -155,11 +155,13 @@ async def search_planned(
         )
 
     found = await asyncio.gather(*(one(q, i == 0) for i, q in enumerate(planned)))
-    keyword = next((h for hits in found[:1] for h in hits if h.bm25_rank == 1), None)
+    keyword = None
+    if ctx.keyword_second_look:
+        keyword = next((h for hits in found[:1] for h in hits if h.bm25_rank == 1), None)
     lists = [
         QueryList(q.name, hits[:depth], q.weight) for q, hits in zip(planned, found, strict=True)
     ]
-    return lists, (keyword if ctx.keyword_second_look else None), timings
+    return lists, keyword, timings
 
 
 def keyword_candidate(

@@ -168,23 +168,19 @@ def _not_a_phrase(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
 
 
 _SINGULAR_VERBS = frozenset({"is", "was", "does", "has", "isn't", "wasn't", "doesn't"})
-_POSTNOMINAL = ("able", "ible")
-"""Endings of adjectives that follow their noun ("the plans available")."""
 
 
 def _number_disagrees(message: str, rewrite: str, history: Sequence[Turn]) -> bool:
     """A singular "it/this/that" beside a singular verb replaced by a plural phrase ("What
     is it?" -> "What is the Lite pricing plans available?"): the referent is not what the
-    message speaks of, or not as the message speaks of it."""
+    message speaks of, or not as the message speaks of it. The topic rule already refuses
+    a plural topic for "it"; this catches any other way a rewrite gets there."""
     words = [t.low for t in _words(message)]
     for i, old, new in _replaced(message, rewrite):
         if len(old) != 1 or old[0] not in _DEMONSTRATIVES or not new:
             continue
         beside = {words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)}
-        head = list(new)
-        while len(head) > 1 and head[-1].endswith(_POSTNOMINAL):
-            head.pop()
-        if beside & _SINGULAR_VERBS and is_plural_phrase(" ".join(head)):
+        if beside & _SINGULAR_VERBS and is_plural_phrase(" ".join(new)):
             return True
     return False
 

@@ -144,11 +144,17 @@ def _group(p: _Pass, k: int) -> _Replacement | None:
 def _own_antecedent(toks: tuple[Token, ...], k: int) -> bool:
     """Whether "these/those" and a noun come before token ``k``: a plural the message
     itself names, which its "they/them" points back to."""
-    return any(
-        toks[j].low in ("these", "those")
+    return any(_determines(toks, j, ("these", "those")) for j in range(k - 1))
+
+
+def _determines(toks: tuple[Token, ...], j: int, demonstratives: tuple[str, ...]) -> bool:
+    """Whether token ``j`` is one of ``demonstratives`` before the noun it determines
+    ("this policy", "those sports"), not a pronoun of its own."""
+    return (
+        toks[j].low in demonstratives
+        and j + 1 < len(toks)
         and toks[j + 1].kind == "word"
         and toks[j + 1].low not in FUNCTION_WORDS
-        for j in range(k - 1)
     )
 
 
@@ -172,12 +178,7 @@ def _topic(p: _Pass, k: int) -> _Replacement | None:
     toks = p.toks
     t = toks[k]
     low = t.low
-    is_det = (
-        low in ("this", "that", "these", "those")
-        and k + 1 < len(toks)
-        and toks[k + 1].kind == "word"
-        and toks[k + 1].low not in FUNCTION_WORDS
-    )
+    is_det = _determines(toks, k, ("this", "that", "these", "those"))
     temporal = k > 0 and toks[k - 1].low in TEMPORAL_PREPS  # "after that"
     if "topic" in p.used or is_det or temporal:
         return None

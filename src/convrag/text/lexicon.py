@@ -99,6 +99,8 @@ NAME_PREFIXES = _words(
 )
 # "after that" points to an event of the answer, not to a retrievable thing.
 TEMPORAL_PREPS = _words("after before since following until till like")
+# Adjectives that follow their noun ("the plans available"): never a phrase's head.
+POSTNOMINAL = _words("available possible applicable accessible eligible responsible")
 # Months, days and seasons: capitalised, but not entities.
 TIME_WORDS = _words(
     """january february march april may june july august september october november december

@@ -14,7 +14,7 @@ import unicodedata
 from functools import lru_cache
 from typing import NamedTuple
 
-from convrag.text.lexicon import AUX, FRAME_WORDS, FUNCTION_WORDS, PAST_VERBS
+from convrag.text.lexicon import AUX, FRAME_WORDS, FUNCTION_WORDS, PAST_VERBS, POSTNOMINAL
 
 __all__ = [
     "Token",
@@ -194,10 +194,13 @@ def content_words(toks: tuple[Token, ...]) -> list[Token]:
 
 
 def is_plural_phrase(phrase: str) -> bool:
-    """Whether the head noun of a phrase is plural ("the salaries of ..." -> True)."""
+    """Whether the head noun of a phrase is plural ("the salaries of ..." -> True), past
+    an adjective that follows it ("the plans available" -> True)."""
     words = phrase.split()
     if not words or "of" in words:
         words = words[: words.index("of")] if "of" in words else words
+    while len(words) > 1 and words[-1].lower() in POSTNOMINAL:
+        words = words[:-1]
     head = words[-1].lower() if words else ""
     return head.endswith("s") and not head.endswith(("ss", "us", "is", "'s", "’s"))
 
