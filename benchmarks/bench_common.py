@@ -65,9 +65,15 @@ class Figure:
         return self.value / self.baseline
 
     def as_json(self) -> Json:
-        out: Json = {"value": _round(self.value), "unit": self.unit, "target": self.target,
-                     "target_desc": self.target_desc, "baseline": _round(self.baseline),
-                     "ratio": _round(self.ratio, 3), "met": self.met}
+        out: Json = {
+            "value": _round(self.value),
+            "unit": self.unit,
+            "target": self.target,
+            "target_desc": self.target_desc,
+            "baseline": _round(self.baseline),
+            "ratio": _round(self.ratio, 3),
+            "met": self.met,
+        }
         out.update({k: _round(v) for k, v in self.extra.items()})
         out["detail"] = _round_tree(self.detail)
         return out
@@ -96,9 +102,14 @@ def stats(values: Sequence[float]) -> Json:
     if not values:
         return {"n": 0}
     arr = np.asarray(values, dtype=np.float64)
-    return {"p50": float(np.percentile(arr, 50)), "p95": float(np.percentile(arr, 95)),
-            "mean": float(arr.mean()), "min": float(arr.min()), "max": float(arr.max()),
-            "n": int(arr.size)}
+    return {
+        "p50": float(np.percentile(arr, 50)),
+        "p95": float(np.percentile(arr, 95)),
+        "mean": float(arr.mean()),
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "n": int(arr.size),
+    }
 
 
 def log(message: str) -> None:
@@ -223,10 +234,13 @@ def services_with_dense_engine(services: Any, engine: str) -> Any:
     from convrag.services import keyword_engine_for
 
     searcher = HybridSearcher(
-        services.db, services.index, services.embedder,
+        services.db,
+        services.index,
+        services.embedder,
         keyword_engine=keyword_engine_for(services.settings, is_lite=services.index.is_lite),
         dense_engine=engine,  # type: ignore[arg-type]
-        rrf_k=services.settings.rrf_k)
+        rrf_k=services.settings.rrf_k,
+    )
     return dataclasses.replace(services, searcher=searcher)
 
 
@@ -270,10 +284,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-DROPPED_ENV = ("DATABASE_URL", "MILVUS_URI", "MILVUS_TOKEN", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-               "SERPER_API_KEY", "SERPER_BASE_URL", "LLM_MODEL", "EMBEDDING_MODEL",
-               "KEYWORD_ENGINE", "CONVRAG_DATA_DIR", "RATE_LIMIT_PER_MINUTE",
-               "MILVUS_COLLECTION", "DENSE_ENGINE")
+DROPPED_ENV = (
+    "DATABASE_URL",
+    "MILVUS_URI",
+    "MILVUS_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SERPER_API_KEY",
+    "SERPER_BASE_URL",
+    "LLM_MODEL",
+    "EMBEDDING_MODEL",
+    "KEYWORD_ENGINE",
+    "CONVRAG_DATA_DIR",
+    "RATE_LIMIT_PER_MINUTE",
+    "MILVUS_COLLECTION",
+    "DENSE_ENGINE",
+)
 
 
 def _stop_process(proc: subprocess.Popen[Any], timeout: float) -> None:
@@ -293,9 +319,18 @@ def stub_process(log_dir: Path, *, token_delay_s: float = 0.0) -> Iterator[str]:
     log_dir.mkdir(parents=True, exist_ok=True)
     err = open(log_dir / "stub.log", "ab")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
-        [sys.executable, str(BENCH_DIR / "bench_stub.py"), "--port", str(free_port()),
-         "--token-delay", str(token_delay_s)],
-        stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, env=clean_env(),
+        [
+            sys.executable,
+            str(BENCH_DIR / "bench_stub.py"),
+            "--port",
+            str(free_port()),
+            "--token-delay",
+            str(token_delay_s),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(),
         text=True,
     )
     try:
@@ -317,31 +352,49 @@ class ServerHandle:
 
 
 @contextlib.contextmanager
-def server_process(data_dir: Path, stub_url: str, *, startup_timeout_s: float = 120.0,
-                   extra_env: dict[str, str] | None = None) -> Iterator[ServerHandle]:
+def server_process(
+    data_dir: Path,
+    stub_url: str,
+    *,
+    startup_timeout_s: float = 120.0,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[ServerHandle]:
     """``convrag serve`` (FastAPI + uvicorn from ``create_app``) on ``data_dir`` in a child
     process, with the stub as its LLM and the rate limit lifted; stopped with SIGTERM."""
     import httpx
 
     port = free_port()
-    env = clean_env(CONVRAG_DATA_DIR=str(data_dir), LLM_MODEL="openai:stub-model",
-                    OPENAI_BASE_URL=stub_url, OPENAI_API_KEY="bench-key",
-                    RATE_LIMIT_PER_MINUTE="100000000")
+    env = clean_env(
+        CONVRAG_DATA_DIR=str(data_dir),
+        LLM_MODEL="openai:stub-model",
+        OPENAI_BASE_URL=stub_url,
+        OPENAI_API_KEY="bench-key",
+        RATE_LIMIT_PER_MINUTE="100000000",
+    )
     env.update(extra_env or {})
     exe = Path(sys.executable).with_name("convrag")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c",
-                                           "from convrag.cli import main; main()"]
+    cmd = (
+        [str(exe)]
+        if exe.exists()
+        else [sys.executable, "-c", "from convrag.cli import main; main()"]
+    )
     out = open(data_dir / "server.log", "ab")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen([*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, cwd=str(data_dir))
+    proc = subprocess.Popen(
+        [*cmd, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=str(data_dir),
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"convrag serve exited with {proc.returncode}; "
-                                   f"see {data_dir}/server.log")
+                raise RuntimeError(
+                    f"convrag serve exited with {proc.returncode}; see {data_dir}/server.log"
+                )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
                     break
@@ -363,7 +416,6 @@ def stack_pids(data_dir: Path) -> dict[str, int | None]:
     with contextlib.suppress(OSError, ValueError, KeyError, json.JSONDecodeError):
         pids["milvus"] = int(json.loads((data_dir / "milvus" / "server.json").read_text())["pid"])
     return pids
-
 
 
 def cleanup_stack(data_dir: Path) -> list[str]:

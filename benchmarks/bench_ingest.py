@@ -51,6 +51,7 @@ class Timed:
         sink = self._sink
 
         if inspect.iscoroutinefunction(attr):
+
             @functools.wraps(attr)
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
                 t0 = time.perf_counter()
@@ -58,6 +59,7 @@ class Timed:
                     return await attr(*args, **kwargs)
                 finally:
                     sink[label] = sink.get(label, 0.0) + time.perf_counter() - t0
+
             return timed_async
 
         fn: Callable[..., Any] = attr
@@ -69,6 +71,7 @@ class Timed:
                 return fn(*args, **kwargs)
             finally:
                 sink[label] = sink.get(label, 0.0) + time.perf_counter() - t0
+
         return timed
 
 
@@ -84,13 +87,24 @@ async def run(data_dir: Path, *, passages: int, seed: int) -> Figure:
         parts: dict[str, float] = {}
         timed = dataclasses.replace(
             services,
-            bulk=cast(Any, Timed(services.bulk, {"embed": "embed",
-                                                 "run": "chunking_in_child"}, parts)),
-            index=cast(Any, Timed(services.index, {"upsert": "milvus_upsert",
-                                                   "flush": "milvus_flush"}, parts)),
-            db=cast(Any, Timed(services.db, {"replace_documents": "postgres_replace_documents",
-                                   "existing_documents": "postgres_existing_documents"},
-                                 parts)),
+            bulk=cast(
+                Any, Timed(services.bulk, {"embed": "embed", "run": "chunking_in_child"}, parts)
+            ),
+            index=cast(
+                Any,
+                Timed(services.index, {"upsert": "milvus_upsert", "flush": "milvus_flush"}, parts),
+            ),
+            db=cast(
+                Any,
+                Timed(
+                    services.db,
+                    {
+                        "replace_documents": "postgres_replace_documents",
+                        "existing_documents": "postgres_existing_documents",
+                    },
+                    parts,
+                ),
+            ),
         )
         raw_s = ingest_s = 0.0
         chunks = written = 0
@@ -114,15 +128,20 @@ async def run(data_dir: Path, *, passages: int, seed: int) -> Figure:
     rate = written / ingest_s
     other = ingest_s - sum(parts.values())
     return Figure(
-        "ingest_throughput", rate, "chunks/s", 0.9 * raw_rate,
+        "ingest_throughput",
+        rate,
+        "chunks/s",
+        0.9 * raw_rate,
         "≥ 0.9× raw embedding",
-        baseline=raw_rate, met=rate >= 0.9 * raw_rate,
+        baseline=raw_rate,
+        met=rate >= 0.9 * raw_rate,
         extra={"chunks": chunks, "passages": len(docs)},
         detail={
             "sample": f"{len(docs)} ClapNQ passages (seeded random), {chunks} chunks "
-                      f"(chunk_size {settings.chunk_size})",
+            f"(chunk_size {settings.chunk_size})",
             "embedding_batch_size": settings.embedding_batch_size,
-            "raw_embed_s": raw_s, "ingest_s": ingest_s,
+            "raw_embed_s": raw_s,
+            "ingest_s": ingest_s,
             "ingest_breakdown_s": {**parts, "other (chunking, hashing, Python)": other},
         },
     )

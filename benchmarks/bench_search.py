@@ -92,8 +92,10 @@ async def ensure_synthetic(services: Services, n: int, seed: int) -> tuple[Matri
     if have_pg == n and have_milvus == n:
         return vectors, {"reused": True}
     if have_pg or have_milvus:
-        raise RuntimeError(f"workspace {WORKSPACE!r} holds {have_pg}/{have_milvus} chunks, not "
-                           f"{n}: use a fresh --data-dir")
+        raise RuntimeError(
+            f"workspace {WORKSPACE!r} holds {have_pg}/{have_milvus} chunks, not "
+            f"{n}: use a fresh --data-dir"
+        )
     t0 = time.perf_counter()
     texts = synthetic_texts(n, seed)
     t_gen = time.perf_counter() - t0
@@ -101,27 +103,41 @@ async def ensure_synthetic(services: Services, n: int, seed: int) -> tuple[Matri
     batch = 2000
     for start in range(0, n, batch):
         stop = min(n, start + batch)
-        rows = [VectorRow(chunk_id(i), doc_id(i // CHUNKS_PER_DOC), texts[i], vectors[i])
-                for i in range(start, stop)]
+        rows = [
+            VectorRow(chunk_id(i), doc_id(i // CHUNKS_PER_DOC), texts[i], vectors[i])
+            for i in range(start, stop)
+        ]
         t1 = time.perf_counter()
         await asyncio.to_thread(services.index.upsert, WORKSPACE, rows)
         t2 = time.perf_counter()
         docs = []
         for d in range(start // CHUNKS_PER_DOC, (stop - 1) // CHUNKS_PER_DOC + 1):
             ids = range(d * CHUNKS_PER_DOC, min(stop, (d + 1) * CHUNKS_PER_DOC))
-            docs.append(DocumentWrite(
-                doc_id(d), f"synthetic-{d}", f"Synthetic document {d}", f"hash-{d}", {},
-                [(chunk_id(i), i % CHUNKS_PER_DOC, texts[i]) for i in ids],
-                embeddings=[vectors[i].tobytes() for i in ids]))
+            docs.append(
+                DocumentWrite(
+                    doc_id(d),
+                    f"synthetic-{d}",
+                    f"Synthetic document {d}",
+                    f"hash-{d}",
+                    {},
+                    [(chunk_id(i), i % CHUNKS_PER_DOC, texts[i]) for i in ids],
+                    embeddings=[vectors[i].tobytes() for i in ids],
+                )
+            )
         await services.db.replace_documents(WORKSPACE, docs)
         t_milvus += t2 - t1
         t_pg += time.perf_counter() - t2
     t3 = time.perf_counter()
     await asyncio.to_thread(services.index.flush)
     t_flush = time.perf_counter() - t3
-    return vectors, {"reused": False, "generate_texts_s": t_gen, "milvus_upsert_s": t_milvus,
-                     "milvus_rows_per_s": n / t_milvus, "postgres_write_s": t_pg,
-                     "milvus_flush_s": t_flush}
+    return vectors, {
+        "reused": False,
+        "generate_texts_s": t_gen,
+        "milvus_upsert_s": t_milvus,
+        "milvus_rows_per_s": n / t_milvus,
+        "postgres_write_s": t_pg,
+        "milvus_flush_s": t_flush,
+    }
 
 
 def brute_force(matrix: Matrix, query: Matrix, k: int) -> npt.NDArray[np.intp]:
@@ -131,12 +147,19 @@ def brute_force(matrix: Matrix, query: Matrix, k: int) -> npt.NDArray[np.intp]:
     return top[np.argsort(-scores[top])]
 
 
-PARTS = ("hybrid_search", "embed_query", "dense_engine_search", "milvus_dense_search",
-         "bm25s_search", "postgres_index_version")
+PARTS = (
+    "hybrid_search",
+    "embed_query",
+    "dense_engine_search",
+    "milvus_dense_search",
+    "bm25s_search",
+    "postgres_index_version",
+)
 
 
-async def component_times(services: Services, workspace: str, queries: list[str],
-                          top_k: int = TOP_K) -> Json:
+async def component_times(
+    services: Services, workspace: str, queries: list[str], top_k: int = TOP_K
+) -> Json:
     """p50/p95 of each part of one hybrid search, run one after the other per query.
 
     ``dense_engine_search`` is the searcher's in-process dense engine (absent when it uses
@@ -194,9 +217,17 @@ async def measure(services: Services, vectors: Matrix, n_queries: int, seed: int
         await milvus.search(WORKSPACE, q, top_k=TOP_K)
         brute_force(vectors, services.embedder.embed([q])[0], pool)
 
-    t: dict[str, list[float]] = {k: [] for k in (
-        "hybrid", "dense", "bm25", "hybrid_milvus_dense_engine", "brute_force",
-        "brute_force_with_embed")}
+    t: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "hybrid",
+            "dense",
+            "bm25",
+            "hybrid_milvus_dense_engine",
+            "brute_force",
+            "brute_force_with_embed",
+        )
+    }
     recall: list[float] = []
 
     def clock(name: str, start: float) -> float:
@@ -224,12 +255,17 @@ async def measure(services: Services, vectors: Matrix, n_queries: int, seed: int
         got = {ids[h.chunk_id] for h in hits if h.chunk_id in ids}
         recall.append(len(got & set(exact.tolist())) / pool)
     parts = await component_times(services, WORKSPACE, queries[: min(60, len(queries))])
-    return {"queries": len(queries), "top_k": TOP_K, "candidate_pool": pool,
-            "dense_engine": searcher.dense_engine, "keyword_engine": searcher.keyword_engine,
-            "first_search_incl_index_load_s": first_search_s,
-            "latency_ms": {k: stats(v) for k, v in t.items()},
-            "parts_ms": parts,
-            "milvus_dense_recall_at_pool_vs_exact": float(np.mean(recall))}
+    return {
+        "queries": len(queries),
+        "top_k": TOP_K,
+        "candidate_pool": pool,
+        "dense_engine": searcher.dense_engine,
+        "keyword_engine": searcher.keyword_engine,
+        "first_search_incl_index_load_s": first_search_s,
+        "latency_ms": {k: stats(v) for k, v in t.items()},
+        "parts_ms": parts,
+        "milvus_dense_recall_at_pool_vs_exact": float(np.mean(recall)),
+    }
 
 
 async def run_size(data_dir: Path, n: int, *, n_queries: int, seed: int) -> Figure:
@@ -245,23 +281,35 @@ async def run_size(data_dir: Path, n: int, *, n_queries: int, seed: int) -> Figu
     base = lat["brute_force"]["p50"]
     p50 = {k: v["p50"] for k, v in m["parts_ms"].items()}
     return Figure(
-        name, value, "ms", 2 * base,
+        name,
+        value,
+        "ms",
+        2 * base,
         "p50 ≤ 2× brute force" + (" (stated at 100k)" if n != 100_000 else ""),
-        baseline=base, met=value <= 2 * base,
-        extra={"p50": value, "p95": lat["hybrid"]["p95"],
-               "milvus_engine_p50": lat["hybrid_milvus_dense_engine"]["p50"],
-               "dense_p50": lat["dense"]["p50"], "bm25_p50": lat["bm25"]["p50"],
-               "brute_force_p95": lat["brute_force"]["p95"],
-               "ratio_vs_brute_force_with_embed": value / lat["brute_force_with_embed"]["p50"]},
-        detail={"chunks": n, "build": build, **m,
-                "where_time_goes_p50_ms": p50,
-                "note": "hybrid = embed the query (MiniLM, 1 thread) + dense engine + bm25s, "
-                        "the two halves concurrently, + RRF; brute_force = matrix @ q + "
-                        "argpartition on an already embedded query; "
-                        "hybrid_milvus_dense_engine = the same search with "
-                        "dense_engine='milvus' (IVF_FLAT, nprobe 16)",
-                "vectors": "random seeded unit vectors (latency only; Milvus IVF recall vs "
-                           "exact is that of random data, lower than on real embeddings)"},
+        baseline=base,
+        met=value <= 2 * base,
+        extra={
+            "p50": value,
+            "p95": lat["hybrid"]["p95"],
+            "milvus_engine_p50": lat["hybrid_milvus_dense_engine"]["p50"],
+            "dense_p50": lat["dense"]["p50"],
+            "bm25_p50": lat["bm25"]["p50"],
+            "brute_force_p95": lat["brute_force"]["p95"],
+            "ratio_vs_brute_force_with_embed": value / lat["brute_force_with_embed"]["p50"],
+        },
+        detail={
+            "chunks": n,
+            "build": build,
+            **m,
+            "where_time_goes_p50_ms": p50,
+            "note": "hybrid = embed the query (MiniLM, 1 thread) + dense engine + bm25s, "
+            "the two halves concurrently, + RRF; brute_force = matrix @ q + "
+            "argpartition on an already embedded query; "
+            "hybrid_milvus_dense_engine = the same search with "
+            "dense_engine='milvus' (IVF_FLAT, nprobe 16)",
+            "vectors": "random seeded unit vectors (latency only; Milvus IVF recall vs "
+            "exact is that of random data, lower than on real embeddings)",
+        },
     )
 
 

@@ -52,8 +52,9 @@ class TurnTiming:
     server_timings: dict[str, float] | None = None
 
 
-async def sse_turn(client: httpx.AsyncClient, base: str, key: str, conv: str,
-                   question: str) -> TurnTiming:
+async def sse_turn(
+    client: httpx.AsyncClient, base: str, key: str, conv: str, question: str
+) -> TurnTiming:
     """POST a message and read its SSE stream to the end, timing the events."""
     t0 = time.perf_counter()
     marks: dict[str, float] = {}
@@ -62,13 +63,19 @@ async def sse_turn(client: httpx.AsyncClient, base: str, key: str, conv: str,
     done: dict[str, Any] | None = None
     classification = None
     try:
-        async with client.stream("POST", f"{base}/v1/conversations/{conv}/messages",
-                                 json={"content": question},
-                                 headers={"Authorization": f"Bearer {key}"}) as resp:
+        async with client.stream(
+            "POST",
+            f"{base}/v1/conversations/{conv}/messages",
+            json={"content": question},
+            headers={"Authorization": f"Bearer {key}"},
+        ) as resp:
             if resp.status_code != 200:
                 body = (await resp.aread())[:200].decode(errors="replace")
-                return TurnTiming(False, (time.perf_counter() - t0) * 1000,
-                                  error=f"HTTP {resp.status_code}: {body}")
+                return TurnTiming(
+                    False,
+                    (time.perf_counter() - t0) * 1000,
+                    error=f"HTTP {resp.status_code}: {body}",
+                )
             async for line in resp.aiter_lines():
                 if line.startswith("event: "):
                     name = line[7:].strip()
@@ -90,13 +97,20 @@ async def sse_turn(client: httpx.AsyncClient, base: str, key: str, conv: str,
     def at(event: str) -> float | None:
         return (marks[event] - t0) * 1000 if event in marks else None
 
-    return TurnTiming(error is None, total, at("token"), at("rewrite"), at("sources"),
-                      classification, error, (done or {}).get("timings_ms"))
+    return TurnTiming(
+        error is None,
+        total,
+        at("token"),
+        at("rewrite"),
+        at("sources"),
+        classification,
+        error,
+        (done or {}).get("timings_ms"),
+    )
 
 
 async def new_conversation(client: httpx.AsyncClient, base: str, key: str) -> str:
-    resp = await client.post(f"{base}/v1/conversations",
-                             headers={"Authorization": f"Bearer {key}"})
+    resp = await client.post(f"{base}/v1/conversations", headers={"Authorization": f"Bearer {key}"})
     resp.raise_for_status()
     return str(resp.json()["conversation_id"])
 
@@ -105,9 +119,13 @@ async def stub_ttft(stub_url: str, question: str, client: Any) -> float:
     """Time to the first content token of the stub itself, through the openai SDK."""
     t0 = time.perf_counter()
     stream = await client.chat.completions.create(
-        model="stub-model", stream=True,
-        messages=[{"role": "system", "content": "You answer from sources."},
-                  {"role": "user", "content": question}])
+        model="stub-model",
+        stream=True,
+        messages=[
+            {"role": "system", "content": "You answer from sources."},
+            {"role": "user", "content": question},
+        ],
+    )
     first: float | None = None
     async for chunk in stream:
         if first is None and chunk.choices and chunk.choices[0].delta.content:
@@ -161,12 +179,16 @@ def stack_memory(handle: ServerHandle) -> Json:
         procs = [psutil.Process(pid)]
         procs += procs[0].children(recursive=True)
         mems = [_mem(p) for p in procs]
-        out[name] = {"processes": len(procs),
-                     "rss_mib_sum": sum(m["rss_mib"] for m in mems),
-                     "pss_mib_sum": sum(m["pss_mib"] for m in mems),
-                     "uss_mib_sum": sum(m["uss_mib"] for m in mems)}
-    out["note"] = ("PSS splits shared pages (e.g. PostgreSQL's shared buffers) between "
-                   "processes; an RSS sum counts them once per process")
+        out[name] = {
+            "processes": len(procs),
+            "rss_mib_sum": sum(m["rss_mib"] for m in mems),
+            "pss_mib_sum": sum(m["pss_mib"] for m in mems),
+            "uss_mib_sum": sum(m["uss_mib"] for m in mems),
+        }
+    out["note"] = (
+        "PSS splits shared pages (e.g. PostgreSQL's shared buffers) between "
+        "processes; an RSS sum counts them once per process"
+    )
     return out
 
 
@@ -177,8 +199,10 @@ def serving(data_dir: Path) -> Iterator[tuple[ServerHandle, str]]:
 
 
 def _client(connections: int) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=httpx.Timeout(120.0), limits=httpx.Limits(
-        max_connections=connections, max_keepalive_connections=connections))
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(120.0),
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+    )
 
 
 # -- TTFT and concurrency ------------------------------------------------------------------
@@ -194,8 +218,9 @@ async def prepare_clapnq(
     return made, corpus
 
 
-async def measure_ttft(handle: ServerHandle, stub_url: str, key: str, samples: int,
-                       turns_per_conv: int) -> Json:
+async def measure_ttft(
+    handle: ServerHandle, stub_url: str, key: str, samples: int, turns_per_conv: int
+) -> Json:
     import openai
 
     convs = load_conversations()
@@ -260,16 +285,22 @@ def model_ms(turn: TurnTiming) -> float:
     return sum(timings.get(k, 0.0) for k in MODEL_TIMINGS)
 
 
-async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: int,
-                              turns_per_conv: int, rounds: int = 1) -> Json:
+async def measure_concurrency(
+    handle: ServerHandle, keys: list[str], n_convs: int, turns_per_conv: int, rounds: int = 1
+) -> Json:
     """``n_convs`` streams at once, each asking ``rounds`` conversations one after another
     (stream i: MTRAG conversations i, i + n_convs, ...), ``turns_per_conv`` turns each."""
     convs = load_conversations()
     proc = psutil.Process(handle.pid)
     plan = [[(r * n_convs + i) % len(convs) for r in range(rounds)] for i in range(n_convs)]
     async with _client(n_convs + 8) as client:
-        ids = [[await new_conversation(client, handle.base_url, keys[i % len(keys)])
-                for _ in range(rounds)] for i in range(n_convs)]
+        ids = [
+            [
+                await new_conversation(client, handle.base_url, keys[i % len(keys)])
+                for _ in range(rounds)
+            ]
+            for i in range(n_convs)
+        ]
         results: list[TurnTiming] = []
 
         async def one(i: int) -> None:
@@ -294,13 +325,17 @@ async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: in
     # A retrieval over its budget (Context.retrieval_timeout_s, 3.5 s) does not fail the
     # turn: it answers without document sources. Count those turns as degraded.
     budget_ms = Context().retrieval_timeout_s * 1000 * 0.97
-    degraded = [t for t in ok
-                if (t.server_timings or {}).get("retrieve_vectors", 0) >= budget_ms]
+    degraded = [t for t in ok if (t.server_timings or {}).get("retrieve_vectors", 0) >= budget_ms]
     return {
         "retrieval_timeouts": len(degraded),
-        "conversations": n_convs, "turns_per_conversation": turns_per_conv, "rounds": rounds,
-        "turns_ok": len(ok), "errors": len(errors) + asked - len(results),
-        "error_samples": errors[:5], "wall_s": wall, "turns_per_s": len(ok) / wall,
+        "conversations": n_convs,
+        "turns_per_conversation": turns_per_conv,
+        "rounds": rounds,
+        "turns_ok": len(ok),
+        "errors": len(errors) + asked - len(results),
+        "error_samples": errors[:5],
+        "wall_s": wall,
+        "turns_per_s": len(ok) / wall,
         "turn_latency_ms": stats([t.total_ms for t in ok]),
         "ttft_ms": stats([t.ttft_ms or 0.0 for t in ok]),
         "server_process_cpu_percent": cpu,
@@ -309,19 +344,32 @@ async def measure_concurrency(handle: ServerHandle, keys: list[str], n_convs: in
     }
 
 
-async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
-                      ttft_samples: int, levels: list[int], turns_per_conv: int, rounds: int,
-                      want_ttft: bool) -> list[Figure]:
+async def run_service(
+    data_dir: Path,
+    *,
+    quick: bool,
+    passages: int,
+    real: int,
+    ttft_samples: int,
+    levels: list[int],
+    turns_per_conv: int,
+    rounds: int,
+    want_ttft: bool,
+) -> list[Figure]:
     keys, corpus = await prepare_clapnq(data_dir, passages, real, keys=4)
     conc: dict[int, Json] = {}
     with serving(data_dir) as (handle, stub_url):
         startup_rss = psutil.Process(handle.pid).memory_info().rss / MiB
-        log(f"server: up at {handle.base_url} (pid {handle.pid}, {startup_rss:.0f} MiB RSS); "
-            f"{ttft_samples} sequential turns for TTFT")
+        log(
+            f"server: up at {handle.base_url} (pid {handle.pid}, {startup_rss:.0f} MiB RSS); "
+            f"{ttft_samples} sequential turns for TTFT"
+        )
         seq = await measure_ttft(handle, stub_url, keys[0], ttft_samples, 3)
         for n in levels:
-            log(f"concurrent_{n}: {n} conversations x {turns_per_conv} turns at once, "
-                f"{rounds} after another")
+            log(
+                f"concurrent_{n}: {n} conversations x {turns_per_conv} turns at once, "
+                f"{rounds} after another"
+            )
             conc[n] = await measure_concurrency(handle, keys, n, turns_per_conv, rounds)
     figures: list[Figure] = []
     if want_ttft:
@@ -329,35 +377,65 @@ async def run_service(data_dir: Path, *, quick: bool, passages: int, real: int,
         svc_p50 = seq["service_ttft_ms"]["p50"]
         own_p50 = seq["service_ttft_less_model_ms"]["p50"]
         over = own_p50 - stub_p50
-        figures.append(Figure(
-            "ttft_overhead_ms", over, "ms", 20.0, "p50 ≤ 20 ms", baseline=stub_p50,
-            met=over <= 20.0, ratio_override=svc_p50 / stub_p50,
-            extra={"service_ttft_p50": svc_p50, "service_ttft_p95": seq["service_ttft_ms"]["p95"],
-                   "stub_ttft_p50": stub_p50,
-                   "model_ms_p50": seq["model_ms_before_first_token"]["p50"],
-                   "overhead_with_model_time_p50": svc_p50 - stub_p50,
-                   "overhead_p95": seq["service_ttft_less_model_ms"]["p95"]
-                   - seq["stub_ttft_ms"]["p95"]},
-            detail={"corpus": corpus, "mode": "quick" if quick else "full",
+        figures.append(
+            Figure(
+                "ttft_overhead_ms",
+                over,
+                "ms",
+                20.0,
+                "p50 ≤ 20 ms",
+                baseline=stub_p50,
+                met=over <= 20.0,
+                ratio_override=svc_p50 / stub_p50,
+                extra={
+                    "service_ttft_p50": svc_p50,
+                    "service_ttft_p95": seq["service_ttft_ms"]["p95"],
+                    "stub_ttft_p50": stub_p50,
+                    "model_ms_p50": seq["model_ms_before_first_token"]["p50"],
+                    "overhead_with_model_time_p50": svc_p50 - stub_p50,
+                    "overhead_p95": seq["service_ttft_less_model_ms"]["p95"]
+                    - seq["stub_ttft_ms"]["p95"],
+                },
+                detail={
+                    "corpus": corpus,
+                    "mode": "quick" if quick else "full",
                     "protocol": "MTRAG ClapNQ conversations, turns 1-3 each, one turn at a "
-                                "time; TTFT = POST to the first `token` SSE event, less the "
-                                "model time the server reports before it (the rewrite's "
-                                "LLM call, the wait for the query embedding, the "
-                                "sentence embeddings of the not-found evidence); the stub's "
-                                "TTFT is measured with the openai SDK right before each "
-                                "turn",
-                    "server_startup_rss_mib": startup_rss, **seq}))
+                    "time; TTFT = POST to the first `token` SSE event, less the "
+                    "model time the server reports before it (the rewrite's "
+                    "LLM call, the wait for the query embedding, the "
+                    "sentence embeddings of the not-found evidence); the stub's "
+                    "TTFT is measured with the openai SDK right before each "
+                    "turn",
+                    "server_startup_rss_mib": startup_rss,
+                    **seq,
+                },
+            )
+        )
     seq_rate = 1000.0 / seq["service_turn_total_ms"]["mean"]
     for n, c in conc.items():
-        figures.append(Figure(
-            f"concurrent_{n}", c["turns_per_s"], "turns/s", 0.0, "0 errors",
-            baseline=seq_rate, met=c["errors"] == 0,
-            extra={"errors": c["errors"], "retrieval_timeouts": c["retrieval_timeouts"],
-                   "p95_turn_ms": c["turn_latency_ms"].get("p95"),
-                   "p50_turn_ms": c["turn_latency_ms"].get("p50")},
-            detail={**c, "corpus": corpus,
+        figures.append(
+            Figure(
+                f"concurrent_{n}",
+                c["turns_per_s"],
+                "turns/s",
+                0.0,
+                "0 errors",
+                baseline=seq_rate,
+                met=c["errors"] == 0,
+                extra={
+                    "errors": c["errors"],
+                    "retrieval_timeouts": c["retrieval_timeouts"],
+                    "p95_turn_ms": c["turn_latency_ms"].get("p95"),
+                    "p50_turn_ms": c["turn_latency_ms"].get("p50"),
+                },
+                detail={
+                    **c,
+                    "corpus": corpus,
                     "baseline_is": "turns/s of one conversation at a time (the TTFT run, "
-                                   "same server)"}))
+                    "same server)",
+                },
+            )
+        )
     return figures
 
 
@@ -374,8 +452,10 @@ async def run_rss(data_dir: Path, n_chunks: int, *, seed: int, quick: bool) -> F
     convs = load_conversations()
     with serving(data_dir) as (handle, _):
         startup = stack_memory(handle)
-        log(f"server_rss: server up ({startup['server_process']['rss_mib']:.0f} MiB); "
-            "sequential turns, then 16 concurrent conversations")
+        log(
+            f"server_rss: server up ({startup['server_process']['rss_mib']:.0f} MiB); "
+            "sequential turns, then 16 concurrent conversations"
+        )
         with RssSampler(handle.pid) as sampler:
             async with _client(24) as client:
                 conv = await new_conversation(client, handle.base_url, key)
@@ -384,8 +464,12 @@ async def run_rss(data_dir: Path, n_chunks: int, *, seed: int, quick: bool) -> F
                     t = await sse_turn(client, handle.base_url, key, conv, q)
                     if not t.ok:
                         raise RuntimeError(f"turn failed: {t.error}")
-                    seq_turns.append({"total_ms": t.total_ms, "retrieve_vectors_ms":
-                                      (t.server_timings or {}).get("retrieve_vectors")})
+                    seq_turns.append(
+                        {
+                            "total_ms": t.total_ms,
+                            "retrieve_vectors_ms": (t.server_timings or {}).get("retrieve_vectors"),
+                        }
+                    )
                 after_seq = stack_memory(handle)
                 ids = [await new_conversation(client, handle.base_url, key) for _ in range(16)]
 
@@ -401,21 +485,32 @@ async def run_rss(data_dir: Path, n_chunks: int, *, seed: int, quick: bool) -> F
     peak = sampler.peak / MiB
     label = f"{n_chunks // 1000}k"
     return Figure(
-        f"server_rss_{label}_mb", peak, "MiB", 1536.0,
+        f"server_rss_{label}_mb",
+        peak,
+        "MiB",
+        1536.0,
         "≤ 1536 MiB (server process)" + (" [quick: 10k chunks]" if quick else ""),
-        baseline=startup["server_process"]["rss_mib"], met=peak <= 1536.0,
-        extra={"final_rss_mib": final["server_process"]["rss_mib"],
-               "milvus_rss_mib": (final.get("milvus") or {}).get("rss_mib_sum"),
-               "postgres_pss_mib": (final.get("postgres") or {}).get("pss_mib_sum")},
-        detail={"chunks": n_chunks, "build": build,
-                "baseline_is": "server process RSS right after startup (healthy, idle)",
-                "sequential_turns": seq_turns,
-                "sequential_turns_note": "the first search of a workspace loads its "
-                    "in-process indexes (bm25s, numpy) from Postgres inside retrieve_vectors' "
-                    "3.5 s timeout; a "
-                    "retrieve_vectors of ~3500 ms is a timeout (the turn answered without "
-                    "document sources)",
-                "concurrent_turns_ok": all(oks), "rss_samples": sampler.samples,
-                "at_startup": startup, "after_5_sequential_turns": after_seq,
-                "after_16_concurrent_conversations": final},
+        baseline=startup["server_process"]["rss_mib"],
+        met=peak <= 1536.0,
+        extra={
+            "final_rss_mib": final["server_process"]["rss_mib"],
+            "milvus_rss_mib": (final.get("milvus") or {}).get("rss_mib_sum"),
+            "postgres_pss_mib": (final.get("postgres") or {}).get("pss_mib_sum"),
+        },
+        detail={
+            "chunks": n_chunks,
+            "build": build,
+            "baseline_is": "server process RSS right after startup (healthy, idle)",
+            "sequential_turns": seq_turns,
+            "sequential_turns_note": "the first search of a workspace loads its "
+            "in-process indexes (bm25s, numpy) from Postgres inside retrieve_vectors' "
+            "3.5 s timeout; a "
+            "retrieve_vectors of ~3500 ms is a timeout (the turn answered without "
+            "document sources)",
+            "concurrent_turns_ok": all(oks),
+            "rss_samples": sampler.samples,
+            "at_startup": startup,
+            "after_5_sequential_turns": after_seq,
+            "after_16_concurrent_conversations": final,
+        },
     )

@@ -48,11 +48,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--token-delay", type=float, default=0.0,
-                        help="seconds between streamed answer chunks (a slower LLM)")
+    parser.add_argument(
+        "--token-delay",
+        type=float,
+        default=0.0,
+        help="seconds between streamed answer chunks (a slower LLM)",
+    )
     args = parser.parse_args()
-    stub = OpenAIStub(Reply(content=ANSWER, token_delay_s=args.token_delay), host=args.host,
-                      port=args.port)
+    stub = OpenAIStub(
+        Reply(content=ANSWER, token_delay_s=args.token_delay), host=args.host, port=args.port
+    )
     stub.add_rule(is_rewrite, Reply(content=rewrite_reply))
     # The stub keeps every request for tests; a benchmark sends thousands: forget them.
     stub.requests = _Forgetful()

@@ -41,8 +41,11 @@ async def main(out: Path | None) -> dict[str, Any]:
         chunks = len(await services.db.chunk_texts(workspace))
         for q in questions:  # warm-up: loads the in-process engines once
             await services.searcher.search(workspace, q, top_k=10)
-        report: dict[str, Any] = {"corpus": "MTRAG (pooled) clapnq", "chunks": chunks,
-                                  "queries": len(questions)}
+        report: dict[str, Any] = {
+            "corpus": "MTRAG (pooled) clapnq",
+            "chunks": chunks,
+            "queries": len(questions),
+        }
         modes: tuple[Literal["hybrid", "dense", "bm25"], ...] = ("hybrid", "dense", "bm25")
         for mode in modes:
             times = []
@@ -50,16 +53,20 @@ async def main(out: Path | None) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 await services.searcher.search(workspace, q, top_k=10, mode=mode)
                 times.append((time.perf_counter() - t0) * 1000)
-            report[mode] = {"p50_ms": _pct(times, 0.5), "p95_ms": _pct(times, 0.95),
-                            "mean_ms": round(statistics.fmean(times), 2)}
+            report[mode] = {
+                "p50_ms": _pct(times, 0.5),
+                "p95_ms": _pct(times, 0.95),
+                "mean_ms": round(statistics.fmean(times), 2),
+            }
     if out is not None:
         out.write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the JSON here")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(main(args.out)), indent=2))

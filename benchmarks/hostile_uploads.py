@@ -77,8 +77,7 @@ def pdf_bomb(_: int) -> bytes:
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
-        + b"\nendstream",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
     ]
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -89,7 +88,9 @@ def pdf_bomb(_: int) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
+        len(objects) + 1,
+        xref,
+    )
     return bytes(out)
 
 
@@ -136,8 +137,13 @@ class HealthProbe:
                 await asyncio.sleep(0.1)
 
 
-async def _settled(http: httpx.AsyncClient, base: str, headers: dict[str, str],
-                   document_id: str, timeout_s: float = 300.0) -> dict[str, Any]:
+async def _settled(
+    http: httpx.AsyncClient,
+    base: str,
+    headers: dict[str, str],
+    document_id: str,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while True:
         doc = (await http.get(f"{base}/v1/documents/{document_id}", headers=headers)).json()
@@ -146,15 +152,16 @@ async def _settled(http: httpx.AsyncClient, base: str, headers: dict[str, str],
         await asyncio.sleep(0.2)
 
 
-async def run(data_dir: Path, max_decompressed_mib: int, only: str | None = None
-              ) -> dict[str, Any]:
+async def run(data_dir: Path, max_decompressed_mib: int, only: str | None = None) -> dict[str, Any]:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         key = await asyncio.get_running_loop().run_in_executor(pool, prepare_samples, data_dir)
     cap = max_decompressed_mib * MiB
     env = {"MAX_DECOMPRESSED_BYTES": str(cap)}
     results: list[dict[str, Any]] = []
-    with (stub_process(data_dir) as stub_url,
-          server_process(data_dir, stub_url, extra_env=env) as handle):
+    with (
+        stub_process(data_dir) as stub_url,
+        server_process(data_dir, stub_url, extra_env=env) as handle,
+    ):
         server = psutil.Process(handle.pid)
         headers = {"Authorization": f"Bearer {key}"}
         limit = 20 * MiB
@@ -168,32 +175,38 @@ async def run(data_dir: Path, max_decompressed_mib: int, only: str | None = None
                 with RssSampler(handle.pid, 0.02) as rss:
                     prober = asyncio.create_task(probe.run())
                     t0 = time.perf_counter()
-                    resp = await http.post(f"{handle.base_url}/v1/documents", headers=headers,
-                                           files={"file": (name, content, "application/x")})
+                    resp = await http.post(
+                        f"{handle.base_url}/v1/documents",
+                        headers=headers,
+                        files={"file": (name, content, "application/x")},
+                    )
                     body = resp.json()
                     final = body
                     if resp.status_code == 202:
-                        final = await _settled(http, handle.base_url, headers,
-                                               body["id"])
+                        final = await _settled(http, handle.base_url, headers, body["id"])
                     elapsed = time.perf_counter() - t0
                     probe.done = True
                     await prober
                 await asyncio.sleep(2.0)
                 after = server.memory_info().rss
                 detail = str(final.get("detail") or final.get("error") or final.get("status"))
-                results.append({
-                    "case": case,
-                    "upload_mib": round(len(content) / MiB, 2),
-                    "status": resp.status_code,
-                    "final": final.get("status") if resp.status_code == 202 else None,
-                    "detail": detail[:160],
-                    "seconds": round(elapsed, 2),
-                    "peak_rss_over_before_mib": round((rss.peak - before) / MiB, 1),
-                    "rss_kept_mib": round((after - before) / MiB, 1),
-                    "slowest_healthz_ms": round(probe.slowest * 1000, 1),
-                })
-                log(f"{case}: {resp.status_code} in {elapsed:.1f} s, "
-                    f"peak +{(rss.peak - before) / MiB:.0f} MiB")
+                results.append(
+                    {
+                        "case": case,
+                        "upload_mib": round(len(content) / MiB, 2),
+                        "status": resp.status_code,
+                        "final": final.get("status") if resp.status_code == 202 else None,
+                        "detail": detail[:160],
+                        "seconds": round(elapsed, 2),
+                        "peak_rss_over_before_mib": round((rss.peak - before) / MiB, 1),
+                        "rss_kept_mib": round((after - before) / MiB, 1),
+                        "slowest_healthz_ms": round(probe.slowest * 1000, 1),
+                    }
+                )
+                log(
+                    f"{case}: {resp.status_code} in {elapsed:.1f} s, "
+                    f"peak +{(rss.peak - before) / MiB:.0f} MiB"
+                )
         healthy = (await httpx.AsyncClient().get(f"{handle.base_url}/healthz")).status_code
     return {
         "max_decompressed_mib": max_decompressed_mib,
@@ -207,15 +220,21 @@ async def run(data_dir: Path, max_decompressed_mib: int, only: str | None = None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-decompressed-mib", type=int, default=200,
-                        help="the server's MAX_DECOMPRESSED_BYTES, in MiB (default 200)")
+    parser.add_argument(
+        "--max-decompressed-mib",
+        type=int,
+        default=200,
+        help="the server's MAX_DECOMPRESSED_BYTES, in MiB (default 200)",
+    )
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--only", help="run the cases whose name contains this text")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cv-hostile-") as tmp:
-        report(asyncio.run(run(args.data_dir or Path(tmp), args.max_decompressed_mib, args.only)),
-               args.out)
+        report(
+            asyncio.run(run(args.data_dir or Path(tmp), args.max_decompressed_mib, args.only)),
+            args.out,
+        )
 
 
 if __name__ == "__main__":

@@ -100,9 +100,13 @@ class Server:
         self.data_dir = data_dir
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.env = clean_env(CONVRAG_DATA_DIR=str(data_dir), LLM_MODEL="openai:stub-model",
-                             OPENAI_BASE_URL=stub_url, OPENAI_API_KEY="bench-key",
-                             RATE_LIMIT_PER_MINUTE="100000000")
+        self.env = clean_env(
+            CONVRAG_DATA_DIR=str(data_dir),
+            LLM_MODEL="openai:stub-model",
+            OPENAI_BASE_URL=stub_url,
+            OPENAI_API_KEY="bench-key",
+            RATE_LIMIT_PER_MINUTE="100000000",
+        )
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = open(data_dir / "server.log", "ab")  # noqa: SIM115 - closed in stop()
 
@@ -111,8 +115,12 @@ class Server:
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             [str(exe), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=self.env, cwd=str(self.data_dir))
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=str(self.data_dir),
+        )
         async with httpx.AsyncClient(timeout=2) as http:
             while True:
                 if self.proc.poll() is not None:
@@ -140,12 +148,15 @@ class Server:
         self.log.close()
 
 
-async def ask(http: httpx.AsyncClient, base: str, key: str, conv: str, question: str,
-              idem: str) -> tuple[str, dict[str, Any] | None]:
+async def ask(
+    http: httpx.AsyncClient, base: str, key: str, conv: str, question: str, idem: str
+) -> tuple[str, dict[str, Any] | None]:
     """('done', event) when answered; ('busy'|'broken'|'error', None) otherwise."""
     try:
         async with http.stream(
-            "POST", f"{base}/v1/conversations/{conv}/messages", json={"content": question},
+            "POST",
+            f"{base}/v1/conversations/{conv}/messages",
+            json={"content": question},
             headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idem},
         ) as resp:
             if resp.status_code == 409:
@@ -204,8 +215,10 @@ async def run(kills: int, token_delay: float, max_gap: float, seed: int) -> dict
                         if n % 3 == 0:
                             await restarted.wait()
                             try:
-                                resp = await http.post(f"{server.base}/v1/conversations",
-                                                       headers={"Authorization": f"Bearer {key}"})
+                                resp = await http.post(
+                                    f"{server.base}/v1/conversations",
+                                    headers={"Authorization": f"Bearer {key}"},
+                                )
                                 conv = resp.json()["conversation_id"]
                             except (httpx.HTTPError, OSError, KeyError, ValueError):
                                 await asyncio.sleep(0.2)
@@ -235,9 +248,11 @@ async def run(kills: int, token_delay: float, max_gap: float, seed: int) -> dict
         by_key: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_key.setdefault(r["key"] or "", []).append(r)
-        lost = [k for k, answer in acknowledged.items()
-                if not any(r["status"] == "done" and r["answer"] == answer
-                           for r in by_key.get(k, []))]
+        lost = [
+            k
+            for k, answer in acknowledged.items()
+            if not any(r["status"] == "done" and r["answer"] == answer for r in by_key.get(k, []))
+        ]
         duplicated = [k for k, rs in by_key.items() if k and len(rs) > 1]
         unfinished = [r["id"] for r in rows if r["status"] == "processing"]
         return {
@@ -265,8 +280,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--token-delay", type=float, default=0.05)
-    parser.add_argument("--max-gap", type=float, default=8.0,
-                        help="a kill comes 0.2 s to this many seconds after the server is up")
+    parser.add_argument(
+        "--max-gap",
+        type=float,
+        default=8.0,
+        help="a kill comes 0.2 s to this many seconds after the server is up",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

@@ -54,18 +54,24 @@ class Load:
         self.replies: list[tuple[float, float, str, int, str | None]] = []
         self.stopping = False
 
-    async def _one(self, http: httpx.AsyncClient, kind: str, method: str, path: str,
-                   body: dict[str, Any] | None = None) -> httpx.Response | None:
+    async def _one(
+        self,
+        http: httpx.AsyncClient,
+        kind: str,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+    ) -> httpx.Response | None:
         sent = time.monotonic()
         try:
-            resp = await http.request(method, f"{self.base}{path}", json=body,
-                                      headers=self.headers)
+            resp = await http.request(method, f"{self.base}{path}", json=body, headers=self.headers)
         except httpx.HTTPError:
             self.replies.append((sent, time.monotonic(), kind, 0, None))
             await asyncio.sleep(0.2)
             return None
-        self.replies.append((sent, time.monotonic(), kind, resp.status_code,
-                             resp.headers.get("retry-after")))
+        self.replies.append(
+            (sent, time.monotonic(), kind, resp.status_code, resp.headers.get("retry-after"))
+        )
         if resp.status_code >= 500:
             await asyncio.sleep(0.1)  # a client backing off a little, not hammering
         return resp
@@ -80,15 +86,21 @@ class Load:
                 if made is not None and made.status_code in (200, 201):
                     conv = made.json()["conversation_id"]
                 if conv is not None:
-                    await self._one(http, "message", "POST", f"/v1/conversations/{conv}/messages",
-                                    {"content": QUESTIONS[n % len(QUESTIONS)]})
+                    await self._one(
+                        http,
+                        "message",
+                        "POST",
+                        f"/v1/conversations/{conv}/messages",
+                        {"content": QUESTIONS[n % len(QUESTIONS)]},
+                    )
                     await self._one(http, "read", "GET", f"/v1/conversations/{conv}")
                 await self._one(http, "healthz", "GET", "/healthz")
                 n += 1
 
 
-def _recovery(replies: list[tuple[float, float, str, int, str | None]], up: float
-              ) -> dict[str, float | None]:
+def _recovery(
+    replies: list[tuple[float, float, str, int, str | None]], up: float
+) -> dict[str, float | None]:
     """Per kind: seconds from ``up`` to the first success of a request sent after it."""
     out: dict[str, float | None] = {}
     for kind in KINDS:
@@ -122,21 +134,27 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
             await asyncio.sleep(2.0)
             window = load.replies[first:]
             statuses = Counter(str(status) for _, _, _, status, _ in window)
-            by_kind = Counter(f"{kind} {status}" for _, _, kind, status, _ in window
-                              if status != 200 and status != 201)
+            by_kind = Counter(
+                f"{kind} {status}"
+                for _, _, kind, status, _ in window
+                if status != 200 and status != 201
+            )
             recovery = _recovery(load.replies, up)
             slowest = max((v for v in recovery.values() if v is not None), default=None)
-            results.append({
-                "outage_s": round(up - down, 2),
-                "replies": dict(sorted(statuses.items())),
-                "failed_replies_by_kind": dict(sorted(by_kind.items())),
-                "server_errors_not_503": sum(1 for *_, s, _ in window if s >= 500 and s != 503),
-                "connection_errors": statuses.get("0", 0),
-                "503_without_retry_after": sorted(k for _, _, k, s, ra in window
-                                                  if s == 503 and not (ra or "").isdigit()),
-                "recovery_s": recovery,
-                "recovery_s_slowest": slowest,
-            })
+            results.append(
+                {
+                    "outage_s": round(up - down, 2),
+                    "replies": dict(sorted(statuses.items())),
+                    "failed_replies_by_kind": dict(sorted(by_kind.items())),
+                    "server_errors_not_503": sum(1 for *_, s, _ in window if s >= 500 and s != 503),
+                    "connection_errors": statuses.get("0", 0),
+                    "503_without_retry_after": sorted(
+                        k for _, _, k, s, ra in window if s == 503 and not (ra or "").isdigit()
+                    ),
+                    "recovery_s": recovery,
+                    "recovery_s_slowest": slowest,
+                }
+            )
             log(f"recovered in {slowest} s; replies {dict(statuses)}")
         load.stopping = True
         for failed in await asyncio.gather(*tasks, return_exceptions=True):
@@ -164,11 +182,15 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--outages", default="5,35",
-                        help="outage lengths in seconds, comma-separated (default 5,35)")
+    parser.add_argument(
+        "--outages",
+        default="5,35",
+        help="outage lengths in seconds, comma-separated (default 5,35)",
+    )
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--data-dir", type=Path,
-                        help="a fresh directory for the stack (default: a temporary one)")
+    parser.add_argument(
+        "--data-dir", type=Path, help="a fresh directory for the stack (default: a temporary one)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     outages = [float(x) for x in args.outages.split(",") if x.strip()]

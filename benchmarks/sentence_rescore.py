@@ -101,9 +101,7 @@ def main() -> None:
         "word score (shared IDF over length, as a share of the best source's)",
     )
     args = parser.parse_args()
-    asyncio.run(
-        rescore(args.data, args.domain, args.rewrite, args.top_n, args.alpha, args.signal)
-    )
+    asyncio.run(rescore(args.data, args.domain, args.rewrite, args.top_n, args.alpha, args.signal))
 
 
 if __name__ == "__main__":

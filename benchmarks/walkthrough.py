@@ -108,8 +108,10 @@ async def run(here: Path = HERE) -> dict[str, Any]:
                         "quoted": len(re.findall(r"\[\d+\]", str(state.get("answer", "")))),
                     }
                 )
-                print(f"{'ok   ' if ok else 'WRONG'} {convo['conversation']}: {turn['q']}",
-                      file=sys.stderr)
+                print(
+                    f"{'ok   ' if ok else 'WRONG'} {convo['conversation']}: {turn['q']}",
+                    file=sys.stderr,
+                )
     right = Counter(t["kind"] for t in turns if t["right"])
     total = Counter(t["kind"] for t in turns)
     return {
@@ -125,18 +127,27 @@ async def run(here: Path = HERE) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--set", type=Path, default=HERE, dest="here",
-                        help="the workspace folder with its conversations.jsonl")
+    parser.add_argument(
+        "--set",
+        type=Path,
+        default=HERE,
+        dest="here",
+        help="the workspace folder with its conversations.jsonl",
+    )
     args = parser.parse_args()
     report = asyncio.run(run(args.here.resolve()))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
-    print(f"{report['right']}/{report['turns']} turns right; by kind: {report['by_kind']}; "
-          f"{report['mean_quoted']} sentences quoted per answer")
+    print(
+        f"{report['right']}/{report['turns']} turns right; by kind: {report['by_kind']}; "
+        f"{report['mean_quoted']} sentences quoted per answer"
+    )
     for t in report["wrong"]:
-        print(f"- {t['conversation']}: {t['question']!r} -> {t['rewritten_query']!r}: "
-              f"{'not found' if t['no_answer'] else t['answer'][:120]!r}")
+        print(
+            f"- {t['conversation']}: {t['question']!r} -> {t['rewritten_query']!r}: "
+            f"{'not found' if t['no_answer'] else t['answer'][:120]!r}"
+        )
 
 
 if __name__ == "__main__":

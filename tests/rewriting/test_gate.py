@@ -48,6 +48,25 @@ def test_a_continuation_reuses_the_previous_standalone_question() -> None:
     )
 
 
+def test_a_continuation_after_a_question_that_still_leans_on_a_pronoun_is_left_as_typed() -> None:
+    history = [Turn("What divides them?", "Their accounts of the creation.", "What divides them?")]
+    assert gated_rewrite("Can you elaborate on this?", history) == (
+        "Can you elaborate on this?",
+        None,
+    )
+
+
+def test_a_possessive_after_an_initial_is_a_referent_the_history_named() -> None:
+    history = [
+        Turn("Bill W.", "Marriage, work, and alcoholism"),
+        Turn("Where did he work?", "A bank"),
+    ]
+    assert gated_rewrite("How did alcohol impact his life?", history) == (
+        "How did alcohol impact Bill W.'s life?",
+        None,
+    )
+
+
 @pytest.mark.parametrize(
     ("message", "rewrite", "check"),
     [

@@ -119,6 +119,39 @@ def test_a_closing_phrase_of_the_same_kind_replaces_the_previous_one(
     assert contextualize(fragment, [Turn(previous, "An answer.")]) == expected
 
 
+def test_a_fragment_with_its_own_preposition_replaces_the_previous_one() -> None:
+    history = [Turn("Is there a builder for immutable Maps in Go?", "Yes, MapBuilder.")]
+    assert contextualize("And for sorted maps?", history) == (
+        "Is there a builder for sorted maps in Go?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "expected"),
+    [
+        (  # the verb's object opens with a determiner
+            "Where does the resource detector get the region from?",
+            "Why can't it set cloud.resource_id?",
+            "Why can't the resource detector set cloud.resource_id?",
+        ),
+        (  # a clause follows the verb
+            "How can the group callback tell whether a subcommand is coming?",
+            "Does it run first?",
+            "Does the group callback run first?",
+        ),
+    ],
+)
+def test_the_subject_after_an_auxiliary_ends_before_the_question_verb(
+    previous: str, message: str, expected: str
+) -> None:
+    assert contextualize(message, [Turn(previous, "An answer.")]) == expected
+
+
+def test_a_contraction_is_no_plural_they_can_point_to() -> None:
+    history = [Turn("What's a directive in Sphinx?", "Markup."), Turn("And what's a domain?", "")]
+    assert "what's" not in contextualize("Tell me more about them.", history).lower()
+
+
 def test_any_others_asks_the_previous_question_again_excluding_its_answer() -> None:
     history = [Turn("Which streaming services offer 4K?", "Netflix and Hulu.")]
     out = contextualize("any others?", history)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from convrag.text.tokens import expand_acronyms, phrasal_compounds, spelled_out, storable
+from convrag.text.tokens import (
+    expand_acronyms,
+    phrasal_compounds,
+    spelled_out,
+    storable,
+    tokenize,
+)
 
 
 def test_an_acronym_is_spelled_out_by_the_initials_of_consecutive_words() -> None:
@@ -39,3 +45,15 @@ def test_phrasal_verbs_give_the_nouns_written_as_one_word() -> None:
 def test_storable_drops_nul_and_lone_surrogates_and_keeps_every_real_character() -> None:
     assert storable("a\x00b\ud800c\udfffd") == "abcd"
     assert storable("café 😀 [1]\n\t") == "café 😀 [1]\n\t"
+
+
+def test_a_possessive_after_initials_stays_with_them() -> None:
+    assert [t.text for t in tokenize("Bill W.'s life and the U.S.'s policy")] == [
+        "Bill",
+        "W.'s",
+        "life",
+        "and",
+        "the",
+        "U.S.'s",
+        "policy",
+    ]

@@ -218,6 +218,8 @@ def _same_head(prev: str, ptoks: tuple[Token, ...], x: str, xtoks: tuple[Token, 
                 s -= 1
             if s <= 1:
                 return None
+            if xtoks[0].low in PREPS and ptoks[s - 1].low in PREPS:
+                s -= 1  # "and for sorted maps?" brings its own preposition
             return f"{prev[: ptoks[s].start]}{x}{prev[ptoks[k].end :]}?"
     return None
 

@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from convrag.rewriting.anaphora import anaphors
 from convrag.rewriting.classify import WHAT_ABOUT_RE, split_pleasantries
 from convrag.rewriting.history import Turn
 from convrag.rewriting.resolve import RULES, contextualize
@@ -230,15 +231,18 @@ def gated_rewrite(
 ) -> tuple[str, str | None]:
     """The rules' standalone query for a follow-up, and the check its rewrite failed.
 
-    A continuation gets the previous turn's standalone question. Otherwise the rules
+    A continuation gets the previous turn's standalone question, when that one stands
+    alone (has no pronoun pointing outside it). Otherwise the rules
     rewrite; a rewrite that fails a check of :data:`CHECKS` gives way to the message as
     typed (with the check's name), and so does one that changed nothing. ``without``
     switches off any of :data:`SWITCHES`.
     """
     off = check_switches(without)
     if history and "continuation" not in off and is_continuation(message):
-        last = history[-1]
-        return clean(last.standalone or last.question), None
+        last = clean(history[-1].standalone or history[-1].question)
+        # A previous question that still leans on a pronoun ("What divides them?") is no
+        # more standalone than the message; the history query already searches it.
+        return (message.strip() if anaphors(tokenize(last)) else last), None
     query = contextualize(message, history, without=off & set(RULES))
     if [t.low for t in _words(query)] == [t.low for t in _words(message)]:
         return message.strip(), None

@@ -169,7 +169,11 @@ def plural_phrase(question: str) -> str | None:
         if not words:
             continue
         head = words[-1].lower()
-        if head.endswith("s") and not head.endswith(("ss", "us", "is")) and head not in META_NOUNS:
+        if (
+            head.endswith("s")
+            and not head.endswith(("ss", "us", "is", "'s", "’s"))  # "what's" is no plural
+            and head not in META_NOUNS
+        ):
             det = "the " if t.low in ("the", "these", "those") else ""
             return det + " ".join(words)
     return None

@@ -162,6 +162,9 @@ _DO_SUPPORT = frozenset(
 )
 """Auxiliaries whose subject a bare verb follows: "can a Map use ...", "does it open"."""
 
+_OBJECT_OPENERS = PREPS | NP_DETS | WH | frozenset({"whether", "if"})
+"""Words that open what follows a verb: a preposition, an object's determiner, a clause."""
+
 
 def _det_phrase(toks: tuple[Token, ...], referents: Referents | None) -> str | None:
     """Longest "the/his + words (+ of + words)" phrase, pronoun determiners resolved.
@@ -195,13 +198,14 @@ def _phrase_after(toks: tuple[Token, ...], k: int) -> list[str]:
     if (
         len(words) > 1
         and words[-1].islower()
-        and (j >= len(toks) or toks[j].kind == "punct" or toks[j].low in PREPS)
+        and (j >= len(toks) or toks[j].kind == "punct" or toks[j].low in _OBJECT_OPENERS)
         and k > 0
         and toks[k - 1].low in _DO_SUPPORT
     ):
-        # "When does the cafeteria open?", "Which types can a Map use without ...?": a
-        # subject right after an auxiliary that runs to the question's end or to a
-        # preposition ends with the question's verb.
+        # "When does the cafeteria open?", "Which types can a Map use without ...?",
+        # "Where does the detector get the region from?": a subject right after an
+        # auxiliary that runs to the question's end or to what opens the verb's object
+        # ends with the question's verb.
         words.pop()
     # "Was the album successful?": a trailing adjective is the predicate, not the noun
     while len(words) > 1 and _PREDICATE_ADJ_RE.search(words[-1].lower()):

@@ -37,7 +37,7 @@ __all__ = [
 _TOKEN_RE = re.compile(
     r"""
     (?P<num>[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?(?:%|[^\W\d_]{1,3}\b)?)
-    |(?P<init>(?:[A-Z]\.){2,}|[A-Z]\.(?=\s+[A-Z])|(?:St|Mt|Ft|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Gov
+    |(?P<init>(?:[A-Z]\.)+['’]s\b|(?:[A-Z]\.){2,}|[A-Z]\.(?=\s+[A-Z])|(?:St|Mt|Ft|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Gov
         |Sen|Rep|Rev|Lt|Col|Capt|Sgt|Pres|Sec)\.)
     |(?P<word>[^\W_](?:[\w'’&-]*[^\W_])?)
     |(?P<punct>[^\w\s])
