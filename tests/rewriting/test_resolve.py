@@ -152,6 +152,24 @@ def test_a_contraction_is_no_plural_they_can_point_to() -> None:
     assert "what's" not in contextualize("Tell me more about them.", history).lower()
 
 
+def test_a_possessive_after_its_clause_subject_and_verb_is_bound_there() -> None:
+    history = [Turn("How do I give a page a different title there?", "Set title.")]
+    message = "Which one wins if the page defines its own title?"
+    assert contextualize(message, history) == message
+
+
+def test_what_about_keeps_the_predicate_of_a_why_question() -> None:
+    history = [Turn("Why is the parameterized text OK to collect?", "It holds no values.")]
+    assert not contextualize("What about the parameter values?", history).startswith("Why is")
+
+
+def test_a_verb_before_its_object_is_no_plural_they_can_point_to() -> None:
+    history = [Turn("Who creates the per-message processing spans?", "The instrumentation.")]
+    assert contextualize("How do I get them in Java?", history) == (
+        "How do I get the per-message processing spans in Java?"
+    )
+
+
 def test_any_others_asks_the_previous_question_again_excluding_its_answer() -> None:
     history = [Turn("Which streaming services offer 4K?", "Netflix and Hulu.")]
     out = contextualize("any others?", history)

@@ -122,7 +122,7 @@ def _neighbours(toks: tuple[Token, ...], k: int) -> tuple[str, str]:
 def _personal_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bool:
     """ "he/she/they": unless a name earlier in the message is the antecedent, or "their"
     is bound by the question's own subject."""
-    if toks[k].low == "their" and _bound_possessive(toks, k):
+    if toks[k].low == "their" and (_bound_possessive(toks, k) or _subject_before_verb(toks, k)):
         return False
     return not seen_name
 
@@ -130,7 +130,7 @@ def _personal_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bo
 def _it_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bool:
     """ "it/its": unless bound in the message (a subject, a name, an earlier clause's noun
     phrase) or a dummy ("is it possible")."""
-    if toks[k].low == "its" and _bound_possessive(toks, k):
+    if toks[k].low == "its" and (_bound_possessive(toks, k) or _subject_before_verb(toks, k)):
         return False
     if _earlier_clause_np(toks, k):
         return False  # "I updated my card, but it shows errors": "it" is my card
@@ -206,6 +206,23 @@ def _bound_possessive(toks: tuple[Token, ...], k: int) -> bool:
     if not words or is_verb_like(words[-1]) or words[-1].low in FRAME_WORDS:
         return False
     plural = is_plural_phrase(words[-1].low)
+    return plural if toks[k].low == "their" else not plural
+
+
+_SUBJECT_DETS = frozenset({"the", "a", "an", "this", "that", "these", "those", "each", "every"})
+
+
+def _subject_before_verb(toks: tuple[Token, ...], k: int) -> bool:
+    """ "Which wins if the page defines its own title?": a "the + noun" subject and its verb
+    right before the possessive bind it, as the question's own subject does."""
+    if k < 3 or toks[k - 1].kind != "word" or toks[k - 1].low in FUNCTION_WORDS | FRAME_WORDS:
+        return False
+    j = k - 2
+    while j >= 0 and toks[j].kind == "word" and toks[j].low not in FUNCTION_WORDS and k - j <= 4:
+        j -= 1
+    if j == k - 2 or j < 0 or toks[j].low not in _SUBJECT_DETS:
+        return False
+    plural = is_plural_phrase(toks[k - 2].low)
     return plural if toks[k].low == "their" else not plural
 
 

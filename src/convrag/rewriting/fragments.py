@@ -228,7 +228,11 @@ def _new_phrase(
     prev: str, ptoks: tuple[Token, ...], x: str, xtoks: tuple[Token, ...]
 ) -> str | None:
     """A new noun phrase for a "what is ..." question: "How old is Obama?" + "his wife"."""
-    if ptoks[0].low not in WH or xtoks[0].low in PREPS or any(map(is_verb_like, xtoks)):
+    if (
+        ptoks[0].low not in WH - {"why"}  # "Why is X ...?" goes on past its subject
+        or xtoks[0].low in PREPS
+        or any(map(is_verb_like, xtoks))
+    ):
         return None
     for k in range(1, min(4, len(ptoks))):
         if ptoks[k].low in ("is", "are", "was", "were"):

@@ -146,6 +146,10 @@ def _counted(toks: tuple[Token, ...], k: int) -> str | None:
     return None
 
 
+_OBJECT_DETS = frozenset({"the", "a", "an", "his", "her", "its", "their", "my", "your", "our"})
+"""Determiners that open a noun phrase: a word right before one is a verb, not a noun."""
+
+
 def plural_phrase(question: str) -> str | None:
     """A plural noun phrase of a question ("those conversations") that "they" can point to."""
     toks = tokenize(question)
@@ -166,6 +170,8 @@ def plural_phrase(question: str) -> str | None:
         ):
             words.append(toks[j].text)
             j += 1
+        if j < len(toks) and toks[j].low in _OBJECT_DETS:
+            words = words[:-1]  # "Who creates the spans?": a verb before its object
         if not words:
             continue
         head = words[-1].lower()
