@@ -170,6 +170,11 @@ def test_a_verb_before_its_object_is_no_plural_they_can_point_to() -> None:
     )
 
 
+def test_what_about_a_name_with_an_article_does_not_replace_a_person() -> None:
+    history = [Turn("What else did Sun Ra do in his early career?", "He toured.")]
+    assert "did South do" not in contextualize("What about the South?", history)
+
+
 def test_any_others_asks_the_previous_question_again_excluding_its_answer() -> None:
     history = [Turn("Which streaming services offer 4K?", "Netflix and Hulu.")]
     out = contextualize("any others?", history)

@@ -196,6 +196,8 @@ def _name_for_name(
     if not (xnames and pnames and len(xnames[0].text.split()) >= len(content_words(xtoks))):
         return None
     p = pnames[-1]
+    if xnames[0].article and not p.article:
+        return None  # "the South" is no name for what "Sun Ra" names
     a = ptoks[p.first].start
     b = ptoks[p.last].start + len(strip_possessive(ptoks[p.last].text))
     return f"{prev[:a]}{xnames[0].text}{prev[b:]}?"
