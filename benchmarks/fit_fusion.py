@@ -171,10 +171,12 @@ def fused(
     if rewrite is not None:
         lists.append(QueryList("rewrite", _hits(rewrite), w_rw))
     if row["raw_words"] or rewrite is None:
-        lists += [
-            QueryList("raw", _hits(row["raw"]), 1.0),
-            QueryList("history", _hits(row[hist_list]), w_hist),
-        ]
+        lists.append(QueryList("raw", _hits(row["raw"]), 1.0))
+    lists.append(QueryList("history", _hits(row[hist_list]), w_hist))
+    if len(lists) == 1 or not any(q.weight > 0 for q in lists):
+        # as the service plans (retrieve_vectors.plan_queries): a lone list, or the
+        # first when every weight is 0, searches at weight 1
+        lists = [QueryList(lists[0].name, lists[0].hits, 1.0)]
     anchors = [anchor_passages[d] for d in row.get("anchors", []) if d in anchor_passages]
     out = fuse_queries(lists, anchor_document_ids=anchors, anchor_weight=w_anchor)
     return list(dict.fromkeys(r.document_id for r in out[:SOURCES]))[:DEPTH]

@@ -292,8 +292,10 @@ class Context:
     history_query_weight: float = field(
         default=DEFAULT_HISTORY_QUERY_WEIGHT,
         metadata={
-            "description": "On turns with history: weight of the raw message's list with the "
-            "previous question mixed into its dense query (by history_weight)."
+            "description": "On turns with history: weight of the list that searches the "
+            "message with the previous question (on a follow-up, the two as one query), its "
+            "dense query mixing in the previous question by history_weight. A follow-up with "
+            "no words of its own searches it beside its rewrite, not the raw list."
         },
     )
     anchor_weight: float = field(

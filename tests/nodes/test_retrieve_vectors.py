@@ -152,9 +152,14 @@ def test_only_a_follow_up_the_llm_rewrote_takes_the_llm_plan(
     assert turn_kind(state) == kind  # type: ignore[arg-type]
 
 
-def test_a_continuation_without_words_of_its_own_searches_only_its_rewrite() -> None:
-    planned = plan_queries("Why?", "What is the meal allowance?", "follow_up", Context())
-    assert [q.name for q in planned] == ["rewrite"]
+def test_a_follow_up_without_words_of_its_own_searches_its_rewrite_and_history_not_itself() -> None:
+    planned = plan_queries(
+        "Why?", "What is the meal allowance?", "follow_up", Context(), "What is the allowance?"
+    )
+    assert [(q.name, q.text) for q in planned] == [
+        ("rewrite", "What is the meal allowance?"),
+        ("history", "Why? What is the allowance?"),
+    ]
 
 
 def test_lists_of_weight_zero_are_left_out_but_never_all_of_them() -> None:

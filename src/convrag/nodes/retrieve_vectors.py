@@ -96,9 +96,10 @@ def plan_queries(
     """The queries a turn searches (:data:`PLANS`), the one whose words it shows first;
     ``previous`` is the previous standalone question.
 
-    The raw message's lists need a content word and more than a continuation ("Why?",
-    "Can you elaborate?": the rewrite, the previous question, carries the topic). Lists
-    of weight 0 are left out, but never all of them: the first stays, at 1.
+    The raw list needs a content word and more than a continuation ("Why?", "Can you
+    elaborate?": the rewrite, the previous question, carries the topic); the history list
+    does not, its previous question carries the topic. Lists of weight 0 are left out, but
+    never all of them: the first stays, at 1.
     """
     weights = {
         "rewrite": ctx.llm_rewrite_query_weight
@@ -118,7 +119,7 @@ def plan_queries(
     planned = [
         PlannedQuery(name, texts[name], name != "raw", weights[name])
         for name in names
-        if (rewritten if name == "rewrite" else wordy or not rewritten)
+        if {"rewrite": rewritten, "raw": wordy or not rewritten}.get(name, True)
     ]
     if len(planned) == 1 or kind == "first_turn":
         return [replace(planned[0], text=query, weight=1.0)]

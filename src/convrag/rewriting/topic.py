@@ -242,6 +242,7 @@ def _is_content(u: Token) -> bool:
     return (
         u.kind in ("word", "num", "init")
         and u.low not in FUNCTION_WORDS
+        and u.low not in _OBJECT_OPENERS  # "whether"
         and u.low not in ADVERBS
         and not (u.low.endswith("ly") and u.low not in LY_ADJECTIVES)
         and not is_verb_like(u)

@@ -35,7 +35,7 @@ DETS = _words(
     """the a an this that these those his her its their my your our some any each every no
     another other such all both either neither which what whose"""
 )
-CONJ = _words("and or but nor so yet also then because if while although though whether")
+CONJ = _words("and or but nor so yet also then because if while although though")
 PRONOUNS = _words(
     """i me my mine myself you your yours yourself we us our ours ourselves he him his himself
     she her hers herself it its itself they them their theirs themselves this that these those
