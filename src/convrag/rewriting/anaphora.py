@@ -122,7 +122,7 @@ def _neighbours(toks: tuple[Token, ...], k: int) -> tuple[str, str]:
 def _personal_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bool:
     """ "he/she/they": unless a name earlier in the message is the antecedent, or "their"
     is bound by the question's own subject."""
-    if toks[k].low == "their" and (_bound_possessive(toks, k) or _subject_before_verb(toks, k)):
+    if toks[k].low == "their" and _bound_possessive(toks, k):
         return False
     return not seen_name
 
@@ -130,7 +130,7 @@ def _personal_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bo
 def _it_points_out(toks: tuple[Token, ...], k: int, seen_name: bool) -> bool:
     """ "it/its": unless bound in the message (a subject, a name, an earlier clause's noun
     phrase) or a dummy ("is it possible")."""
-    if toks[k].low == "its" and (_bound_possessive(toks, k) or _subject_before_verb(toks, k)):
+    if toks[k].low == "its" and _bound_possessive(toks, k):
         return False
     if _earlier_clause_np(toks, k):
         return False  # "I updated my card, but it shows errors": "it" is my card
@@ -186,16 +186,24 @@ or a topic intro, came before it)."""
 
 
 def _bound_possessive(toks: tuple[Token, ...], k: int) -> bool:
-    """ "Did burlesque stay true to its roots?": "its" is bound by the question's own subject.
+    """ "its/their" at ``k`` bound by a subject of the message whose number matches ("its"
+    singular, "their" plural): the question's own (:func:`_opening_subject`), or one with
+    its verb right before the possessive (:func:`_subject_before_verb`)."""
+    plural_wanted = toks[k].low == "their"
+    return any(
+        noun is not None and is_plural_phrase(noun) == plural_wanted
+        for noun in (_opening_subject(toks, k), _subject_before_verb(toks, k))
+    )
 
-    True when the question opens with an auxiliary or wh-word plus auxiliary followed by a
-    common-noun subject whose number matches ("its" singular, "their" plural).
-    """
+
+def _opening_subject(toks: tuple[Token, ...], k: int) -> str | None:
+    """ "Did burlesque stay true to its roots?": the head of the common-noun subject after
+    the auxiliary (or wh-word plus auxiliary) that opens the question, before ``k``."""
     j = 0
     if j < k and toks[j].low in WH:
         j += 1
     if j >= k or toks[j].low not in AUX:
-        return False
+        return None
     j += 1
     if j < k and toks[j].low in ("the", "a", "an", "this", "that", "these", "those", "all"):
         j += 1
@@ -204,26 +212,24 @@ def _bound_possessive(toks: tuple[Token, ...], k: int) -> bool:
         words.append(toks[j])
         j += 1
     if not words or is_verb_like(words[-1]) or words[-1].low in FRAME_WORDS:
-        return False
-    plural = is_plural_phrase(words[-1].low)
-    return plural if toks[k].low == "their" else not plural
+        return None
+    return words[-1].low
 
 
 _SUBJECT_DETS = frozenset({"the", "a", "an", "this", "that", "these", "those", "each", "every"})
 
 
-def _subject_before_verb(toks: tuple[Token, ...], k: int) -> bool:
-    """ "Which wins if the page defines its own title?": a "the + noun" subject and its verb
-    right before the possessive bind it, as the question's own subject does."""
+def _subject_before_verb(toks: tuple[Token, ...], k: int) -> str | None:
+    """ "Which wins if the page defines its own title?": the head of a "the + noun"
+    subject whose verb comes right before ``k``."""
     if k < 3 or toks[k - 1].kind != "word" or toks[k - 1].low in FUNCTION_WORDS | FRAME_WORDS:
-        return False
+        return None
     j = k - 2
     while j >= 0 and toks[j].kind == "word" and toks[j].low not in FUNCTION_WORDS and k - j <= 4:
         j -= 1
     if j == k - 2 or j < 0 or toks[j].low not in _SUBJECT_DETS:
-        return False
-    plural = is_plural_phrase(toks[k - 2].low)
-    return plural if toks[k].low == "their" else not plural
+        return None
+    return toks[k - 2].low
 
 
 def _earlier_clause_np(toks: tuple[Token, ...], k: int) -> bool:

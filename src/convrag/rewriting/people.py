@@ -30,7 +30,7 @@ from convrag.text.lexicon import (
     NAME_SUFFIXES,
     PRONOUNS,
 )
-from convrag.text.tokens import Token, fold, is_verb_like, tokenize
+from convrag.text.tokens import Token, fold, is_plural_phrase, is_verb_like, tokenize
 
 
 def asked_about(question: str, ranked: Sequence[Entity]) -> Entity | None:
@@ -175,11 +175,7 @@ def plural_phrase(question: str) -> str | None:
         if not words:
             continue
         head = words[-1].lower()
-        if (
-            head.endswith("s")
-            and not head.endswith(("ss", "us", "is", "'s", "’s"))  # "what's" is no plural
-            and head not in META_NOUNS
-        ):
+        if is_plural_phrase(head) and head not in META_NOUNS:
             det = "the " if t.low in ("the", "these", "those") else ""
             return det + " ".join(words)
     return None
