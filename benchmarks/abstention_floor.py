@@ -46,10 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import convrag.answering.evidence as evidence
-from convrag.answering.evidence import EVIDENCE_CANDIDATES, closest_evidence
-from convrag.answering.extractive import SEMANTIC_CANDIDATES
-from convrag.answering.ranking import Similarity, query_coverage, ranked_by_words
+import convrag.retrieval.evidence as evidence
 from convrag.config import get_settings
 from convrag.context import (
     DEFAULT_RARE_TERM_PENALTY,
@@ -59,7 +56,14 @@ from convrag.context import (
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
+from convrag.retrieval.evidence import closest_evidence
+from convrag.retrieval.policy import RetrievalPolicy, default_policy
+from convrag.retrieval.ranking import Similarity, query_coverage, ranked_by_words
 from convrag.services import open_services
+
+POLICY = default_policy()
+SEMANTIC_CANDIDATES = POLICY.semantic_candidates
+"""How many sentences are recorded per turn: as many as the quoted answer weighs."""
 
 MAX_FALSE_ABSTENTION = 0.10
 MIN_OFFTOPIC_ABSTENTION = 0.90
@@ -115,14 +119,25 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
     cosines = evidence.candidate_cosines
 
     def recording(
-        query: str, sources: Sequence[Source], similarity: Similarity, limit: int
+        query: str,
+        sources: Sequence[Source],
+        similarity: Similarity,
+        policy: RetrievalPolicy | None = None,
     ) -> list[float]:
+        policy = policy or POLICY
+        limit = policy.evidence_candidates
+        wider = policy.with_values({"evidence_candidates": SEMANTIC_CANDIDATES})
         seen["chunk"] = max((s.get("dense_score") or 0.0 for s in sources), default=0.0)
         seen["dense"] = [s.get("dense_score") for s in sources]
         seen["bm25"] = [s.get("bm25_score") for s in sources]
         seen["query"] = query
-        seen["sentences"] = [s for *_, s in ranked_by_words(query, sources)[:SEMANTIC_CANDIDATES]]
-        seen["cosines"] = cosines(query, sources, similarity, SEMANTIC_CANDIDATES)
+        seen["sentences"] = [
+            s
+            for *_, s in ranked_by_words(
+                query, sources, question_to_answer=policy.question_to_answer
+            )[:SEMANTIC_CANDIDATES]
+        ]
+        seen["cosines"] = cosines(query, sources, similarity, wider)
         seen["limit"] = limit
         return seen["cosines"][:limit]
 
@@ -137,7 +152,7 @@ async def record(data: Path, domain: str, offtopic: str | None) -> list[Row]:
             return seen["rare"]
 
         searcher.rarest_missing_term = recording_rarest  # type: ignore[method-assign]
-        every_turn = {"relevance_floor": 1e-6, "sentence_band": 1.0}
+        every_turn = {"policy": {"relevance_floor": 1e-6, "sentence_band": 1.0}}
         ev = AnswerEvaluation(services, f"mtrag-{path.name}", None, every_turn)
         await ev.prepare(path, lambda n, total: None)
         turns, _ = load_domain(path, judged_only=False)
@@ -235,11 +250,11 @@ def decides(
     if "chunk" not in row:
         return False
     evidence = _chunk_evidence(row, penalty)
-    closest = closest_evidence(row["cosines"][:candidates])
+    closest = closest_evidence(row["cosines"][:candidates], POLICY.lone_sentence_margin)
     if evidence < floor + band and closest is not None:
         evidence = closest - penalty * float(row.get("rare", 0.0))
     if every_term and evidence < floor and float(row.get("rare", 0.0)) == 0.0:
-        best = row.get("sentences", [])[:EVIDENCE_CANDIDATES]
+        best = row.get("sentences", [])[: POLICY.evidence_candidates]
         if any(query_coverage(row["query"], s) == 1.0 for s in best):
             return False
     return evidence < floor

@@ -230,7 +230,7 @@ def services_with_dense_engine(services: Any, engine: str) -> Any:
     """The services with a searcher on another dense engine ('numpy' or 'milvus'), same
     stores, embedder, keyword engine and settings; a fresh searcher rebuilds its
     in-process indexes on its first search."""
-    from convrag.search import HybridSearcher
+    from convrag.retrieval.search import HybridSearcher
     from convrag.services import keyword_engine_for
 
     searcher = HybridSearcher(
@@ -239,7 +239,7 @@ def services_with_dense_engine(services: Any, engine: str) -> Any:
         services.embedder,
         keyword_engine=keyword_engine_for(services.settings, is_lite=services.index.is_lite),
         dense_engine=engine,  # type: ignore[arg-type]
-        rrf_k=services.settings.rrf_k,
+        policy=services.policy,
     )
     return dataclasses.replace(services, searcher=searcher)
 

@@ -3,7 +3,7 @@ decision is likely wrong (issue 34).
 
 Input: ``convrag eval answers --turns FILE`` outputs. A turn whose evidence lies within
 the margin of the relevance floor is labelled low confidence (as the service labels it,
-``convrag.answering.abstention.assurance``); for each margin, each label's turns are
+``convrag.retrieval.evidence.assurance``); for each margin, each label's turns are
 reported with the share whose decision is wrong (abstained on an answerable turn, or
 answered an unanswerable or off-topic one), and the answered answerable turns' ROUGE-L
 recall and share citing a gold passage. Only rows whose signals hold ``evidence``
@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convrag.answering.abstention import assurance
 from convrag.context import DEFAULT_RELEVANCE_FLOOR
+from convrag.retrieval.evidence import assurance
 
 ABSTAIN = {"UNANSWERABLE", "OFFTOPIC"}
 

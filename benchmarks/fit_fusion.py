@@ -15,9 +15,10 @@ into the dense query), ``glue`` (the message and the previous question as one qu
 mixed: what the rules' old "carried" query searched), ``rewrite`` (the gated rules rewrite,
 mixed) and ``ungated`` (the rewrite before the gate), and the anchored documents.
 
-``fit`` replays :func:`convrag.fusion.fuse_queries` over a grid of weights (the raw list's
-weight is 1: only ratios matter), picks the best mean of all-turn and follow-up R@5 on the
-first file, and reports it on the second, then the reverse. The fused chunks are cut as the
+``fit`` replays the wing's fusion of planned queries (:func:`convrag.retrieval.fusion.fuse`)
+over a grid of weights (the raw list's weight is 1: only ratios matter), picks the best
+mean of all-turn and follow-up R@5 on the first file, and reports it on the second, then
+the reverse. The fused chunks are cut as the
 evaluation cuts them (40 sources, 10 passages).
 """
 
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from convrag.config import get_settings
-from convrag.context import Context
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.evaluation.mtrag import (
     MtragEvaluation,
@@ -43,20 +43,24 @@ from convrag.evaluation.mtrag import (
     load_corpus,
     load_domain,
 )
-from convrag.fusion import QueryList, fuse_queries
 from convrag.nodes.rewrite import rules_query
 from convrag.records import previous_question
+from convrag.retrieval.fusion import RankedList, fuse
+from convrag.retrieval.policy import RetrievalPolicy, default_policy
+from convrag.retrieval.search import SearchResult
 from convrag.rewriting import Turn, classify
 from convrag.rewriting.gate import SWITCHES, is_continuation
-from convrag.search import SearchResult
 from convrag.services import open_services
 from convrag.text.tokens import content_words, tokenize
 
 DEPTH, SOURCES, WANTED = 10, 40, 80
+RRF_K = default_policy().rrf_k
 """As ``convrag eval mtrag`` runs the graph: 10 passages scored, top_k 40, 80 hits a list."""
 
 
-async def _lists(ev: MtragEvaluation, turn: MtragTurn, ctx: Context) -> dict[str, Any]:
+async def _lists(
+    ev: MtragEvaluation, turn: MtragTurn, policy: RetrievalPolicy
+) -> dict[str, Any]:
     """The candidate lists of one turn (chunk id, passage id), and what the turn is."""
     ws = ev.workspace
     history = history_turns(turn, ws, ev.title_of)
@@ -68,8 +72,8 @@ async def _lists(ev: MtragEvaluation, turn: MtragTurn, ctx: Context) -> dict[str
             text,
             top_k=WANTED,
             context_query=previous_question(history) if mixed else None,
-            context_weight=ctx.history_weight if mixed else 0.0,
-            feedback_weight=ctx.feedback_weight,
+            context_weight=policy.history_weight if mixed else 0.0,
+            feedback_weight=policy.feedback_weight,
         )
         return [[h.chunk_id, ev.passage_of.get(h.document_id, "")] for h in hits]
 
@@ -109,14 +113,13 @@ async def _lists(ev: MtragEvaluation, turn: MtragTurn, ctx: Context) -> dict[str
 async def record(data: Path, domain: str) -> dict[str, Any]:
     path = domain_path(data, domain)
     turns, qrels = load_domain(path)
-    ctx = Context()
     async with open_services(get_settings()) as services:
         ev = MtragEvaluation(services, f"mtrag-{path.name}")
         await ev.prepare(load_corpus(path), lambda n: None)
         anchors = {}
         rows = []
         for i, turn in enumerate(turns):
-            row = await _lists(ev, turn, ctx)
+            row = await _lists(ev, turn, services.policy)
             anchors.update({d: ev.passage_of.get(d, "") for d in row.get("anchors", [])})
             rows.append(row)
             if i % 50 == 0:
@@ -169,17 +172,17 @@ def fused(
         rewrite = row["without"][off]
     lists = []
     if rewrite is not None:
-        lists.append(QueryList("rewrite", _hits(rewrite), w_rw))
+        lists.append(RankedList("rewrite", _hits(rewrite), w_rw))
     if row["raw_words"] or rewrite is None:
-        lists.append(QueryList("raw", _hits(row["raw"]), 1.0))
-    lists.append(QueryList("history", _hits(row[hist_list]), w_hist))
+        lists.append(RankedList("raw", _hits(row["raw"]), 1.0))
+    lists.append(RankedList("history", _hits(row[hist_list]), w_hist))
     if len(lists) == 1 or not any(q.weight > 0 for q in lists):
-        # as the service plans (retrieve_vectors.plan_queries): a lone list, or the
+        # as the service plans (retrieval.planning.plan_queries): a lone list, or the
         # first when every weight is 0, searches at weight 1
-        lists = [QueryList(lists[0].name, lists[0].hits, 1.0)]
+        lists = [RankedList(lists[0].name, lists[0].hits, 1.0)]
     anchors = [anchor_passages[d] for d in row.get("anchors", []) if d in anchor_passages]
-    out = fuse_queries(lists, anchor_document_ids=anchors, anchor_weight=w_anchor)
-    return list(dict.fromkeys(r.document_id for r in out[:SOURCES]))[:DEPTH]
+    out = fuse(lists, k=RRF_K, anchor_document_ids=anchors, anchor_weight=w_anchor)
+    return list(dict.fromkeys(f.hit.document_id for f in out[:SOURCES]))[:DEPTH]
 
 
 _MEMO: dict[tuple[Any, ...], float] = {}

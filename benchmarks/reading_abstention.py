@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convrag.answering.abstention import assurance_of
 from convrag.assistant import open_assistant
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
+from convrag.records import assurance_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = (ROOT / "tests/documents/corpus", ROOT / "tests/documents/heldout")

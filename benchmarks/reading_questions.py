@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import convrag.ingest
-import convrag.search
+import convrag.retrieval.search
 from convrag.config import Settings
 from convrag.documents import load_path
 from convrag.evaluation.documents import heading_matches
@@ -37,13 +37,13 @@ VARIANTS = ("section_paths", "no_section_paths")
 def without_section_paths() -> Iterator[None]:
     """Leave the section path out of embedding and keyword indexing (an experiment
     switch: the service has none)."""
-    saved = (convrag.ingest.section_path, convrag.search.section_path)
+    saved = (convrag.ingest.section_path, convrag.retrieval.search.section_path)
     convrag.ingest.section_path = lambda heading, title: None  # type: ignore[assignment]
-    convrag.search.section_path = lambda heading, title: None  # type: ignore[assignment]
+    convrag.retrieval.search.section_path = lambda heading, title: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        convrag.ingest.section_path, convrag.search.section_path = saved
+        convrag.ingest.section_path, convrag.retrieval.search.section_path = saved
 
 
 def questions(corpus: Path) -> list[dict[str, Any]]:

@@ -26,12 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from convrag.answering.ranking import ranked_by_words
 from convrag.config import get_settings
 from convrag.evaluation import mtrag
 from convrag.evaluation.metrics import retrieval_scores
+from convrag.retrieval.policy import default_policy
+from convrag.retrieval.ranking import ranked_by_words
 from convrag.services import open_services
 from convrag.text.units import sentences
+
+QUESTION_TO_ANSWER = default_policy().question_to_answer
 
 
 async def rescore(
@@ -64,7 +67,9 @@ async def rescore(
             closest: list[float] = []
             if signal == "words":
                 best: dict[int, float] = {}
-                for score, n, _, _ in ranked_by_words(query, sources):
+                for score, n, _, _ in ranked_by_words(
+                    query, sources, question_to_answer=QUESTION_TO_ANSWER
+                ):
                     best[n] = max(best.get(n, 0.0), score)
                 top = max(best.values(), default=1.0)
                 closest = [best.get(n, 0.0) / top for n in range(1, len(sources) + 1)]

@@ -15,7 +15,7 @@ def test_overrides_are_read_as_each_knobs_type() -> None:
         ["feedback_weight=0.2", "max_regenerations=1", "rag_enabled=false", "llm_model=none"]
     )
     assert knobs == {
-        "feedback_weight": 0.2,
+        "policy": {"feedback_weight": 0.2},
         "max_regenerations": 1,
         "rag_enabled": False,
         "llm_model": "none",
@@ -33,6 +33,7 @@ def test_overrides_are_read_as_each_knobs_type() -> None:
         ("feedback_weight=high", "feedback_weight=high: expected float"),
         ("rag_enabled=maybe", "expected true or false"),
         ("feedback_weight=3", "feedback_weight must be within [0, 2]"),
+        ("top_k=0", "top_k must be >= 1"),
     ],
 )
 def test_a_bad_override_names_the_problem(pair: str, problem: str) -> None:
@@ -42,12 +43,18 @@ def test_a_bad_override_names_the_problem(pair: str, problem: str) -> None:
 
 def test_a_context_from_json_reads_plain_strings_as_their_knobs_type() -> None:
     ctx = Context.from_mapping(
-        {"rag_enabled": "false", "top_k": "3", "score_threshold": "0.2", "feedback_weight": 1}
+        {
+            "rag_enabled": "false",
+            "top_k": "3",
+            "score_threshold": "0.2",
+            "policy": {"feedback_weight": 1},
+        }
     )
     assert ctx.rag_enabled is False
     assert ctx.top_k == 3 and isinstance(ctx.top_k, int)
     assert ctx.score_threshold == 0.2
-    assert ctx.feedback_weight == 1.0 and isinstance(ctx.feedback_weight, float)
+    assert ctx.policy == {"feedback_weight": 1.0}
+    assert isinstance(ctx.policy["feedback_weight"], float)
     # LangGraph builds a run's context from the SDK's JSON as keyword arguments.
     assert Context(**{"rag_enabled": "0"}).rag_enabled is False  # type: ignore[arg-type]
 
@@ -62,8 +69,9 @@ def test_a_context_from_json_reads_plain_strings_as_their_knobs_type() -> None:
         ({"top_k": None}, "top_k: expected int, got null"),
         ({"llm_model": 3}, "llm_model: expected str or null, got 3"),
         ({"web_search": "always"}, "web_search: expected one of 'auto', 'on', 'off'"),
-        ({"history_weight": [0.2]}, "history_weight: expected float, got list"),
-        ({"topk": 3}, "unknown key 'topk'; the knobs are anchor_weight"),
+        ({"policy": {"history_weight": [0.2]}}, "policy: history_weight: expected float"),
+        ({"policy": 0.4}, "policy: expected an object, got 0.4"),
+        ({"topk": 3}, "unknown key 'topk'; the knobs are answer_sentences"),
         ({"services": None}, "unknown key 'services'"),
     ],
 )

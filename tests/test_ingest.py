@@ -24,7 +24,7 @@ from convrag.ingest import (
     ingest_documents,
     reindex_workspace,
 )
-from convrag.search import HybridSearcher
+from convrag.retrieval.search import HybridSearcher
 from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import STOPPED_DOCUMENT, IngestPace, ingest_pace
@@ -70,6 +70,7 @@ def _searcher(services: Services, engines: str) -> HybridSearcher:
         services.embedder,
         keyword_engine="milvus",
         dense_engine="milvus",
+        policy=services.policy,
     )
 
 

@@ -1,4 +1,4 @@
-"""Fusion, anchoring and the document-content lookup."""
+"""Hybrid search and the document-content lookup."""
 
 from __future__ import annotations
 
@@ -9,45 +9,9 @@ import pytest
 
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
-from convrag.search import HybridSearcher, lookup_document_content, referenced_items, rrf_fuse
+from convrag.retrieval.search import HybridSearcher, lookup_document_content, referenced_items
 from convrag.services import Services
 from convrag.stores.documents import IndexedChunk
-from convrag.stores.vectors import Hit
-
-
-def _hits(*ids: str, doc: str = "d") -> list[Hit]:
-    return [Hit(i, doc if not i.startswith("x") else "other", i, 1.0) for i in ids]
-
-
-def test_rrf_ranks_a_chunk_found_by_both_lists_first() -> None:
-    fused = rrf_fuse([_hits("a", "b", "c"), _hits("c", "d")], k=60)
-    assert [r.chunk_id for r in fused][:1] == ["c"]
-    assert fused[0].dense_rank == 3 and fused[0].bm25_rank == 1
-
-
-def test_rrf_score_is_normalised_to_one_for_rank_one_in_every_list() -> None:
-    fused = rrf_fuse([_hits("a"), _hits("a")], k=60)
-    assert fused[0].score == pytest.approx(1.0)
-
-
-def test_anchoring_adds_the_boost_to_chunks_of_anchor_documents_only() -> None:
-    plain = {r.chunk_id: r.score for r in rrf_fuse([_hits("a", "xb")], k=60)}
-    boosted = {
-        r.chunk_id: r.score
-        for r in rrf_fuse([_hits("a", "xb")], k=60, anchor_document_ids={"other"}, anchor_boost=0.3)
-    }
-    assert boosted["xb"] == pytest.approx(plain["xb"] + 0.3)
-    assert boosted["a"] == pytest.approx(plain["a"])
-
-
-def test_empty_anchor_list_gives_identical_results() -> None:
-    lists = [_hits("a", "b"), _hits("b", "c")]
-    assert rrf_fuse(lists, k=60) == rrf_fuse(lists, k=60, anchor_document_ids=(), anchor_boost=0.3)
-
-
-def test_rrf_rejects_a_nonpositive_k() -> None:
-    with pytest.raises(ValueError, match="rrf k must be >= 1"):
-        rrf_fuse([], k=0)
 
 
 @pytest.mark.parametrize(
@@ -107,21 +71,6 @@ async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
     assert searcher.dense is not None and searcher.dense.is_current(workspace, version)
     hits = await searcher.search(workspace, "annual leave", top_k=1)
     assert "25 days" in hits[0].text
-
-
-def test_weighted_rrf_lets_the_stronger_list_win_a_tie() -> None:
-    lists = [_hits("a", "b"), _hits("b", "a")]
-    assert rrf_fuse(lists, k=60)[0].score == pytest.approx(rrf_fuse(lists, k=60)[1].score)
-    fused = rrf_fuse(lists, k=60, weights=[1.0, 0.5])
-    assert [r.chunk_id for r in fused] == ["a", "b"]
-    assert rrf_fuse([_hits("a"), _hits("a")], k=60, weights=[1.0, 0.5])[0].score == (
-        pytest.approx(1.0)
-    )
-
-
-def test_rrf_rejects_weights_that_do_not_fit() -> None:
-    with pytest.raises(ValueError, match="rrf weights"):
-        rrf_fuse([_hits("a"), _hits("b")], weights=[1.0])
 
 
 async def _counting_searcher(
@@ -289,7 +238,11 @@ async def test_milvus_dense_search_steers_feeds_back_and_scores_as_the_in_proces
     await _ingest(services, workspace, tmp_path / "offices", offices)
     numpy_engine = services.searcher
     milvus_engine = HybridSearcher(
-        services.db, services.index, services.embedder, keyword_engine="bm25s"
+        services.db,
+        services.index,
+        services.embedder,
+        keyword_engine="bm25s",
+        policy=services.policy,
     )
     how = {
         "top_k": 4,

@@ -252,14 +252,12 @@ class Settings(BaseSettings):
         "document held in memory until the file is stored, so millions of tiny records "
         "would cost gigabytes.",
     )
-    rrf_k: int = Field(default=60, ge=1, validation_alias=AliasChoices("RRF_K"))
-    rrf_bm25_weight: float = Field(
-        default=0.2,
-        ge=0.0,
-        allow_inf_nan=False,
-        validation_alias=AliasChoices("RRF_BM25_WEIGHT"),
-        description="Weight of the BM25 list in the fusion (the dense list weighs 1). "
-        "0.2 was fitted on MTRAG ClapNQ and holds on Cloud (see BENCHMARKS.md).",
+    retrieval_policy: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RETRIEVAL_POLICY"),
+        description="A retrieval policy file (JSON: the fusion weights, the 'not found' "
+        "decision and the quoted answer's numbers, as a fit command writes it); unset, the "
+        "packaged convrag/retrieval/policy.json.",
     )
     max_body_bytes: int = Field(
         default=1024 * 1024,

@@ -1,4 +1,5 @@
-"""What a run carries besides its state: the knobs that tune it and the services it uses.
+"""What a run carries besides its state: the run's choices, its changes to the retrieval
+policy, and the services it uses.
 
 The graph declares this as ``context_schema`` and every node reads it through
 ``Runtime.context``. Only ``thread_id`` travels in ``configurable``. ``services`` is the
@@ -18,7 +19,6 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 from pydantic import PlainSerializer, PlainValidator
 from pydantic.json_schema import SkipJsonSchema
 
-from convrag.answering.extractive import DEFAULT_ANSWER_SENTENCES
 from convrag.config import (
     DEFAULT_LLM_TIMEOUT_S,
     DEFAULT_REWRITE_TIMEOUT_S,
@@ -26,64 +26,17 @@ from convrag.config import (
 )
 from convrag.ids import DEFAULT_WORKSPACE
 from convrag.llm import resolve_model
+from convrag.retrieval.policy import (
+    PolicyError,
+    RetrievalPolicy,
+    default_policy,
+    field_types,
+    read_value,
+    read_values,
+)
+from convrag.retrieval.quoting import DEFAULT_ANSWER_SENTENCES
 from convrag.rewriting.gate import check_switches
 from convrag.services import Services
-
-DEFAULT_RELEVANCE_FLOOR = 0.40
-"""Fitted with :data:`DEFAULT_SENTENCE_WEIGHT` on MTRAG ClapNQ's recorded evidence (the
-fewest wrong "not found"s with off-topic abstention at least 95 %), tested on Cloud and
-the reading sets (BENCHMARKS.md, session 19)."""
-DEFAULT_SENTENCE_WEIGHT = 0.5
-"""The closest sentence's share of the evidence, the best chunk's cosine the rest: fitted
-with the floor (BENCHMARKS.md, session 19). 1 was the rule before: a chunk whose one
-sentence says little was "not found" however close the whole passage was."""
-DEFAULT_SENTENCE_BAND = 0.10
-"""Chosen by measurement with ``benchmarks/abstention_floor.py``: the narrowest band that
-changes no decision on MTRAG ClapNQ (against weighing every turn's sentences), which
-changes none on Cloud either. Turns under the floor always weigh them."""
-DEFAULT_CONFIDENCE_MARGIN = 0.05
-"""A decision whose evidence lies within this of the relevance floor, either side, is a
-close call: the answer (or its "not found") is marked low confidence. Measured with
-``convrag eval answers --turns`` (BENCHMARKS.md, issue 34): the answers it marks are right
-less often than the rest."""
-DEFAULT_RARE_TERM_PENALTY = 0.015
-"""Chosen by measurement with ``convrag eval answers`` (fit on one MTRAG domain, tested
-on the other; see BENCHMARKS.md)."""
-DEFAULT_LATER_RARE_TERM_PENALTY = 0.005
-"""The same on a conversation's later turns that are not follow-ups: there a word the
-documents lack is more often the user's shorthand, a typo or a remark ("filtering msg",
-"Oops, no return result") than a new subject. A follow-up keeps the first turn's penalty:
-its subject is the conversation's, and a word it adds that the documents lack asks for
-something they may not hold ("Is it part of the salary?"). Chosen with
-``convrag eval answers`` on both MTRAG domains, each fit tested on the other (BENCHMARKS.md,
-session 22)."""
-DEFAULT_PARAGRAPH_WEIGHT = 0.5
-"""How far a chunk's share of the evidence moves towards the cosine of the paragraph that
-holds its closest sentence. MTRAG's passages are single paragraphs, so only real
-documents measure it: on ``benchmarks/followups`` 0 / 0.25 / 0.5 / 1 give 53 / 57 / 59 /
-59 of 67 answers right; on the reading sets every one keeps 0 wrong "not found" and 29 of
-29 off-topic, and 17 / 16 / 16 / 14 of 38 unanswerable "not found"; the walkthrough's
-"not found" turns stay 8 of 8 up to 0.5, 7 at 1. Chosen as the least weight with the
-most right (BENCHMARKS.md, session 23)."""
-DEFAULT_HISTORY_WEIGHT = 0.4
-"""Chosen by measurement with ``convrag eval mtrag`` on both MTRAG domains (BENCHMARKS.md)."""
-DEFAULT_FEEDBACK_WEIGHT = 0.4
-"""Chosen by measurement with ``convrag eval mtrag``: best on ClapNQ (0.2 on Cloud, 0.4 a
-close second), and a gain on the other domain in both directions (BENCHMARKS.md)."""
-
-
-DEFAULT_RAW_QUERY_WEIGHT = 1.0
-DEFAULT_REWRITE_QUERY_WEIGHT = 0.5
-DEFAULT_HISTORY_QUERY_WEIGHT = 0.5
-DEFAULT_ANCHOR_WEIGHT = 0.5
-"""The multi-query fusion's weights (:mod:`convrag.fusion`; only their ratios matter): the
-best mean R@5 (all turns and follow-ups) of both MTRAG dev domains, full pools, with
-``benchmarks/fit_fusion.py``, each domain's own fit tested on the other (BENCHMARKS.md,
-issue 31). The message as typed weighs most: a bad rewrite cannot push its hits out."""
-DEFAULT_LLM_REWRITE_QUERY_WEIGHT = 1.0
-"""An LLM's rewrite weighs as much as the message: the best mean R@5 of both MTRAG dev
-domains with MTRAG's own LLM rewrites (``convrag eval mtrag -s convrag_llm_reference``,
-BENCHMARKS.md, session 22)."""
 
 
 class KnobTypeError(ValueError):
@@ -201,135 +154,8 @@ class Context:
             "standalone query (comparable across queries). 0 keeps every hit."
         },
     )
-    relevance_floor: float = field(
-        default=DEFAULT_RELEVANCE_FLOOR,
-        metadata={
-            "description": "Answer 'not found' when the evidence (the best chunk's "
-            "cosine similarity to the query, mixed with its closest sentence's by "
-            "sentence_weight, less the rare-term penalty) is under this, and no item or "
-            "web page was found. 0 never abstains."
-        },
-    )
-    rare_term_penalty: float = field(
-        default=DEFAULT_RARE_TERM_PENALTY,
-        metadata={
-            "description": "Evidence subtracted per unit of IDF of the rarest query term "
-            "that no source contains (a question about something the workspace lacks), on "
-            "a conversation's first turn. 0 uses the cosine alone."
-        },
-    )
-    later_rare_term_penalty: float = field(
-        default=DEFAULT_LATER_RARE_TERM_PENALTY,
-        metadata={
-            "description": "rare_term_penalty on a conversation's later turns that are not "
-            "follow-ups, where a word the documents lack is more often shorthand, a typo or "
-            "a remark."
-        },
-    )
-    sentence_weight: float = field(
-        default=DEFAULT_SENTENCE_WEIGHT,
-        metadata={
-            "description": "Where the sources' sentences are weighed, the closest "
-            "sentence's share of the evidence; the best chunk's cosine is the rest. "
-            "1: the sentence alone."
-        },
-    )
-    sentence_band: float = field(
-        default=DEFAULT_SENTENCE_BAND,
-        metadata={
-            "description": "Weigh the sources' sentences only when the best chunk's "
-            "evidence is under relevance_floor or within this above it; higher, the chunk's "
-            "evidence decides. 1 always weighs them."
-        },
-    )
-    confidence_margin: float = field(
-        default=DEFAULT_CONFIDENCE_MARGIN,
-        metadata={
-            "description": "Mark an answer (or its 'not found') low confidence when its "
-            "evidence lies within this of relevance_floor, either side. 0 marks none."
-        },
-    )
     context_budget_chars: int = field(
         default=4000, metadata={"description": "Maximum characters of source text."}
-    )
-    history_weight: float = field(
-        default=DEFAULT_HISTORY_WEIGHT,
-        metadata={
-            "description": "Weight of the previous question's vector beside the standalone "
-            "query's in dense search, on turns with history (0 searches the query alone)."
-        },
-    )
-    feedback_weight: float = field(
-        default=DEFAULT_FEEDBACK_WEIGHT,
-        metadata={
-            "description": "Pseudo-relevance feedback in dense search: the query vector "
-            "moves by this much towards the mean of its first three passages before the "
-            "final ranking (0 ranks by the query alone; Milvus's dense engine searches twice)."
-        },
-    )
-    raw_query_weight: float = field(
-        default=DEFAULT_RAW_QUERY_WEIGHT,
-        metadata={
-            "description": "On turns with history: weight of the raw message's own hybrid "
-            "list in the fusion of the turn's queries (the floor under the rewrite)."
-        },
-    )
-    rewrite_query_weight: float = field(
-        default=DEFAULT_REWRITE_QUERY_WEIGHT,
-        metadata={
-            "description": "On turns with history: weight of the rewrite's list (its dense "
-            "query mixes in the previous question by history_weight), when the rewrite "
-            "differs from the message and passed the gate."
-        },
-    )
-    llm_rewrite_query_weight: float = field(
-        default=DEFAULT_LLM_REWRITE_QUERY_WEIGHT,
-        metadata={
-            "description": "On a follow-up that the LLM rewrote: weight of the rewrite's list "
-            "beside the raw message's (such a turn searches no history list)."
-        },
-    )
-    history_query_weight: float = field(
-        default=DEFAULT_HISTORY_QUERY_WEIGHT,
-        metadata={
-            "description": "On turns with history: weight of the list that searches the "
-            "message with the previous question (on a follow-up, the two as one query), its "
-            "dense query mixing in the previous question by history_weight. A follow-up with "
-            "no words of its own searches it beside its rewrite, not the raw list."
-        },
-    )
-    anchor_weight: float = field(
-        default=DEFAULT_ANCHOR_WEIGHT,
-        metadata={
-            "description": "On a follow-up: weight of the anchor list (the candidates from the "
-            "previous answer's documents, in fused order) beside the queries' lists; 0 "
-            "ignores which documents the previous answer cited."
-        },
-    )
-    paragraph_weight: float = field(
-        default=DEFAULT_PARAGRAPH_WEIGHT,
-        metadata={
-            "description": "Where the sources' sentences are weighed, how far the chunk's "
-            "share of the evidence moves up towards the cosine of the paragraph holding the "
-            "closest sentence, in a chunk of several paragraphs (1: all the way; 0: the "
-            "chunk's cosine alone)."
-        },
-    )
-    keyword_second_look: bool = field(
-        default=True,
-        metadata={
-            "description": "Before answering 'not found', weigh alone the first query's best "
-            "keyword hit, when the fusion ranked it below the sources: a passage that alone "
-            "names an option or identifier asked about, which the dense model ranks far "
-            "down. It takes the last source place when it clears relevance_floor."
-        },
-    )
-    standalone_raw_query: bool = field(
-        default=False,
-        metadata={
-            "description": "A turn the rules call standalone (with history) also searches "
-            "its raw message, fused with its history-mixed query (false: that query alone)."
-        },
     )
     rewrite_rules_off: str = field(
         default="",
@@ -343,18 +169,20 @@ class Context:
     )
     max_regenerations: int = 2
     web_search: Literal["auto", "on", "off"] = "auto"
-    web_confidence_threshold: float = field(
-        default=0.25,
-        metadata={
-            "description": "Auto web search under this retrieval confidence (best dense cosine)."
-        },
-    )
     rewrite_temperature: float = 0.2
     answer_temperature: float = 0.3
     rewrite_timeout_s: float = DEFAULT_REWRITE_TIMEOUT_S
     answer_timeout_s: float = DEFAULT_LLM_TIMEOUT_S
     retrieval_timeout_s: float = 3.5
     web_timeout_s: float = DEFAULT_WEB_SEARCH_TIMEOUT_S
+    policy: dict[str, float | int | bool] = field(
+        default_factory=dict,
+        metadata={
+            "description": "This run's changes to the retrieval policy, by field name "
+            "(convrag.retrieval.policy.RetrievalPolicy: fusion weights, the 'not found' "
+            "floor...); the rest come from the service's policy file."
+        },
+    )
     services: InjectedServices = field(default=None, repr=False, compare=False)
     """The run's stores, embedder, searcher and web tool; see :attr:`deps`."""
 
@@ -368,6 +196,11 @@ class Context:
             )
         return self.services
 
+    @property
+    def retrieval_policy(self) -> RetrievalPolicy:
+        """The service's retrieval policy with this run's changes (:attr:`policy`)."""
+        return self.deps.policy.with_values(self.policy)
+
     def rewrite_model_name(self) -> str | None:
         """The model the rewrite gate calls (``rewrite_model``, else ``llm_model``, else
         the environment's), or None when the rules rewrite instead."""
@@ -375,6 +208,7 @@ class Context:
 
     def __post_init__(self) -> None:
         self._read_types()
+        self.policy = _policy_values(self.policy)
         problems = [
             problem
             for name, check in _CHECKS
@@ -406,25 +240,38 @@ class Context:
         """``NAME=VALUE`` pairs (the CLI's ``--set``) as typed knob values, checked now.
 
         Each name must be a knob of this class (not ``workspace_id``, which the caller
-        owns, nor ``services``); each value is read as the knob's type. The combination is
+        owns, nor ``services``) or a field of the retrieval policy (gathered under
+        ``policy``); each value is read as the knob's or the field's type. The combination is
         validated as a whole by building a context from it, so a bad value fails before
         any work starts, with the same message a run would give.
         """
         knobs = {name: hint for name, hint in _knob_types().items() if name != "workspace_id"}
+        fitted = field_types()
         out: dict[str, Any] = {}
+        policy: dict[str, Any] = {}
         for pair in pairs:
             name, sep, raw = pair.partition("=")
             name, raw = name.strip(), raw.strip()
             if not sep:
                 raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. feedback_weight=0.2")
-            if name not in knobs:
+            if name not in knobs and name not in fitted:
                 raise ValueError(
-                    f"--set {name}: not a context knob; one of {', '.join(sorted(knobs))}"
+                    f"--set {name}: not a context knob; one of "
+                    f"{', '.join(sorted([*knobs, *fitted]))}"
                 )
             try:
-                out[name] = read_knob(knobs[name], raw)
+                if name in fitted:
+                    policy[name] = read_value(name, fitted[name], raw)
+                else:
+                    out[name] = read_knob(knobs[name], raw)
+            except PolicyError:
+                raise ValueError(
+                    f"--set {name}={raw}: expected {fitted[name].__name__}"
+                ) from None
             except KnobTypeError as exc:
                 raise ValueError(f"--set {name}={raw}: expected {exc.expected}") from None
+        if policy:
+            out["policy"] = policy
         cls(**out)
         return out
 
@@ -433,7 +280,7 @@ class Context:
         """Build from a mapping (e.g. the SDK's ``context``), checked now: an unknown key
         (or ``services``, which no mapping may set) is refused with the knobs' names, and
         each value is read as its knob's type (:func:`read_knob`)."""
-        known = _knob_types()
+        known = [*_knob_types(), "policy"]
         unknown = sorted(str(k) for k in (data or {}) if k not in known)
         if unknown:
             raise ValueError(
@@ -469,6 +316,20 @@ def _within(low: float, high: float) -> _Check:
     return check
 
 
+def _policy_values(values: object) -> dict[str, Any]:
+    """A run's changes to the retrieval policy, read as the fields' types and checked
+    against the policy's ranges (on the packaged policy: the ranges are the same for
+    any), or ``ValueError`` naming the problem."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"invalid context: policy: expected an object, got {_described(values)}")
+    try:
+        read = read_values(values)
+        default_policy().with_values(read)
+    except PolicyError as exc:
+        raise ValueError(f"invalid context: policy: {exc}") from None
+    return read
+
+
 def _rule_switches(name: str, value: str) -> str | None:
     """The check of ``rewrite_rules_off``: each comma-separated name a rewrite rule."""
     try:
@@ -485,22 +346,8 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
     ("answer_sentences", _at_least(1)),
     ("context_budget_chars", _at_least(1)),
     ("max_regenerations", _at_least(0)),
-    ("history_weight", _within(0, 1)),
-    ("feedback_weight", _within(0, 2)),
-    ("raw_query_weight", _within(0, 4)),
-    ("rewrite_query_weight", _within(0, 4)),
-    ("llm_rewrite_query_weight", _within(0, 4)),
-    ("history_query_weight", _within(0, 4)),
-    ("anchor_weight", _within(0, 4)),
     ("rewrite_rules_off", _rule_switches),
-    ("sentence_band", _within(0, 1)),
-    ("sentence_weight", _within(0, 1)),
-    ("paragraph_weight", _within(0, 1)),
-    ("confidence_margin", _within(0, 1)),
-    ("rare_term_penalty", _within(0, 0.1)),
-    ("later_rare_term_penalty", _within(0, 0.1)),
     ("score_threshold", _within(0, 1)),
-    ("relevance_floor", _within(0, 1)),
     ("repetition_threshold", _within(0, 1)),
     ("rewrite_timeout_s", _at_least(0, strict=True)),
     ("answer_timeout_s", _at_least(0, strict=True)),
@@ -511,6 +358,7 @@ _CHECKS: tuple[tuple[str, _Check], ...] = (
 
 @cache
 def _knob_types() -> dict[str, Any]:
-    """Each knob of :class:`Context` (every field but ``services``) and its type."""
+    """Each knob of :class:`Context` (every field but ``services`` and ``policy``, which
+    has its own reading) and its type."""
     hints = get_type_hints(Context)
-    return {f.name: hints[f.name] for f in fields(Context) if f.name != "services"}
+    return {f.name: hints[f.name] for f in fields(Context) if f.name not in ("services", "policy")}

@@ -37,8 +37,8 @@ from convrag.nodes import (
     synthesize,
     web_search,
 )
-from convrag.nodes.merge_context import retrieves
 from convrag.nodes.policy import NodeFn, NodePolicy, apply_policy
+from convrag.nodes.synthesize import retrieves
 from convrag.nodes.web_search import search_failed
 from convrag.services import Services
 from convrag.state import InputState, State

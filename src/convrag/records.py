@@ -31,6 +31,15 @@ SourceType = Literal["chunk", "document", "web"]
 SearchMode = Literal["hybrid", "dense", "bm25"]
 """Which lists a search runs: both fused, or the dense or the keyword list alone."""
 
+Assurance = Literal["high", "low"]
+"""How sure an answer (or its "not found") is: ``low`` when the decision was close."""
+
+
+def assurance_of(flags: dict[str, object]) -> Assurance:
+    """A turn's assurance from its flags (``low_confidence``)."""
+    return "low" if flags.get("low_confidence") else "high"
+
+
 SECTION_SEPARATOR = " › "
 """Between the headings of a passage's section path ("Spec › 2.12 Checking order")."""
 

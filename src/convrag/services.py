@@ -30,7 +30,8 @@ from convrag.embeddings import (
     get_embedder,
 )
 from convrag.rerank import HttpReranker, endpoint
-from convrag.search import HybridSearcher
+from convrag.retrieval.policy import RetrievalPolicy, default_policy, load_policy
+from convrag.retrieval.search import HybridSearcher
 from convrag.stores.base import SETUP_LOCK
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite
@@ -55,6 +56,9 @@ class Services:
     """Embeds ingest batches without slowing the chat's query embeddings."""
     web: WebSearch | None = None
     reranker: HttpReranker | None = None
+    policy: RetrievalPolicy = field(default_factory=default_policy)
+    """The retrieval wing's fitted numbers: the file ``RETRIEVAL_POLICY`` names, else the
+    packaged one."""
     sentences: RememberingEmbedder = field(init=False, repr=False, compare=False)
     """The embedder that weighs sentences against a question (the "not found" evidence
     and the no-LLM answer), remembering recent rows; rebuilt from ``embedder``."""
@@ -157,6 +161,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     from convrag.llm import check_llm_model
 
     check_llm_model(settings)  # before any store starts: every turn would need it
+    policy = load_policy(settings.retrieval_policy)  # the same: a bad file fails now
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         if settings.database_url is not None:
@@ -189,8 +194,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             BatchingEmbedder(embedder),
             keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
             dense_engine=dense_engine_for(settings, is_lite=is_lite),
-            rrf_k=settings.rrf_k,
-            rrf_weights=(1.0, settings.rrf_bm25_weight),
+            policy=policy,
         )
         web = None
         if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
@@ -218,7 +222,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
                 HttpReranker.open(rerank_url, api_key=key.get_secret_value() if key else None)
             )
         services = Services(
-            settings, db, index, embedder, searcher, db_url, milvus_uri, bulk, web, reranker
+            settings, db, index, embedder, searcher, db_url, milvus_uri, bulk, web, reranker, policy
         )
         stack.push_async_callback(services.stop)
         yield services

@@ -201,7 +201,7 @@ class State(InputState, total=False):
     abstain: Annotated[bool, TURN_BOOL]
     """No source is relevant enough: answer "not found" unless the web finds something."""
     abstention_signals: Annotated[dict[str, float] | None, TURN_NONE]
-    """The evidence behind ``abstain`` (:class:`~convrag.answering.abstention.Signals`),
+    """The evidence behind ``abstain`` (:class:`~convrag.retrieval.evidence.Signals`),
     when it was weighed; recorded for fitting the decision."""
     merged: Annotated[bool, TURN_BOOL]
     """The retrieval hits are merged into ``sources`` (``synthesize`` merges once a turn)."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from convrag.answering.extractive import PROCEDURE_EXTRA_SENTENCES, answer_length, extractive_answer
-from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import NO_SOURCES_ANSWER
 from convrag.records import HistoryTurn
+from convrag.retrieval.quoting import PROCEDURE_EXTRA_SENTENCES, answer_length, extractive_answer
+from convrag.retrieval.ranking import query_coverage
 from convrag.text.units import sentences
 from tests.answering.samples import equally_close, source
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from convrag.answering.ranking import is_said, said_before
 from convrag.records import HistoryTurn
+from convrag.retrieval.ranking import is_said, said_before
 
 
 def test_every_sentence_of_an_earlier_answer_counts_as_said_whatever_its_markers() -> None:

@@ -34,7 +34,7 @@ from convrag.context import Context
 from convrag.embeddings import BulkEmbedder, Embedder, RoundRobin
 from convrag.ids import canonical_uuid
 from convrag.records import Citation, SourceOut, StoredSource, TurnMetadata
-from convrag.search import HybridSearcher
+from convrag.retrieval.search import HybridSearcher
 from convrag.services import Services
 from convrag.state import InputState
 from convrag.stores.base import After

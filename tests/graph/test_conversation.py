@@ -276,7 +276,7 @@ async def test_the_regenerate_loop_stops_at_its_bound_and_flags_the_turn(
     conv = await assistant.new_conversation(seeded)
     # The seeded documents do not cover streaming: without relevance_floor=0 the turn
     # would answer "not found" before the LLM is asked.
-    ctx = Context(workspace_id=seeded, max_regenerations=2, relevance_floor=0.0)
+    ctx = Context(workspace_id=seeded, max_regenerations=2, policy={"relevance_floor": 0.0})
     await assistant.ask(
         "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
     )
@@ -301,7 +301,8 @@ async def test_a_new_answer_after_one_regeneration_ends_the_loop(
     llm.add_rule("DO NOT mention them again", Reply(content="Try Apple TV and Paramount [1]."))
     llm.add_rule("CURRENT QUESTION", Reply(content="Netflix, Amazon Studios and HBO Max [1]."))
     conv = await assistant.new_conversation(seeded)
-    ctx = Context(workspace_id=seeded, relevance_floor=0.0)  # streaming is not in the docs
+    # streaming is not in the docs
+    ctx = Context(workspace_id=seeded, policy={"relevance_floor": 0.0})
     await assistant.ask(
         "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
     )

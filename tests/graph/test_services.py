@@ -7,7 +7,7 @@ from typing import Any
 
 from convrag.assistant import open_assistant
 from convrag.context import Context
-from convrag.search import HybridSearcher
+from convrag.retrieval.search import HybridSearcher
 from convrag.services import Services
 
 

@@ -21,8 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from convrag.answering.abstention import Assurance
-from convrag.records import SourceOut
+from convrag.records import Assurance, SourceOut
 from convrag.stores.conversations import CitedSource
 from convrag.stores.documents import ingest_pace
 

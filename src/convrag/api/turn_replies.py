@@ -15,13 +15,12 @@ from typing import Any
 
 from fastapi import HTTPException
 
-from convrag.answering.abstention import Assurance, assurance_of
 from convrag.api.errors import not_found, unavailable
 from convrag.api.schemas import AnswerOut, CitationOut
 from convrag.api.turn_stream import DoneEvent, ErrorCode, ErrorEvent
 from convrag.assistant import conflicts
 from convrag.embeddings import EmbeddingMismatch
-from convrag.records import Citation, SourceOut
+from convrag.records import Assurance, Citation, SourceOut, assurance_of
 from convrag.state import repetition_detected
 from convrag.stores.conversations import TurnRecord
 

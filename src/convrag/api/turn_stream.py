@@ -24,11 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from convrag.answering.abstention import Assurance
 from convrag.api.schemas import CitationOut
 from convrag.citations import markers
 from convrag.events import GraphEvent, SourcesEvent, TokenEvent
-from convrag.records import SourceOut
+from convrag.records import Assurance, SourceOut
 
 
 class CitationEvent(TypedDict):

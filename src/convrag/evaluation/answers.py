@@ -31,7 +31,6 @@ import numpy as np
 from rouge_score import rouge_scorer
 
 from convrag.citations import strip_markers
-from convrag.context import DEFAULT_RELEVANCE_FLOOR
 from convrag.evaluation.metrics import recall_at, token_f1
 from convrag.evaluation.mtrag import (
     MtragEvaluation,
@@ -251,7 +250,9 @@ async def evaluate_answers(
         "llm": model,
         "corpus_passages": n_passages,
         "ingest_seconds": round(ingest_s, 1),
-        "relevance_floor": (overrides or {}).get("relevance_floor", DEFAULT_RELEVANCE_FLOOR),
+        "relevance_floor": services.policy.with_values(
+            (overrides or {}).get("policy", {})
+        ).relevance_floor,
         "context_overrides": dict(overrides or {}),
         "systems": systems,
     }

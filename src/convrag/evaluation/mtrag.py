@@ -33,7 +33,7 @@ from convrag.evaluation.reference_llm import reference_llm
 from convrag.graph import build_graph
 from convrag.ids import document_id_for
 from convrag.ingest import ingest_documents
-from convrag.nodes.merge_context import merge_sources, retrieves
+from convrag.nodes.synthesize import merged_sources, retrieves
 from convrag.records import HistoryTurn
 from convrag.services import Services
 from convrag.state import InputState, State
@@ -253,12 +253,12 @@ class MtragEvaluation:
             knobs |= {
                 "top_k": 4 * self.depth,
                 "context_budget_chars": 10**7,
-                "relevance_floor": 0.0,
+                "policy": {"relevance_floor": 0.0},
             }
         ctx = Context(
             workspace_id=self.workspace,
             services=self.services,
-            **(knobs | self.overrides),
+            **_with_overrides(knobs, self.overrides),
         )
         thread_id = str(uuid.uuid4())
         payload = InputState(
@@ -270,7 +270,7 @@ class MtragEvaluation:
             payload, {"configurable": {"thread_id": thread_id}}, context=ctx
         )
         if not self.answers and retrieves(cast(State, state), ctx):
-            state.update(await merge_sources(cast(State, state), ctx))
+            state.update(await merged_sources(cast(State, state), ctx))
         return state
 
     async def pipeline(self, turn: MtragTurn, **how: Any) -> list[str]:
@@ -372,10 +372,16 @@ async def evaluate_mtrag(
         "embedder": services.settings.embedding_model,
         # The one convrag's strategies ran with (the baselines never rerank).
         "reranker": "none" if services.reranker is None else f"http:{services.reranker.url}",
-        "rrf_bm25_weight": services.settings.rrf_bm25_weight,
+        "retrieval_policy": services.policy.as_dict(),
         "context_overrides": dict(overrides or {}),
         "ms_per_turn": timing,
         "strategies": {
             n: {split: mean_scores(rows) for split, rows in per[n].items()} for n in names
         },
     }
+
+
+def _with_overrides(knobs: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``knobs`` with ``overrides`` over them, their retrieval policy changes merged."""
+    policy = {**knobs.get("policy", {}), **overrides.get("policy", {})}
+    return {**knobs, **overrides, **({"policy": policy} if policy else {})}

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from convrag.answering.extractive import answer_length, extractive_answer
 from convrag.answering.guard import StreamGuard, obeyed_instruction
 from convrag.answering.llm import build_messages, llm_answer
-from convrag.answering.ranking import query_coverage
 from convrag.answering.replies import (
     NO_SOURCES_ANSWER,
     RAG_OFF_ANSWER,
@@ -29,8 +27,10 @@ from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
-from convrag.nodes.merge_context import evidence_queries
 from convrag.prompts import Fence
+from convrag.retrieval.planning import TurnQuery, evidence_queries
+from convrag.retrieval.quoting import answer_length, extractive_answer
+from convrag.retrieval.ranking import query_coverage
 from convrag.state import Draft, DraftUpdate, State
 from convrag.text.entities import extract_entities
 from convrag.text.tokens import storable
@@ -157,7 +157,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
     # A follow-up left as typed ("What is it?") may share no word with any sentence: its
     # history query (the message and the previous question) is asked next, as the "not
     # found" evidence weighs it.
-    for query in evidence_queries(state):
+    for query in evidence_queries(TurnQuery.of(state)):
         text = await asyncio.to_thread(
             extractive_answer,
             query,
@@ -166,6 +166,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
             excluded_entities=excluded,
             max_sentences=answer_length(query, ctx.answer_sentences),
             similarity=cosine_to_query(ctx.deps.sentences),
+            policy=ctx.retrieval_policy,
         )
         if text != NO_SOURCES_ANSWER:
             break

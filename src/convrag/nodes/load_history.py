@@ -91,7 +91,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
         history = [history_turn(t) for t in turns]
     anchors = list(dict.fromkeys(history[-1]["cited_document_ids"])) if history else []
     previous = previous_question(history)
-    if previous is not None and ctx.history_weight > 0.0:
+    if previous is not None and ctx.retrieval_policy.history_weight > 0.0:
         services.searcher.prefetch(previous)  # the dense query mixes it in
     return LoadHistoryUpdate(
         question=message,

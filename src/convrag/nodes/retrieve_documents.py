@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.search import lookup_document_content
+from convrag.retrieval.search import lookup_document_content
 from convrag.state import DocumentHitsUpdate, State
 
 

@@ -29,8 +29,8 @@ from convrag.context import Context
 from convrag.events import RewriteEvent, emit
 from convrag.llm import attempt, chat_model
 from convrag.nodes.policy import ms_since
-from convrag.nodes.retrieve_vectors import query_texts
 from convrag.records import HistoryTurn
+from convrag.retrieval.planning import TurnQuery, plan_queries
 from convrag.rewriting import Classification, Turn, classify
 from convrag.rewriting.classify import is_no_retrieval, split_pleasantries
 from convrag.rewriting.gate import gated_rewrite
@@ -275,8 +275,8 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> RewriteUpdate:
             update["errors"] = {"rewrite": failure or "error"}
     if classification != "no_retrieval" and ctx.rag_enabled:
         # Embedded while the graph moves on to the search.
-        texts = query_texts(message, query, classification, method, history, ctx)
-        ctx.deps.searcher.prefetch(*texts)
+        turn = TurnQuery(state["workspace_id"], message, query, classification, method, history)
+        ctx.deps.searcher.prefetch(*(q.text for q in plan_queries(turn, ctx.retrieval_policy)))
     emit(
         runtime,
         RewriteEvent(event="rewrite", classification=classification, query=query, method=method),

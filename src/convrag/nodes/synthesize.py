@@ -1,8 +1,10 @@
 """synthesize: a conversation-aware answer with ``[n]`` citations; tokens stream.
 
-When retrieval ran, it first merges the hits into the turn's sources
-(:func:`~convrag.nodes.merge_context.merge_context`); when that asks for the web, the
-search runs first, as it does for the LLM's ``google_search`` call.
+When retrieval ran, it first merges the hits into the turn's sources and decides "not
+found" (the retrieval wing's :func:`~convrag.retrieval.sources.merge_sources`; a step of
+this node, not a node of its own: a superstep between the search and the first token
+costs time); when that asks for the web, the search runs first, as it does for the LLM's
+``google_search`` call.
 
 With an LLM the answer does not repeat earlier answers, builds on them, and may call the
 ``google_search`` tool once; when the sources do not hold the answer it replies the
@@ -20,12 +22,50 @@ from langgraph.runtime import Runtime
 from convrag.answering.llm import says_not_found
 from convrag.answering.replies import NOT_ANSWERED
 from convrag.context import Context
+from convrag.events import SourcesEvent, emit
 from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
-from convrag.nodes.merge_context import merge_context, retrieves
+from convrag.records import sources_out
+from convrag.retrieval.planning import TurnQuery
+from convrag.retrieval.sources import SourceBudget, merge_sources, web_search_reason
 from convrag.rewriting.classify import is_chit_chat
 from convrag.state import DraftUpdate, MergeUpdate, State, SynthesizeUpdate
 from convrag.text.tokens import clean
+
+
+def retrieves(state: State, ctx: Context) -> bool:
+    """Whether the turn searches the workspace (both retrieval nodes run, then the merge)."""
+    return ctx.rag_enabled and state.get("classification") != "no_retrieval"
+
+
+async def merged_sources(state: State, ctx: Context) -> MergeUpdate:
+    """The turn's sources and its "not found" and web decisions, as a state update."""
+    turn = TurnQuery.of(state)
+    policy = ctx.retrieval_policy
+    hits = (state.get("document_hits", []), state.get("vector_hits", []), state.get("keyword_hit"))
+    merged = await merge_sources(
+        turn,
+        hits,
+        ctx.deps,
+        policy,
+        SourceBudget(ctx.top_k, ctx.context_budget_chars, ctx.score_threshold),
+    )
+    reason = web_search_reason(
+        turn, merged, policy, mode=ctx.web_search, web_available=ctx.deps.web is not None
+    )
+    update = MergeUpdate(
+        sources=merged.sources,
+        flags={"low_confidence": True} if merged.low_confidence else {},
+        retrieval_confidence=merged.confidence,
+        abstain=merged.abstain,
+        abstention_signals=merged.signals.as_dict() if merged.signals is not None else None,
+        web_search_reason=reason,
+        merged=True,
+        timings=merged.timings,
+    )
+    if reason is not None:  # the web_search node runs next, then synthesize again
+        update["pending_web_query"] = turn.query
+    return update
 
 
 async def synthesize(
@@ -35,7 +75,8 @@ async def synthesize(
     to run first (the merge's policy, or the LLM's tool call)."""
     if not retrieves(state, runtime.context) or state.get("merged"):
         return await draft(state, runtime)
-    merged = await merge_context(state, runtime)
+    merged = await merged_sources(state, runtime.context)
+    emit(runtime, SourcesEvent(event="sources", sources=sources_out(merged["sources"])))
     if merged.get("pending_web_query"):
         return merged
     drafted = await draft({**state, **merged}, runtime)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from convrag.answering.abstention import Assurance, assurance_of
-from convrag.records import Citation, StoredSource, TurnMetadata
+from convrag.records import Assurance, Citation, StoredSource, TurnMetadata, assurance_of
 from convrag.stores.citations import CitedSource
 from convrag.stores.feedback import FeedbackRecord
 

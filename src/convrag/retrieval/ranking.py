@@ -181,22 +181,14 @@ def repeating(entities: Sequence[str], said: set[str]) -> Callable[[str], bool]:
     return lambda sentence: pattern.search(sentence) is not None and is_said(sentence, said)
 
 
-QUESTION_TO_ANSWER = 0.8
-"""The share of an FAQ question's word score that the statement right after it (its
-answer) takes, when the answer itself matches the asked words less: "**Q: Where is my data
-stored?** A: All customer data is stored in ... Frankfurt" answers "Where does Lumenote
-store my data?". Measured with ``convrag eval answers``: MTRAG Cloud ROUGE-L .2346 →
-.2356, token F1 .3202 → .3213, citation precision .2256 → .2246 (at 1.0: .2341 / .3215 /
-.2246); ClapNQ has no such questions and is unchanged (BENCHMARKS.md, session 14)."""
-
-
 def _answers_of_matched_questions(
     scored: list[tuple[float, int, int, str]],
     candidates: Sequence[tuple[int, int, str, tuple[str, ...], frozenset[str]]],
     repeats: Callable[[str], bool],
+    share: float,
 ) -> list[tuple[float, int, int, str]]:
-    """``scored`` with the statement right after each matched question scored at least
-    :data:`QUESTION_TO_ANSWER` of the question's score: the question is dropped while a
+    """``scored`` with the statement right after each matched question (an FAQ's answer)
+    scored at least ``share`` of the question's score: the question is dropped while a
     statement is left, and its words are the best evidence of what its answer is about."""
     following = {(a[0], a[1]): b for a, b in pairwise(candidates)}
     at = {(n, pos): k for k, (_, n, pos, _) in enumerate(scored)}
@@ -207,7 +199,7 @@ def _answers_of_matched_questions(
             continue
         if repeats(nxt[2]):
             continue
-        inherited = QUESTION_TO_ANSWER * score
+        inherited = share * score
         k = at.get((n, pos + 1))
         if k is None:
             at[(n, pos + 1)] = len(out)
@@ -237,6 +229,7 @@ def ranked_by_words(
     *,
     history: Sequence[HistoryTurn] = (),
     excluded_entities: Sequence[str] = (),
+    question_to_answer: float,
 ) -> list[tuple[float, int, int, str]]:
     """The quotable sentences of ``sources`` that share a word with ``query``, best first,
     as ``(score, source number, position, sentence)``.
@@ -244,8 +237,8 @@ def ranked_by_words(
     The score is the IDF of the shared words over the sentence's length, plus a little for
     an earlier source; a sentence already said in ``history`` counts half, and not at all
     when it names an excluded entity (:func:`repeating`); questions (an FAQ's headings) are
-    dropped while a statement is left, the one answering a matched question scored as most
-    of it.
+    dropped while a statement is left, the one answering a matched question scored
+    ``question_to_answer`` of it.
     """
     q_terms = set(_terms(query))
     said = said_before(history)
@@ -272,7 +265,7 @@ def ranked_by_words(
         if " ".join(terms) in said:
             score *= 0.5  # prefer new information, but an earlier fact may still answer
         scored.append((score, n, pos, sent))
-    scored = _answers_of_matched_questions(scored, candidates, repeats)
+    scored = _answers_of_matched_questions(scored, candidates, repeats, question_to_answer)
     scored.sort(key=lambda x: -x[0])
     if any(not is_question(x[3]) for x in scored):
         scored = [x for x in scored if not is_question(x[3])]

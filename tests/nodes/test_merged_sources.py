@@ -1,4 +1,5 @@
-"""merge_context's "not found" decision: the evidence is the closest source sentence."""
+"""The "not found" decision of the merged sources: the evidence is the closest source
+sentence."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from convrag.context import Context
 from convrag.documents import load_path
 from convrag.ingest import ingest_documents
-from convrag.nodes.merge_context import merge_sources
+from convrag.nodes.synthesize import merged_sources
 from convrag.services import Services
 from convrag.state import State
 
@@ -60,8 +61,8 @@ async def _merged(
             ],
         },
     )
-    ctx = Context(workspace_id=workspace, services=services, web_search="off", **knobs)
-    return dict(await merge_sources(state, ctx))
+    ctx = Context(workspace_id=workspace, services=services, web_search="off", policy=knobs)
+    return dict(await merged_sources(state, ctx))
 
 
 async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is(
@@ -137,7 +138,8 @@ async def test_a_decision_close_to_the_floor_is_marked_low_confidence(
 
 
 def test_assurance_is_low_only_within_the_margin_either_side() -> None:
-    from convrag.answering.abstention import assurance, assurance_of
+    from convrag.records import assurance_of
+    from convrag.retrieval.evidence import assurance
 
     assert [assurance(e, 0.4, 0.05) for e in (0.3, 0.36, 0.44, 0.5)] == [
         "high",
@@ -150,7 +152,7 @@ def test_assurance_is_low_only_within_the_margin_either_side() -> None:
 
 
 def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() -> None:
-    from convrag.nodes.merge_context import evidence_queries
+    from convrag.retrieval.planning import TurnQuery, evidence_queries
 
     history = [
         {
@@ -163,22 +165,22 @@ def test_a_follow_up_left_as_typed_is_weighed_also_with_the_previous_question() 
         }
     ]
     state = {
+        "workspace_id": "w",
         "question": "Which is the most popular?",
         "rewritten_query": "Which is the most popular?",
         "classification": "follow_up",
         "history": history,
     }
-    assert evidence_queries(cast(State, state)) == [
+    assert evidence_queries(TurnQuery.of(cast(State, state))) == [
         "Which is the most popular?",
         "Which is the most popular? Which sports can women play?",
     ]
     rewritten = {**state, "rewritten_query": "Which sport women play is the most popular?"}
-    assert evidence_queries(cast(State, rewritten)) == [
+    assert evidence_queries(TurnQuery.of(cast(State, rewritten))) == [
         "Which sport women play is the most popular?"
     ]
-    assert evidence_queries(cast(State, {**state, "classification": "standalone"})) == [
-        "Which is the most popular?"
-    ]
+    standalone = {**state, "classification": "standalone"}
+    assert evidence_queries(TurnQuery.of(cast(State, standalone))) == ["Which is the most popular?"]
 
 
 async def test_the_evidence_mixes_the_closest_sentence_and_the_best_chunk_by_sentence_weight(
@@ -245,8 +247,10 @@ async def _looked(
             "history": [],
         },
     )
-    ctx = Context(workspace_id=workspace, services=services, web_search="off", top_k=1, **knobs)  # type: ignore[arg-type]
-    return dict(await merge_sources(state, ctx))
+    ctx = Context(
+        workspace_id=workspace, services=services, web_search="off", top_k=1, policy=knobs
+    )
+    return dict(await merged_sources(state, ctx))
 
 
 async def test_the_keyword_top_hit_is_weighed_alone_before_not_found(

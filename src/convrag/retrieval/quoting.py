@@ -7,7 +7,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from convrag.answering.ranking import (
+from convrag.answering.replies import NO_SOURCES_ANSWER
+from convrag.documents.blocks import LIST_ITEM
+from convrag.records import HistoryTurn, Source
+from convrag.retrieval.policy import RetrievalPolicy, default_policy
+from convrag.retrieval.ranking import (
     Similarity,
     asked_anew,
     is_said,
@@ -17,9 +21,6 @@ from convrag.answering.ranking import (
     said_before,
     terms_of,
 )
-from convrag.answering.replies import NO_SOURCES_ANSWER
-from convrag.documents.blocks import LIST_ITEM
-from convrag.records import HistoryTurn, Source
 from convrag.text.entities import extract_entities
 from convrag.text.tokens import expand_acronyms
 from convrag.text.units import (
@@ -54,11 +55,6 @@ def answer_length(query: str, sentences_wanted: int) -> int:
     return sentences_wanted + (PROCEDURE_EXTRA_SENTENCES if _PROCEDURE.match(query) else 0)
 
 
-#: Candidate sentences whose meaning is compared with the query (the best by words first):
-#: each costs one embedding.
-SEMANTIC_CANDIDATES = 24
-
-
 def extractive_answer(
     query: str,
     sources: Sequence[Source],
@@ -67,6 +63,7 @@ def extractive_answer(
     excluded_entities: Sequence[str] = (),
     max_sentences: int = DEFAULT_ANSWER_SENTENCES,
     similarity: Similarity | None = None,
+    policy: RetrievalPolicy | None = None,
 ) -> str:
     """The best sentences of the sources for ``query``, each followed by its ``[n]``.
 
@@ -75,15 +72,23 @@ def extractive_answer(
     answers beats one that only repeats the question's words. Sentences an earlier answer
     said that name an excluded entity are skipped (:func:`repeating`), so a regeneration
     really says something new. An acronym the
-    sources spell out is matched by its spelling (:func:`expand_acronyms`).
+    sources spell out is matched by its spelling (:func:`expand_acronyms`). The
+    ``policy`` (the packaged one when none is given) holds the numbers that weigh them.
     """
     if not sources:
         return NO_SOURCES_ANSWER
+    policy = policy or default_policy()
     query = expand_acronyms(query, joined(sources))
-    scored = ranked_by_words(query, sources, history=history, excluded_entities=excluded_entities)
+    scored = ranked_by_words(
+        query,
+        sources,
+        history=history,
+        excluded_entities=excluded_entities,
+        question_to_answer=policy.question_to_answer,
+    )
     repeats = repeating(excluded_entities, said_before(history))
     if similarity is not None and scored:
-        scored = _by_meaning(query, scored[:SEMANTIC_CANDIDATES], similarity)
+        scored = _by_meaning(query, scored[: policy.semantic_candidates], similarity, policy)
     if scored and history:
         scored = [scored[0], *_drop_repeats(scored[1:], query, history)]
     if scored and (
@@ -93,11 +98,11 @@ def extractive_answer(
         return NO_SOURCES_ANSWER
     matched = {x[3] for x in scored}
     if scored:
-        # Only the clearly relevant: a sentence scoring under 60 % of the best one answers
-        # a different question (John Doe's record when Prasad's was asked for).
-        floor = 0.6 * scored[0][0]
+        # Only the clearly relevant: a sentence scoring under ``same_work_floor`` of the
+        # best one answers a different question (John Doe's record when Prasad's was asked).
+        floor = policy.same_work_floor * scored[0][0]
         scored = [x for x in scored if x[0] >= floor]
-        scored = [scored[0], *_of_the_best_work(scored[1:], scored[0], sources)]
+        scored = [scored[0], *_of_the_best_work(scored[1:], scored[0], sources, policy)]
     if scored and _fields(scored[0][3]):
         scored = [scored[0], *_records_of_the_asked(scored[1:], scored[0][3], query)]
     weak = matched - {x[3] for x in scored}
@@ -133,26 +138,17 @@ def extractive_answer(
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
 
 
-OTHER_WORK_FLOOR = 0.8
-"""The share of the best sentence's score that a sentence of another work (a source with
-another title) must reach to be quoted beside it; sentences of the best one's own work
-need 60 %. A sentence about sick pay from the HR policy answered "Is there a discount if I
-pay yearly?" beside the FAQ's. Measured with ``convrag eval answers`` on MTRAG ClapNQ:
-token F1 .344 → .346 and citation precision .351 → .368, ROUGE-L recall .295 → .291 (0.7
-and 0.9 score under 0.8 on token F1); MTRAG Cloud's passages have no titles, so it is
-unchanged (BENCHMARKS.md, session 14)."""
-
-
 def _of_the_best_work(
     scored: list[tuple[float, int, int, str]],
     best: tuple[float, int, int, str],
     sources: Sequence[Source],
+    policy: RetrievalPolicy,
 ) -> list[tuple[float, int, int, str]]:
-    """``scored`` less the sentences of works other than the ``best`` sentence's that score
-    under :data:`OTHER_WORK_FLOOR` of it: an answer keeps to the document that answers,
-    unless another is nearly as relevant."""
+    """``scored`` less the sentences of works other than the ``best`` sentence's (sources
+    with another title) that score under the policy's ``other_work_floor`` of it: an
+    answer keeps to the document that answers, unless another is nearly as relevant."""
     title = sources[best[1] - 1]["title"]
-    floor = OTHER_WORK_FLOOR * best[0]
+    floor = policy.other_work_floor * best[0]
     return [x for x in scored if sources[x[1] - 1]["title"] == title or x[0] >= floor]
 
 
@@ -301,10 +297,13 @@ def _continue(
 
 
 def _by_meaning(
-    query: str, scored: list[tuple[float, int, int, str]], similarity: Similarity
+    query: str,
+    scored: list[tuple[float, int, int, str]],
+    similarity: Similarity,
+    policy: RetrievalPolicy,
 ) -> list[tuple[float, int, int, str]]:
-    """Re-rank word-matched sentences by ``cosine + WORD_WEIGHT * word score / best``,
-    plus :data:`ANSWER_TYPE_BONUS` for a sentence holding the kind of answer the question
+    """Re-rank word-matched sentences by ``cosine + word_weight * word score / best``,
+    plus the policy's ``answer_type_bonus`` for a sentence holding the kind of answer the question
     asks for (:func:`expected_answer`)."""
     best = scored[0][0]
     cosines = similarity(query, [sent for *_, sent in scored])
@@ -312,8 +311,8 @@ def _by_meaning(
     rescored = [
         (
             float(cos)
-            + WORD_WEIGHT * score / best
-            + (ANSWER_TYPE_BONUS if expects is not None and expects.search(sent) else 0.0),
+            + policy.word_weight * score / best
+            + (policy.answer_type_bonus if expects is not None and expects.search(sent) else 0.0),
             n,
             pos,
             sent,
@@ -323,15 +322,6 @@ def _by_meaning(
     rescored.sort(key=lambda x: -x[0])
     return rescored
 
-
-#: How much the word score counts beside the cosine when both rank sentences.
-WORD_WEIGHT = 0.5
-
-ANSWER_TYPE_BONUS = 0.1
-"""What holding the asked-for kind of answer adds to a sentence's meaning score (a tenth
-of the cosine's range). With the acronym matching, ``convrag eval answers`` gives ROUGE-L
-recall .290 → .292 on MTRAG ClapNQ and leaves Cloud unchanged (BENCHMARKS.md, session 9);
-0.2 scored .001 under 0.1 on ClapNQ, and the two score alike on the walkthrough."""
 
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"

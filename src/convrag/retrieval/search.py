@@ -1,10 +1,8 @@
-"""Retrievers: hybrid dense + BM25 search with RRF fusion, and the document-content lookup.
+"""Retrievers: hybrid dense + keyword search of one query, and the document-content lookup.
 
-Fusion is reciprocal-rank fusion, ``sum(1 / (k + rank))`` over the lists, normalised by its
-maximum (a chunk ranked first in every list scores 1.0). The normalisation gives the
-source-anchoring boost (+0.3 by default) a fixed meaning: raw RRF scores are
-about 0.03 at best, so an unnormalised +0.3 would put every anchored chunk above every
-other and never let a follow-up drift to a better passage.
+A query's dense and keyword (BM25) lists are fused by the wing's one fusion
+(:func:`convrag.retrieval.fusion.fuse`), the keyword list at the policy's
+``keyword_weight``.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Literal
@@ -22,6 +20,8 @@ import numpy as np
 from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
 from convrag.ids import check_id
 from convrag.records import SearchMode, Source, SourceType, section_path
+from convrag.retrieval.fusion import Fused, RankedList, fuse
+from convrag.retrieval.policy import RetrievalPolicy
 from convrag.stores.database import Database
 from convrag.stores.vectors import (
     Bm25sKeywordIndex,
@@ -88,55 +88,30 @@ class Label:
     section: str | None
 
 
-def rrf_fuse(
-    lists: Sequence[Sequence[Hit]],
-    *,
-    k: int = 60,
-    weights: Sequence[float] | None = None,
-    anchor_document_ids: Collection[str] = (),
-    anchor_boost: float = 0.0,
-) -> list[SearchResult]:
-    """Fuse ranked lists (list 0 = dense, list 1 = BM25) by weighted, normalised RRF,
-    ``sum(w / (k + rank))``, plus anchoring."""
-    if k < 1:
-        raise ValueError(f"rrf k must be >= 1, got {k}")
-    weights = list(weights) if weights is not None else [1.0] * len(lists)
-    if len(weights) != len(lists) or any(w < 0 for w in weights) or not any(weights):
-        raise ValueError(f"rrf weights must be {len(lists)} non-negative numbers, got {weights}")
-    scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    per_list: dict[str, dict[int, tuple[int, float]]] = {}
-    for li, hits in enumerate(lists):
-        for rank, hit in enumerate(hits, start=1):
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weights[li] / (k + rank)
-            first.setdefault(hit.chunk_id, hit)
-            per_list.setdefault(hit.chunk_id, {})[li] = (rank, hit.score)
-    norm = sum(w for w, hits in zip(weights, lists, strict=True) if hits) / (k + 1) or 1.0
-    anchors = set(anchor_document_ids)
-    out: list[SearchResult] = []
-    for cid, raw in scores.items():
-        hit = first[cid]
-        anchored = hit.document_id in anchors
-        ranks = per_list[cid]
+def _hybrid(fused: Sequence[Fused]) -> list[SearchResult]:
+    """The fusion of a query's dense and keyword lists as search results, each with its
+    rank and score in either list."""
+    out = []
+    for f in fused:
+        dense, keyword = f.ranks.get("dense"), f.ranks.get("keyword")
         out.append(
             SearchResult(
-                chunk_id=cid,
-                document_id=hit.document_id,
-                text=hit.text,
-                score=raw / norm + (anchor_boost if anchored else 0.0),
-                dense_score=ranks[0][1] if 0 in ranks else None,
-                bm25_score=ranks[1][1] if 1 in ranks else None,
-                dense_rank=ranks[0][0] if 0 in ranks else None,
-                bm25_rank=ranks[1][0] if 1 in ranks else None,
-                anchored=anchored,
+                chunk_id=f.hit.chunk_id,
+                document_id=f.hit.document_id,
+                text=f.hit.text,
+                score=f.score,
+                dense_score=dense[1] if dense else None,
+                bm25_score=keyword[1] if keyword else None,
+                dense_rank=dense[0] if dense else None,
+                bm25_rank=keyword[0] if keyword else None,
             )
         )
-    out.sort(key=lambda r: (-r.score, r.chunk_id))
     return out
 
 
 class HybridSearcher:
-    """Dense + keyword search of one workspace's chunks, fused by RRF."""
+    """Dense + keyword search of one workspace's chunks, fused by RRF. ``policy`` gives
+    the fusion's ``rrf_k`` and ``keyword_weight`` when a search names none."""
 
     def __init__(
         self,
@@ -146,16 +121,14 @@ class HybridSearcher:
         *,
         keyword_engine: Literal["bm25s", "milvus"],
         dense_engine: Literal["numpy", "milvus"] = "milvus",
-        rrf_k: int = 60,
-        rrf_weights: tuple[float, float] = (1.0, 1.0),
+        policy: RetrievalPolicy,
     ) -> None:
         self.db = db
         self.index = index
         self.embedder = embedder
         self.keyword_engine = keyword_engine
         self.dense_engine = dense_engine
-        self.rrf_k = rrf_k
-        self.rrf_weights = rrf_weights
+        self.policy = policy
         self.keywords = Bm25sKeywordIndex() if keyword_engine == "bm25s" else None
         self.dense = NumpyDenseIndex() if dense_engine == "numpy" else None
         self._builds: dict[str, asyncio.Task[None]] = {}
@@ -307,8 +280,6 @@ class HybridSearcher:
         *,
         top_k: int = 5,
         mode: SearchMode = "hybrid",
-        anchor_document_ids: Collection[str] = (),
-        anchor_boost: float = 0.0,
         candidates: int | None = None,
         context_query: str | None = None,
         context_weight: float = 0.0,
@@ -316,6 +287,7 @@ class HybridSearcher:
         timings: dict[str, float] | None = None,
         labels: Mapping[str, Label] | None = None,
         keyword_first: bool = False,
+        policy: RetrievalPolicy | None = None,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
@@ -329,7 +301,8 @@ class HybridSearcher:
         what :meth:`current_labels` gave for this workspace just before (several searches
         of one turn read the index state once). ``keyword_first``: in hybrid mode, the
         keyword list's first hit comes too, after the ``top_k``, when the fusion ranks it
-        lower (the caller decides where it goes).
+        lower (the caller decides where it goes). ``policy``: the run's, else the
+        searcher's.
         """
         _check_search(workspace_id, query, top_k, mode)
         pool = candidates or max(4 * top_k, 20)
@@ -348,14 +321,18 @@ class HybridSearcher:
             feedback_weight=feedback_weight,
         )
         lists = await _ranked_lists(mode, dense, partial(self._keyword, workspace_id, query, pool))
-        fused = rrf_fuse(
-            lists,
-            k=self.rrf_k,
-            weights=self.rrf_weights,
-            anchor_document_ids=anchor_document_ids,
-            anchor_boost=anchor_boost,
+        policy = policy or self.policy
+        dense_hits, keyword_hits = lists
+        fused = fuse(
+            [
+                RankedList("dense", dense_hits, 1.0),
+                RankedList(
+                    "keyword", keyword_hits, policy.keyword_weight if mode == "hybrid" else 1.0
+                ),
+            ],
+            k=policy.rrf_k,
         )
-        ranked = _own_scores(fused, mode)
+        ranked = _own_scores(_hybrid(fused), mode)
         kept = ranked[:top_k]
         if keyword_first and mode == "hybrid":
             kept += [r for r in ranked[top_k:] if r.bm25_rank == 1][:1]

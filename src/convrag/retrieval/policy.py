@@ -1,0 +1,231 @@
+"""The retrieval policy: every fitted number of the retrieval wing, in one frozen record.
+
+A fit command writes a policy file (JSON, one key per field); the service reads the file
+the ``RETRIEVAL_POLICY`` setting names, else ``policy.json`` beside this module. Code
+names the signals; the numbers that weigh them live here. What each number means is said
+below; the measurements that chose them are in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DEFAULT_POLICY_FILE = Path(__file__).with_name("policy.json")
+
+
+class PolicyError(ValueError):
+    """A policy file or override that cannot be read: names the field and the problem."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetrievalPolicy:
+    """The numbers that decide what a turn retrieves, when it says "not found", and
+    what its no-LLM answer quotes."""
+
+    # -- fusion: every list a weighted ranked list, fused by sum(weight / (rrf_k + rank))
+    rrf_k: int
+    """The rank offset of reciprocal-rank fusion, for every fusion of the wing: a larger
+    k flattens the difference between the first ranks."""
+    keyword_weight: float
+    """Weight of a query's keyword (BM25) list beside its dense list (which weighs 1)."""
+    raw_query_weight: float
+    """On turns with history: weight of the raw message's own list among the turn's
+    queries (the floor under a rewrite: a bad rewrite can push its hits down, not out)."""
+    rewrite_query_weight: float
+    """Weight of the rules' rewrite's list, when it differs from the message."""
+    llm_rewrite_query_weight: float
+    """Weight of an LLM rewrite's list on a follow-up the LLM rewrote."""
+    history_query_weight: float
+    """Weight of the list that searches the message with the previous question."""
+    anchor_weight: float
+    """On a follow-up: weight of the anchor list (the candidates from the documents the
+    previous answer cited, in fused order); 0 ignores them."""
+    history_weight: float
+    """Share of the previous question's vector mixed into a later turn's dense query."""
+    feedback_weight: float
+    """Pseudo-relevance feedback: how far the dense query vector moves towards the mean
+    of its first three passages before the final ranking (0: the query alone)."""
+    standalone_raw_query: bool
+    """A turn the rules call standalone (with history) also searches its raw message."""
+
+    # -- "not found": the evidence held against the relevance floor
+    relevance_floor: float
+    """Answer "not found" when the evidence is under this and no item or web page was
+    found (0 never abstains)."""
+    sentence_weight: float
+    """The closest sentences' share of the evidence; the best chunk's cosine is the rest."""
+    sentence_band: float
+    """Sentences are weighed only when the chunk's evidence is under the floor or within
+    this above it (they cost embeddings); 1 always weighs them."""
+    paragraph_weight: float
+    """How far the chunk's share moves towards the cosine of the paragraph holding the
+    closest sentence, in a chunk of several paragraphs."""
+    rare_term_penalty: float
+    """Evidence subtracted per unit of IDF of the rarest typed term no source holds, on a
+    conversation's first turn and on follow-ups."""
+    later_rare_term_penalty: float
+    """The same on later turns that are not follow-ups, where a word the documents lack
+    is more often shorthand, a typo or a remark than a new subject."""
+    lone_sentence_margin: float
+    """How much closer than the mean of the two closest sentences one sentence must be
+    to count alone."""
+    evidence_candidates: int
+    """How many of the best sentences by words the evidence embeds and weighs."""
+    keyword_second_look: bool
+    """Before "not found", weigh alone the first query's best keyword hit that the fusion
+    ranked below the sources; it takes the last source place when it clears the floor."""
+    confidence_margin: float
+    """A decision whose evidence lies within this of the floor, either side, is marked
+    low confidence."""
+    web_confidence_threshold: float
+    """Automatic web search runs under this retrieval confidence (best dense cosine)."""
+
+    # -- the quoted answer (no LLM): which sentences are quoted
+    semantic_candidates: int
+    """How many of the best sentences by words the quoted answer embeds and reranks."""
+    word_weight: float
+    """Share of the words-in-common score beside the embedder's similarity when ranking
+    sentences to quote."""
+    answer_type_bonus: float
+    """Added to a sentence holding the kind of answer the question asks for (a number
+    for "how many", a date for "when", a frequency for "how often")."""
+    same_work_floor: float
+    """A sentence scoring under this share of the best one's score is not quoted: it
+    answers a different question (another person's record than the one asked for)."""
+    other_work_floor: float
+    """A sentence of another document (a source with another title) than the best one's
+    is quoted only when it scores at least this share of the best one's score."""
+    question_to_answer: float
+    """An FAQ's answer scores this share of the words its question shares with the
+    query."""
+
+    def __post_init__(self) -> None:
+        problems = [p for f in fields(self) if (p := _problem(f.name, getattr(self, f.name)))]
+        if problems:
+            raise PolicyError("invalid retrieval policy: " + "; ".join(problems))
+
+    def with_values(self, values: Mapping[str, object]) -> RetrievalPolicy:
+        """This policy with ``values`` (field name to value, each read as its field's
+        type), checked: an unknown name or a bad value raises :class:`PolicyError`."""
+        if not values:
+            return self
+        return replace(self, **read_values(values))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: Each field's range, both ends included.
+_RANGES: dict[str, tuple[float, float]] = {
+    "rrf_k": (1, 10_000),
+    "keyword_weight": (0, 4),
+    "raw_query_weight": (0, 4),
+    "rewrite_query_weight": (0, 4),
+    "llm_rewrite_query_weight": (0, 4),
+    "history_query_weight": (0, 4),
+    "anchor_weight": (0, 4),
+    "history_weight": (0, 1),
+    "feedback_weight": (0, 2),
+    "relevance_floor": (0, 1),
+    "sentence_weight": (0, 1),
+    "sentence_band": (0, 1),
+    "paragraph_weight": (0, 1),
+    "rare_term_penalty": (0, 0.1),
+    "later_rare_term_penalty": (0, 0.1),
+    "lone_sentence_margin": (0, 1),
+    "evidence_candidates": (1, 256),
+    "confidence_margin": (0, 1),
+    "web_confidence_threshold": (0, 1),
+    "semantic_candidates": (1, 256),
+    "word_weight": (0, 1),
+    "answer_type_bonus": (0, 1),
+    "same_work_floor": (0, 1),
+    "other_work_floor": (0, 1),
+    "question_to_answer": (0, 1),
+}
+
+
+def _problem(name: str, value: object) -> str | None:
+    low, high = _RANGES.get(name, (-math.inf, math.inf))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not (low <= value <= high):
+        return f"{name} must be within [{low:g}, {high:g}], got {value!r}"
+    return None
+
+
+@cache
+def field_types() -> dict[str, type]:
+    """Each field of :class:`RetrievalPolicy` and its type (bool, int or float)."""
+    kinds = {"bool": bool, "int": int, "float": float}
+    return {f.name: kinds[str(f.type)] for f in fields(RetrievalPolicy)}
+
+
+def read_value(name: str, kind: type, value: object) -> object:
+    """``value`` as a field of type ``kind``: a value of the type (an int for a float),
+    or a string that plainly reads as one ("true", "0", "3", "0.2"); else
+    :class:`PolicyError` naming what was expected."""
+    raw = value.strip().lower() if isinstance(value, str) else None
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if raw in ("true", "1", "false", "0"):
+            return raw in ("true", "1")
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, int) or (kind is float and isinstance(value, float)):
+        return kind(value)
+    elif raw is not None:
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    raise PolicyError(f"{name}: expected {kind.__name__}, got {value!r}")
+
+
+def read_values(values: Mapping[str, object]) -> dict[str, Any]:
+    """``values`` read as the policy's fields; unknown names refused, naming the fields."""
+    types = field_types()
+    unknown = sorted(str(k) for k in values if k not in types)
+    if unknown:
+        raise PolicyError(
+            f"unknown retrieval policy field {', '.join(map(repr, unknown))}; "
+            f"the fields are {', '.join(types)}"
+        )
+    return {name: read_value(name, types[name], v) for name, v in values.items()}
+
+
+def load_policy(path: Path | str | None = None) -> RetrievalPolicy:
+    """The policy in ``path`` (default: the packaged ``policy.json``). Every field must
+    be given; :class:`PolicyError` names what is missing, unknown or out of range."""
+    where = Path(path) if path is not None else DEFAULT_POLICY_FILE
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PolicyError(f"cannot read the retrieval policy {where}: {exc}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{where}: a retrieval policy is a JSON object")
+    missing = [name for name in field_types() if name not in data]
+    if missing:
+        raise PolicyError(f"{where}: missing field {', '.join(missing)}")
+    try:
+        return RetrievalPolicy(**read_values(data))
+    except PolicyError as exc:
+        raise PolicyError(f"{where}: {exc}") from None
+
+
+def write_policy(policy: RetrievalPolicy, path: Path | str) -> None:
+    """Write ``policy`` as a file :func:`load_policy` reads (what a fit command does)."""
+    Path(path).write_text(json.dumps(policy.as_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+@cache
+def default_policy() -> RetrievalPolicy:
+    """The packaged policy, read once."""
+    return load_policy()

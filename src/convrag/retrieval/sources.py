@@ -1,0 +1,310 @@
+"""A turn's sources and the "not found" decision: the hits merged, deduplicated and cut to
+the budget, the evidence that they say what was asked weighed against the policy's
+relevance floor, and whether the web should be searched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from convrag.embeddings import cosine_to_query
+from convrag.records import Source, section_path
+from convrag.retrieval.evidence import (
+    Signals,
+    assurance,
+    names_every_term,
+    paragraph_evidence,
+    sentence_evidence,
+)
+from convrag.retrieval.planning import TurnQuery, evidence_queries
+from convrag.retrieval.policy import RetrievalPolicy
+from convrag.services import Services
+
+WebSearchMode = Literal["auto", "on", "off"]
+
+_FRESH = re.compile(
+    r"\b(latest|today|tonight|this (week|month|year)|current(ly)?|right now|news|recent(ly)?|"
+    r"upcoming|live|stock price|weather|20[2-9]\d)\b",
+    re.IGNORECASE,
+)
+
+
+def needs_fresh_information(text: str) -> bool:
+    """The freshness cue: the question asks about now, not the documents."""
+    return bool(_FRESH.search(text))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBudget:
+    """The run's choices about sources: how many, how much text, and the least cosine a
+    vector hit must have (0 keeps every hit)."""
+
+    top_k: int
+    max_chars: int
+    score_threshold: float = 0.0
+
+
+def relevant(hit: Source, threshold: float) -> bool:
+    """Whether a vector hit's cosine similarity to the query reaches ``threshold``.
+
+    A hit found by keywords alone has no similarity; it passes only when nothing is
+    filtered (``threshold`` 0).
+    """
+    if threshold <= 0.0:
+        return True
+    similarity = hit.get("dense_score")
+    return similarity is not None and similarity >= threshold
+
+
+def budget(sources: list[Source], *, top_k: int, max_chars: int) -> list[Source]:
+    """Keep sources in order until ``top_k`` or ``max_chars`` of text; trim the last one."""
+    kept: list[Source] = []
+    used = 0
+    for src in sources:
+        if len(kept) >= top_k or used >= max_chars:
+            break
+        room = max_chars - used
+        if len(src["text"]) > room:
+            if kept and room < 200:
+                break
+            src = {**src, "text": src["text"][:room]}
+        kept.append(src)
+        used += len(src["text"])
+    return kept
+
+
+@dataclass(slots=True)
+class Merged:
+    """A turn's sources and what was decided about them."""
+
+    sources: list[Source]
+    confidence: float
+    """The best dense cosine of the vector hits (1 when an item was named exactly)."""
+    abstain: bool
+    signals: Signals | None = None
+    """The evidence weighed, when it was (None: an exact item, or a floor of 0)."""
+    low_confidence: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Evidence:
+    """Weighs whether a turn's sources say what was asked."""
+
+    def __init__(self, turn: TurnQuery, services: Services, policy: RetrievalPolicy) -> None:
+        self.turn, self.services, self.policy = turn, services, policy
+        self.timings: dict[str, float] = {}
+
+    async def _sentences(
+        self, queries: list[str], kept: list[Source], confidence: float
+    ) -> tuple[float | None, float]:
+        """The closest sentences' evidence (the best any query finds: for each, its
+        closest sentences sharing a word with it, else, a paraphrase, the chunks'
+        ``confidence``; None when no query has a sentence of its own), and the best cosine
+        of a paragraph holding a query's closest sentence in a chunk of several
+        paragraphs, at least ``confidence``."""
+        policy = self.policy
+        similarity = cosine_to_query(self.services.sentences)
+        scored = [
+            await asyncio.to_thread(sentence_evidence, query, kept, similarity, policy)
+            for query in queries
+        ]
+        if all(c is None for c in scored):
+            return None, confidence
+        closest = max(confidence if c is None else c for c in scored)
+        if policy.paragraph_weight <= 0:
+            return closest, confidence
+        found = [
+            await asyncio.to_thread(paragraph_evidence, q, kept, similarity, policy)
+            for q in queries
+        ]
+        return closest, max([confidence, *(c for c in found if c is not None)])
+
+    async def weigh(self, kept: list[Source], confidence: float) -> tuple[float, Signals]:
+        """The evidence that the relevance floor is held against, and the signals behind it.
+
+        The rarest word typed that no source holds lowers the chunks' cosine (less on a
+        later turn that is not a follow-up). Sentences cost up to ``evidence_candidates``
+        embeddings: weighed only where they can change the decision, under the floor or
+        within ``sentence_band`` above it; the evidence is then the closest sentences'
+        cosine mixed with the chunk's (``sentence_weight``), the chunk's part moved towards
+        its paragraph's cosine (``paragraph_weight``). A sentence holding every word asked,
+        with no rare word missing, lifts the evidence to the floor.
+        """
+        turn, policy = self.turn, self.policy
+        queries = evidence_queries(turn)
+        texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
+        rarest = self.services.searcher.rarest_missing_term(
+            turn.workspace_id, queries[0], texts, typed=turn.message
+        )
+        later = bool(turn.history) and not turn.follow_up
+        penalty = policy.later_rare_term_penalty if later else policy.rare_term_penalty
+        evidence = confidence - penalty * rarest
+        closest: float | None = None
+        paragraph = confidence
+        if evidence < policy.relevance_floor + policy.sentence_band:
+            waited = time.perf_counter()
+            closest, paragraph = await self._sentences(queries, kept, confidence)
+            self.timings["embed_sentences"] = _ms_since(waited)
+            if closest is not None:
+                chunk = confidence + policy.paragraph_weight * (paragraph - confidence)
+                weighed = policy.sentence_weight * closest + (1 - policy.sentence_weight) * chunk
+                evidence = weighed - penalty * rarest
+        every = any(names_every_term(query, kept, policy) for query in queries)
+        if evidence < policy.relevance_floor and rarest == 0.0 and every:
+            evidence = policy.relevance_floor  # a sentence says every word asked
+        signals = Signals(
+            confidence=confidence,
+            sentence=confidence if closest is None else closest,
+            paragraph=paragraph,
+            rarest=rarest,
+            every_term=float(every),
+            follow_up=float(turn.follow_up),
+            bm25=float(any(s.get("bm25_score") is not None for s in kept)),
+            evidence=evidence,
+        )
+        return evidence, signals
+
+
+def _ms_since(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
+async def labelled(services: Services, workspace_id: str, kept: list[Source]) -> list[Source]:
+    """``kept`` with what the hits lack (the in-process engines label theirs): a chunk's
+    title, its PDF page and its section, in one lookup."""
+    unlabelled = [
+        s["id"] for s in kept if s["source_type"] in ("chunk", "document") and s["title"] is None
+    ]
+    if not unlabelled:
+        return kept
+    stored = {c.id: c for c in await services.db.get_chunks(workspace_id, unlabelled)}
+    return [
+        {
+            **s,
+            "title": s["title"] or stored[s["id"]].title,
+            "page": stored[s["id"]].page,
+            "section": section_path(stored[s["id"]].heading, stored[s["id"]].title),
+        }
+        if s["id"] in stored
+        else s
+        for s in kept
+    ]
+
+
+Weighed = tuple[list[Source], float, Signals]
+
+
+async def _second_look(
+    evidence: Evidence, keyword_hit: Source | None, budgeted: SourceBudget, first: Weighed
+) -> Weighed:
+    """Before "not found": the first query's keyword top hit, which the fusion ranked
+    below the sources, weighed alone, by its own cosine and sentences; when it reaches
+    the floor it takes the last source place.
+
+    The keyword list weighs little in the fusion, so the passage that alone names an
+    option or identifier asked about ("What does --sandbox mode reject?") can rank below
+    every dense hit. Given that place always, it costs recall; weighed with the other
+    sources, its rare word would lend their cosine to an off-topic question. Weighed
+    alone, only when the sources found nothing, it changes no other turn.
+    """
+    kept = first[0]
+    policy, services, turn = evidence.policy, evidence.services, evidence.turn
+    if (
+        keyword_hit is None
+        or not policy.keyword_second_look
+        or any(s["id"] == keyword_hit["id"] for s in kept)
+    ):
+        return first
+    (hit,) = await labelled(services, turn.workspace_id, [keyword_hit])
+    query = evidence_queries(turn)[0]
+    text = f"{hit['title'] or ''}\n{hit['text']}"
+    similarity = cosine_to_query(services.sentences)
+    (own,) = await asyncio.to_thread(similarity, query, [text])
+    weight, signals = await evidence.weigh([hit], own)
+    if weight < policy.relevance_floor:
+        return first
+    other = budget(
+        [*kept[: budgeted.top_k - 1], hit],
+        top_k=budgeted.top_k,
+        max_chars=budgeted.max_chars,
+    )
+    return other, weight, signals
+
+
+async def merge_sources(
+    turn: TurnQuery,
+    hits: tuple[Sequence[Source], Sequence[Source], Source | None],
+    services: Services,
+    policy: RetrievalPolicy,
+    budgeted: SourceBudget,
+) -> Merged:
+    """The turn's sources from its ``hits`` (the exact items a message names, the
+    vector hits, and the keyword hit for a second look), and whether to say "not found".
+    """
+    started = time.perf_counter()
+    document_hits, vector_hits, keyword_hit = hits
+    seen: set[str] = set()
+    merged: list[Source] = []
+    vector = [h for h in vector_hits if relevant(h, budgeted.score_threshold)]
+    for src in [*document_hits, *vector]:
+        if src["id"] not in seen:
+            seen.add(src["id"])
+            merged.append(src)
+    kept = await labelled(
+        services,
+        turn.workspace_id,
+        budget(merged, top_k=budgeted.top_k, max_chars=budgeted.max_chars),
+    )
+    confidence = max((s.get("dense_score") or 0.0 for s in vector), default=0.0)
+    evidence = Evidence(turn, services, policy)
+    signals: Signals | None = None
+    if document_hits:
+        confidence = max(confidence, 1.0)
+        weight = confidence
+    elif policy.relevance_floor <= 0.0:
+        weight = confidence  # never abstains: no evidence to weigh
+    else:
+        weight, signals = await evidence.weigh(kept, confidence)
+        if weight < policy.relevance_floor:
+            kept, weight, signals = await _second_look(
+                evidence, keyword_hit, budgeted, (kept, weight, signals)
+            )
+    close = signals is not None and (
+        assurance(weight, policy.relevance_floor, policy.confidence_margin) == "low"
+    )
+    return Merged(
+        sources=kept,
+        confidence=confidence,
+        abstain=weight < policy.relevance_floor,
+        signals=signals,
+        low_confidence=close,
+        timings={**evidence.timings, "merge_context": _ms_since(started)},
+    )
+
+
+def web_search_reason(
+    turn: TurnQuery,
+    merged: Merged,
+    policy: RetrievalPolicy,
+    *,
+    mode: WebSearchMode,
+    web_available: bool,
+) -> str | None:
+    """Why the web should be searched for this turn, or None: requested, a freshness
+    cue, low retrieval confidence, or (when the web can be searched) nothing found."""
+    if not web_available or mode == "off":
+        return None
+    if mode == "on":
+        return "requested"
+    if turn.classification == "no_retrieval":
+        return None
+    if needs_fresh_information(turn.query):
+        return "fresh_information"
+    if merged.confidence < policy.web_confidence_threshold:
+        return "low_confidence"
+    return "not_found" if merged.abstain else None
