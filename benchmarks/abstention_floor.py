@@ -48,11 +48,6 @@ from typing import Any
 
 import convrag.retrieval.evidence as evidence
 from convrag.config import get_settings
-from convrag.context import (
-    DEFAULT_RARE_TERM_PENALTY,
-    DEFAULT_RELEVANCE_FLOOR,
-    DEFAULT_SENTENCE_BAND,
-)
 from convrag.evaluation.answers import AnswerEvaluation, _first_questions, _other_domain
 from convrag.evaluation.mtrag import domain_path, load_domain
 from convrag.records import Source
@@ -62,6 +57,9 @@ from convrag.retrieval.ranking import Similarity, query_coverage, ranked_by_word
 from convrag.services import open_services
 
 POLICY = default_policy()
+DEFAULT_RARE_TERM_PENALTY = POLICY.rare_term_penalty
+DEFAULT_RELEVANCE_FLOOR = POLICY.relevance_floor
+DEFAULT_SENTENCE_BAND = POLICY.sentence_band
 SEMANTIC_CANDIDATES = POLICY.semantic_candidates
 """How many sentences are recorded per turn: as many as the quoted answer weighs."""
 

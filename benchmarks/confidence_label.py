@@ -20,8 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convrag.context import DEFAULT_RELEVANCE_FLOOR
 from convrag.retrieval.evidence import assurance
+from convrag.retrieval.policy import default_policy
+
+DEFAULT_RELEVANCE_FLOOR = default_policy().relevance_floor
 
 ABSTAIN = {"UNANSWERABLE", "OFFTOPIC"}
 

@@ -43,13 +43,13 @@ from convrag.evaluation.mtrag import (
     load_corpus,
     load_domain,
 )
-from convrag.nodes.rewrite import rules_query
 from convrag.records import previous_question
 from convrag.retrieval.fusion import RankedList, fuse
 from convrag.retrieval.policy import RetrievalPolicy, default_policy
 from convrag.retrieval.search import SearchResult
-from convrag.rewriting import Turn, classify
+from convrag.rewriting.classify import classify
 from convrag.rewriting.gate import SWITCHES, is_continuation
+from convrag.rewriting.rules import rules_query, rules_turns
 from convrag.services import open_services
 from convrag.text.tokens import content_words, tokenize
 
@@ -81,13 +81,14 @@ async def _lists(
     row["last"] = await one(turn.question, False)
     if not history:
         return row
-    kind = classify(turn.question, [Turn(t["question"], t["answer"]) for t in history])
+    turns = rules_turns(history)
+    kind = classify(turn.question, turns)
     row["classification"] = kind
     rewrite, rejected = (turn.question, None)
     ungated = turn.question
     if kind == "follow_up":
-        rewrite, rejected = rules_query(turn.question, history)
-        ungated, _ = rules_query(turn.question, history, ["gate"])
+        rewrite, rejected = rules_query(turn.question, turns)
+        ungated, _ = rules_query(turn.question, turns, ["gate"])
         row["anchors"] = sorted(set(history[-1]["cited_document_ids"]))
     row |= {"rewrite_text": rewrite, "ungated_text": ungated, "rejected": rejected}
     row["raw_words"] = bool(content_words(tokenize(turn.question))) and not is_continuation(
@@ -103,7 +104,7 @@ async def _lists(
     if kind == "follow_up":
         row["without"] = {}
         for rule in SWITCHES:
-            text, _ = rules_query(turn.question, history, [rule])
+            text, _ = rules_query(turn.question, turns, [rule])
             if text != rewrite:
                 same = text.strip() == turn.question.strip()
                 row["without"][rule] = None if same else await one(text, True)

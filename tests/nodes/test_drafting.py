@@ -10,6 +10,7 @@ import numpy as np
 from convrag.config import Settings
 from convrag.context import Context
 from convrag.nodes._drafting import extractive_draft
+from convrag.retrieval.policy import default_policy
 from convrag.services import Services
 from convrag.state import State
 
@@ -18,10 +19,16 @@ async def test_an_extractive_answer_with_nothing_to_quote_is_the_configured_no_a
     settings: Settings,
 ) -> None:
     custom = settings.model_copy(update={"no_answer_text": "Nothing on that here, sorry."})
-    services = cast(Services, SimpleNamespace(settings=custom, sentences=None))
+    services = cast(
+        Services, SimpleNamespace(settings=custom, sentences=None, policy=default_policy())
+    )
     state = cast(
         State,
-        {"question": "What is the capital of France?", "classification": "standalone"},
+        {
+            "workspace_id": "w",
+            "question": "What is the capital of France?",
+            "classification": "standalone",
+        },
     )
     text = await extractive_draft(state, Context(services=services), [])
     assert text == "Nothing on that here, sorry."
@@ -52,7 +59,9 @@ async def test_a_follow_up_left_as_typed_is_answered_with_the_previous_questions
     """ "What is it?" shares no word with any sentence, and the first source's only one
     was the last answer (a regeneration leaves it out): asked with the previous question
     too, as the "not found" evidence weighs it, it quotes the other source."""
-    services = cast(Services, SimpleNamespace(settings=settings, sentences=_Apart()))
+    services = cast(
+        Services, SimpleNamespace(settings=settings, sentences=_Apart(), policy=default_policy())
+    )
     said = "A Lite plan is a free quota-based service plan."
     turn = {
         "turn_number": 1,
@@ -65,6 +74,7 @@ async def test_a_follow_up_left_as_typed_is_answered_with_the_previous_questions
     state = cast(
         State,
         {
+            "workspace_id": "w",
             "question": "What is it?",
             "rewritten_query": "What is it?",
             "classification": "follow_up",

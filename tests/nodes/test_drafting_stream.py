@@ -16,6 +16,7 @@ from convrag.context import Context
 from convrag.nodes import _drafting
 from convrag.nodes._drafting import OBEYED_SOURCE, LlmDraft, llm_draft
 from convrag.records import Source
+from convrag.retrieval.policy import default_policy
 from convrag.services import Services
 from convrag.state import State
 
@@ -47,7 +48,7 @@ async def _draft(
     monkeypatch.setattr(_drafting, "llm_answer", answer)
     monkeypatch.setattr(_drafting, "chat_model", lambda *a, **k: None)
     events: list[dict[str, Any]] = []
-    services = cast(Services, SimpleNamespace(settings=settings, web=None))
+    services = cast(Services, SimpleNamespace(settings=settings, web=None, policy=default_policy()))
     runtime = Runtime(context=Context(services=services), stream_writer=events.append)
     state = cast(State, {"question": "Where is the coffee machine?", "sources": [INJECTED]})
     return await llm_draft(state, runtime, "openai:stub", [], "synthesize"), events

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-from convrag.rewriting import Turn
+from convrag.records import HistoryTurn
+from convrag.rewriting.history import Turn
+
+
+def stored_turn(question: str, answer: str, n: int = 1, query: str | None = None) -> HistoryTurn:
+    """A turn as the service stores it; ``query`` is its standalone question, if rewritten."""
+    return HistoryTurn(
+        turn_number=n,
+        question=question,
+        answer=answer,
+        contextualized_query=query,
+        entities=[],
+        cited_document_ids=[],
+    )
+
 
 SALARY = [
     Turn("What is Prasad Chaudhari's salary?", "Prasad Chaudhari's total salary is $120,000."),
 ]
+STORED_SALARY = [stored_turn(t.question, t.answer) for t in SALARY]
+""":data:`SALARY` as the service stores it, for the strategies."""
 ENGINEERS = [
     Turn("Who are the software engineers?", "Prasad Chaudhari and John Doe are software engineers.")
 ]

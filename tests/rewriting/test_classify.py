@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from convrag.rewriting import Turn, classify
-from convrag.rewriting.classify import split_pleasantries
+from convrag.rewriting.classify import classify, split_pleasantries
+from convrag.rewriting.history import Turn
 from tests.rewriting.conftest import (
     BURLESQUE,
     CAPITAL_OF_FRANCE,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from convrag.rewriting import Turn
 from convrag.rewriting.gate import SWITCHES, check_switches, gated_rewrite, is_continuation, rejects
+from convrag.rewriting.history import Turn
 
 from .conftest import SALARY
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from convrag.rewriting import Turn, contextualize
 from convrag.rewriting.gate import gated_rewrite
+from convrag.rewriting.history import Turn
+from convrag.rewriting.resolve import contextualize
 from tests.rewriting.conftest import (
     BONE_MARROW,
     BURLESQUE,

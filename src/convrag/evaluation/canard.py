@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from convrag.evaluation.metrics import token_f1
-from convrag.rewriting import Turn, classify
+from convrag.rewriting.classify import classify
 from convrag.rewriting.gate import check_switches, gated_rewrite
+from convrag.rewriting.history import Turn
 
 
 def canard_turns(record: dict[str, Any], *, with_title: bool = True) -> list[Turn]:

@@ -1,15 +1,22 @@
-"""Deterministic, LLM-free query rewriting for conversational retrieval.
+"""Query rewriting for conversational retrieval: classify a message, make it standalone.
 
-Used when no LLM is configured (and by the CANARD evaluation): :func:`classify` decides
-whether a message needs no retrieval, depends on the conversation or stands alone, and
-:func:`contextualize` rewrites a follow-up into a standalone query. With an LLM, the rewrite
-node still uses the rules to skip chit-chat without a call, and falls back to them (their
-classification and rewrite) when the LLM fails or its reply is unusable. Both take the earlier
-exchanges as :class:`Turn` objects, oldest first.
+The strategies share one interface, :class:`~convrag.rewriting.rewriter.QueryRewriter`,
+and one result, :class:`~convrag.rewriting.rewriter.Rewrite`:
 
-* :mod:`~convrag.rewriting.history`: ``Turn`` and the salience model of who and what the
-  conversation is about, built from the names :mod:`~convrag.rewriting.mentions` reads;
-  :mod:`~convrag.rewriting.anaphora` finds the pronouns that point outside a message.
+* :mod:`~convrag.rewriting.rules`: the deterministic, LLM-free rules (used when no LLM is
+  configured, by the CANARD evaluation, and as the LLM's fallback).
+* :mod:`~convrag.rewriting.llm`: one JSON call to the LLM, and the reply's contract (how it
+  is parsed, and the checks that reject it).
+* :mod:`~convrag.rewriting.fallback`: the LLM with the rules behind it; chit-chat and first
+  turns never cost a call.
+
+The rules, bottom up (each earlier exchange a :class:`~convrag.rewriting.history.Turn`,
+oldest first):
+
+* :mod:`~convrag.rewriting.anaphora` finds the pronouns that point outside a message;
+  :mod:`~convrag.rewriting.mentions` reads the names of a text;
+  :mod:`~convrag.rewriting.history` holds ``Turn``, the salience model of who and what the
+  conversation is about, and the ``Referents`` record a follow-up is resolved against.
 * :mod:`~convrag.rewriting.classify`: the ``no_retrieval`` / ``follow_up`` / ``standalone``
   decision.
 * :mod:`~convrag.rewriting.resolve`: pronoun and ellipsis resolution (``contextualize`` and
@@ -19,12 +26,7 @@ exchanges as :class:`Turn` objects, oldest first.
   :mod:`~convrag.rewriting.fragments` (the fragment rules).
 * :mod:`~convrag.rewriting.gate`: the checks a rewrite passes before retrieval uses it.
 
+Callers import each name from the module that defines it; this package exports nothing.
 Entity extraction, which synthesis and the repetition check also need, lives in
 :mod:`convrag.text.entities`.
 """
-
-from convrag.rewriting.classify import Classification, classify
-from convrag.rewriting.history import Turn
-from convrag.rewriting.resolve import contextualize
-
-__all__ = ["Classification", "Turn", "classify", "contextualize"]

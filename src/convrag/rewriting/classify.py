@@ -13,7 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from convrag.rewriting.history import Turn, anaphors, conversation_context, full_name
+from convrag.rewriting.anaphora import anaphors
+from convrag.rewriting.history import Turn, conversation_context, full_name
 from convrag.text.entities import NameSpan, name_spans
 from convrag.text.tokens import clean, content_words, tokenize
 

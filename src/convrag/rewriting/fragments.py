@@ -18,10 +18,15 @@ from dataclasses import dataclass
 
 from convrag.rewriting.anaphora import anaphors
 from convrag.rewriting.classify import COMPARATIVE_RE, LEAD_CONJ_RE, WHAT_ABOUT_RE
-from convrag.rewriting.history import ANSWER_CHARS, Turn, conversation_context, full_name
+from convrag.rewriting.history import (
+    ANSWER_CHARS,
+    Referents,
+    Turn,
+    conversation_context,
+    full_name,
+)
 from convrag.rewriting.people import compared_people, join_names
 from convrag.rewriting.pronouns import resolve_pronouns
-from convrag.rewriting.referents import Referents
 from convrag.text.entities import YEAR_RE, NameSpan, name_spans
 from convrag.text.lexicon import (
     AUX,

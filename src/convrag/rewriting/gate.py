@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from convrag.rewriting.anaphora import anaphors
 from convrag.rewriting.classify import WHAT_ABOUT_RE, split_pleasantries
 from convrag.rewriting.history import Turn
-from convrag.rewriting.resolve import RULES, contextualize
+from convrag.rewriting.resolve import RULES, resolve_follow_up
 from convrag.text.lexicon import AUX, DETS, FUNCTION_WORDS, PREPS, PRONOUNS, WH
 from convrag.text.tokens import (
     Token,
@@ -229,7 +229,8 @@ def check_switches(names: Iterable[str]) -> frozenset[str]:
 def gated_rewrite(
     message: str, history: Sequence[Turn], *, without: Collection[str] = ()
 ) -> tuple[str, str | None]:
-    """The rules' standalone query for a follow-up, and the check its rewrite failed.
+    """The rules' standalone query for a message classified ``follow_up`` (by the caller,
+    once: it is not classified again here), and the check its rewrite failed.
 
     A continuation gets the previous turn's standalone question, when that one stands
     alone (has no pronoun pointing outside it). Otherwise the rules
@@ -243,7 +244,7 @@ def gated_rewrite(
         # A previous question that still leans on a pronoun ("What divides them?") is no
         # more standalone than the message; the history query already searches it.
         return (message.strip() if anaphors(tokenize(last)) else last), None
-    query = contextualize(message, history, without=off & set(RULES))
+    query = resolve_follow_up(message, history, without=off & set(RULES))
     if [t.low for t in _words(query)] == [t.low for t in _words(message)]:
         return message.strip(), None
     why = None if "gate" in off else rejects(message, query, history)

@@ -1,6 +1,6 @@
 """What the conversation so far is about, for reading a follow-up against it.
 
-:class:`Turn` is one earlier exchange. :func:`anaphors` (:mod:`~convrag.rewriting.anaphora`)
+:class:`Turn` is one earlier exchange. :func:`~convrag.rewriting.anaphora.anaphors`
 finds the pronouns of a message that point outside it, leaving out dummy "it" ("is it possible
 to ...") and pronouns whose antecedent is in the message itself. :class:`ConversationContext`
 is a salience model over the history: every name the turns mention (read by
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from convrag.rewriting.anaphora import anaphors
-from convrag.rewriting.mentions import GROUP_BASE, mentions, modifies_next
+from convrag.rewriting.mentions import GROUP_BASE, mentions
 from convrag.text.entities import NameSpan
 from convrag.text.lexicon import AUX, FEMALE, FRAME_WORDS, FUNCTION_WORDS, JOINERS, MALE, WH
 from convrag.text.tokens import fold, is_capitalised, strip_possessive, tokenize
@@ -39,12 +39,11 @@ __all__ = [
     "PERSON_MIN",
     "ConversationContext",
     "Entity",
+    "Referents",
     "Turn",
-    "anaphors",
     "conversation_context",
     "display_name",
     "full_name",
-    "modifies_next",
 ]
 
 
@@ -90,6 +89,24 @@ class Entity:
     evidenced: bool = False  # used as a name at least once, not only as a modifier
     title: bool = False  # the dialog's title-like first turn ("Burlesque"): its subject
     grouplike: bool = False  # plural, "the ...", or a group noun: something "they" can be
+
+
+@dataclass(slots=True)
+class Referents:
+    """What each kind of reference in a follow-up most likely points to, as
+    :func:`~convrag.rewriting.referents.referents` reads it from the salience model. It
+    lives here, below the modules that fill it and those that read it (the topic's
+    "his/their" determiners among them), so none of them imports another for it."""
+
+    person: str | None
+    female: str | None
+    male: str | None
+    people: list[str]  # coordinated names in the previous turn ("A and B")
+    group: str | None
+    topic: str | None  # what "it/that" most likely points to
+    place: str | None
+    main: str | None = None  # what the whole conversation is about
+    off: frozenset[str] = frozenset()  # pronoun kinds switched off (PRONOUN_RULES)
 
 
 class ConversationContext:

@@ -2,7 +2,7 @@
 
 :func:`resolve_pronouns` replaces the first anaphoric pronoun of each kind (found by
 :func:`~convrag.rewriting.anaphora.anaphors`) with its referent in
-:class:`~convrag.rewriting.referents.Referents`. Each kind is a named resolver in
+:class:`~convrag.rewriting.history.Referents`. Each kind is a named resolver in
 :data:`_RESOLVERS`, switched off as a rule of
 :data:`~convrag.rewriting.resolve.PRONOUN_RULES`. A pronoun whose referent the message
 already names, or that has none credible, is left as it is.
@@ -16,9 +16,8 @@ from typing import NamedTuple
 
 from convrag.rewriting.anaphora import anaphors
 from convrag.rewriting.classify import is_no_retrieval
-from convrag.rewriting.history import Turn
+from convrag.rewriting.history import Referents, Turn
 from convrag.rewriting.people import join_names, possessive
-from convrag.rewriting.referents import Referents
 from convrag.text.lexicon import FEMALE, FUNCTION_WORDS, TEMPORAL_PREPS
 from convrag.text.tokens import Token, clean, fold, is_plural_phrase, tokenize
 

@@ -1,23 +1,23 @@
 """What each kind of reference in a follow-up most likely points to, from the history.
 
 :func:`referents` reads the salience model of :mod:`~convrag.rewriting.history` into one
-:class:`Referents`: the person "he/she" means (by gender when the history says it), the
-people "they" are when the last exchange listed them, the group, the topic "it/that" points
-to (:mod:`~convrag.rewriting.topic`), the place "there" points to, and what the whole
-conversation is about. Only credible names are offered: a wrong referent hurts retrieval
-more than a pronoun left alone.
+:class:`~convrag.rewriting.history.Referents`: the person "he/she" means (by gender when the
+history says it), the people "they" are when the last exchange listed them, the group, the
+topic "it/that" points to (:mod:`~convrag.rewriting.topic`), the place "there" points to,
+and what the whole conversation is about. Only credible names are offered: a wrong referent
+hurts retrieval more than a pronoun left alone.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from convrag.rewriting.history import (
     PERSON_MIN,
     ConversationContext,
     Entity,
+    Referents,
     Turn,
     conversation_context,
     display_name,
@@ -34,21 +34,6 @@ from convrag.text.entities import name_spans
 from convrag.text.tokens import fold, tokenize
 
 _VAGUE_RE = re.compile(r"the [a-z][\w-]*")
-
-
-@dataclass(slots=True)
-class Referents:
-    """What each kind of reference in a follow-up most likely points to."""
-
-    person: str | None
-    female: str | None
-    male: str | None
-    people: list[str]  # coordinated names in the previous turn ("A and B")
-    group: str | None
-    topic: str | None  # what "it/that" most likely points to
-    place: str | None
-    main: str | None = None  # what the whole conversation is about
-    off: frozenset[str] = frozenset()  # pronoun kinds switched off (PRONOUN_RULES)
 
 
 def referents(history: Sequence[Turn]) -> Referents:

@@ -12,9 +12,11 @@ first word of a term such as "Sickle cell"), or a noun phrase of more than one w
 reverse order of text", not "the body"). Regex and word-list heuristics over the cached
 models of :mod:`convrag.rewriting.history`, so a call takes a fraction of a millisecond.
 
-This module keeps the entry point and the rule tables; the steps live beside it, by
-purpose: :mod:`~convrag.rewriting.referents` (what the history offers: people, groups, the
-topic, a place), :mod:`~convrag.rewriting.pronouns` (pronoun resolution by kind) and
+This module keeps the entry points (:func:`contextualize`, which classifies the message
+first, and :func:`resolve_follow_up`, for a message its caller classified ``follow_up``) and
+the rule tables; the steps live beside it, by purpose: :mod:`~convrag.rewriting.referents`
+(what the history offers: people, groups, the topic, a place),
+:mod:`~convrag.rewriting.pronouns` (pronoun resolution by kind) and
 :mod:`~convrag.rewriting.fragments` (the fragment rules of :data:`_RULES`).
 """
 
@@ -38,7 +40,7 @@ from convrag.rewriting.referents import referents
 from convrag.text.lexicon import AUX, WH
 from convrag.text.tokens import clean, has_inner_cap, tokenize
 
-__all__ = ["RULES", "check_rules", "contextualize"]
+__all__ = ["PRONOUN_RULES", "RULES", "check_rules", "contextualize", "resolve_follow_up"]
 
 
 _SPACE_PUNCT_RE = re.compile(r"\s+([?.!,;:])")
@@ -56,12 +58,23 @@ def contextualize(message: str, history: Sequence[Turn], *, without: Collection[
     ``without`` names rules of :data:`RULES` to switch off (to measure what each earns).
     """
     msg = clean(message)
+    if msg and history and classify(msg, history) != "follow_up":
+        return message.strip()
+    return resolve_follow_up(message, history, without=without)
+
+
+def resolve_follow_up(
+    message: str, history: Sequence[Turn], *, without: Collection[str] = ()
+) -> str:
+    """:func:`contextualize` for a message its caller has classified ``follow_up``
+    already: the rules rewrite it without classifying it again."""
+    msg = clean(message)
     if not msg:
         for turn in reversed(history):
             if turn.question.strip():
                 return clean(turn.question)
         return "?"
-    if not history or classify(msg, history) != "follow_up":
+    if not history:
         return message.strip()
     prefix, core = split_pleasantries(msg)
     off = check_rules(without)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from convrag.rewriting.anaphora import anaphors
-from convrag.rewriting.history import ANSWER_CHARS, ConversationContext, Turn
+from convrag.rewriting.history import ANSWER_CHARS, ConversationContext, Referents, Turn
 from convrag.rewriting.mentions import modifies_next
 from convrag.rewriting.people import person_like, possessive
 from convrag.text.entities import NameSpan, name_spans
@@ -31,9 +30,6 @@ from convrag.text.lexicon import (
     WH,
 )
 from convrag.text.tokens import Token, fold, is_capitalised, is_verb_like, strip_end, tokenize
-
-if TYPE_CHECKING:
-    from convrag.rewriting.referents import Referents
 
 _DEFINE_RE = re.compile(
     r"^(?:(?:what|who)\s+(?:is|are|was|were)|what(?:'s|’s)|(?:can\s+you\s+|please\s+)?"
