@@ -66,7 +66,7 @@ def prepare_samples(data_dir: Path) -> str:
         async with open_services(Settings(data_dir=data_dir)) as services:
             for path in sorted(SAMPLES.iterdir()):
                 await ingest_documents(services, WORKSPACE, load_path(path, max_bytes=10**7))
-            return await services.db.create_api_key(WORKSPACE)
+            return await services.db.workspaces.create_api_key(WORKSPACE)
 
     return asyncio.run(go())
 

@@ -64,7 +64,8 @@ async def _score(services: Services, workspace: str, qs: list[dict[str, Any]]) -
     for q in qs:
         hits = await services.searcher.search(workspace, q["q"], top_k=10)
         rows = {
-            c.id: c for c in await services.db.get_chunks(workspace, [h.chunk_id for h in hits])
+            c.id: c
+            for c in await services.db.documents.get_chunks(workspace, [h.chunk_id for h in hits])
         }
         ranks = [
             k

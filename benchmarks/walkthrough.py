@@ -82,7 +82,7 @@ async def run(here: Path = HERE) -> dict[str, Any]:
         ids: dict[str, str] = {}
         for path in files:
             await ingest_documents(bot.services, workspace, load_path(path, max_bytes=10**7))
-        for doc in await bot.services.db.list_documents(workspace, limit=100):
+        for doc in await bot.services.db.documents.list_documents(workspace, limit=100):
             ids[Path(str(doc["source"])).name] = str(doc["id"])
         context = Context(workspace_id=workspace, llm_model="none", web_search="off")
         for convo in conversations:

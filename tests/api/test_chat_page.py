@@ -620,11 +620,11 @@ async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps
     workspace = tenant["workspace"]
     conversation_id = str(uuid.uuid4())
     turn_id = str(uuid.uuid4())
-    started = await services.db.start_turn(
+    started = await services.db.turns.start_turn(
         TurnStart(workspace, conversation_id, turn_id, "What is John Doe's position?"), limit=5
     )
     assert started is not None and started.started
-    assert await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+    assert await services.db.turns.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
     # Every LLM call fails (HTTP 500): the answer falls back to quoting the documents.
     async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
         use_stub_llm(services, monkeypatch, stub.base_url)
@@ -745,14 +745,14 @@ async def test_the_documents_list_shows_each_status_and_deleting_an_upload_remov
     _require_browser()
     workspace = tenant["workspace"]
     made = ListedDocuments(processing_id=str(uuid.uuid4()), broken_id=str(uuid.uuid4()))
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace,
         made.processing_id,
         "upload:still-embedding.md",
         status="processing",
         title=STILL_EMBEDDING,
     )
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace,
         made.broken_id,
         "upload:broken-scan.pdf",
@@ -762,8 +762,8 @@ async def test_the_documents_list_shows_each_status_and_deleting_an_upload_remov
     )
     await asyncio.to_thread(_drive_documents, base_url, tenant["key"], made)
     assert made.uploaded_id
-    assert await services.db.get_document(workspace, made.uploaded_id) is None
-    kept = await services.db.get_document(workspace, made.processing_id)
+    assert await services.db.documents.get_document(workspace, made.uploaded_id) is None
+    kept = await services.db.documents.get_document(workspace, made.processing_id)
     assert kept is not None and kept["status"] == "processing"
 
 
@@ -959,7 +959,7 @@ async def test_stop_ends_a_slow_answer_keeps_its_part_marked_stopped_and_the_nex
     conversation_id = await _drive_answered_by(
         replies, _drive_stop, base_url, tenant, services, monkeypatch
     )
-    turns = await services.db.turn_details(tenant["workspace"], conversation_id)
+    turns = await services.db.transcripts.turn_details(tenant["workspace"], conversation_id)
     assert [(t.question, t.status, t.error) for t in turns] == [
         (SLOW_QUESTION, "failed", STOPPED_TURN),
         (NEXT_QUESTION, "done", None),

@@ -403,8 +403,9 @@ def shown_source(row: Any) -> Any:
 
 
 class DocumentOut(BaseModel):
-    """A document's row (of :meth:`Database.get_document` or :meth:`Database.list_documents`),
-    its source as :func:`shown_source` shows it."""
+    """A document's row (of :meth:`~convrag.stores.documents.DocumentStore.get_document`
+    or :meth:`~convrag.stores.documents.DocumentStore.list_documents`), its source as
+    :func:`shown_source` shows it."""
 
     id: Annotated[str, BeforeValidator(str)]
     source: str

@@ -315,7 +315,7 @@ class TurnRunner:
         turn is still being answered after :data:`STOP_WAIT_S` (that process did not hear,
         or did not stop in time): a retry asks again."""
         db = self.assistant.services.db
-        turn_id = await db.turn_answered_elsewhere(workspace_id, conversation_id)
+        turn_id = await db.turns.turn_answered_elsewhere(workspace_id, conversation_id)
         if turn_id is None:
             return None
         asked = {"workspace_id": workspace_id, "conversation_id": conversation_id}
@@ -323,13 +323,13 @@ class TurnRunner:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + STOP_WAIT_S
         ask_at = loop.time()
-        while (turn := await db.get_turn(workspace_id, conversation_id, turn_id)) is not None:
+        while (turn := await db.turns.get_turn(workspace_id, conversation_id, turn_id)) is not None:
             if turn.status != "processing":
                 return turn_id if turn.error == STOPPED_TURN else None
             if loop.time() >= give_up:
                 raise unavailable(NOT_STOPPED)
             if loop.time() >= ask_at:
-                await db.notify(STOP_CHANNEL, request)
+                await db.workspaces.notify(STOP_CHANNEL, request)
                 ask_at = loop.time() + STOP_ASK_AGAIN_S
             await asyncio.sleep(STOP_POLL_S)
         return None  # the conversation was deleted meanwhile

@@ -355,9 +355,9 @@ async def _workspace_key(services: Services, workspace: str, keyfile: Path) -> s
     """The key ``keyfile`` keeps while it still opens ``workspace`` (not revoked), else a
     new one, written there readable by its owner alone."""
     kept = keyfile.read_text().strip() if keyfile.is_file() else ""
-    if kept and await services.db.workspace_for_key(kept) == workspace:
+    if kept and await services.db.workspaces.workspace_for_key(kept) == workspace:
         return kept
-    key = await services.db.create_api_key(workspace)
+    key = await services.db.workspaces.create_api_key(workspace)
     fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         os.fchmod(fh.fileno(), 0o600)  # a file that existed keeps its mode otherwise

@@ -211,7 +211,7 @@ class MtragEvaluation:
         # Load the in-process engines before the first turn: a cold load of a large pool
         # takes longer than a turn's retrieval time limit.
         await self.services.searcher.warm(self.workspace)
-        for d in await self.services.db.list_documents(self.workspace):
+        for d in await self.services.db.documents.list_documents(self.workspace):
             self.passage_of[str(d["id"])] = str(d["source"])
 
     def passages(self, document_ids: Sequence[str]) -> list[str]:

@@ -192,7 +192,9 @@ async def _labelled(state: State, ctx: Context, kept: list[Source]) -> list[Sour
     ]
     if not unlabelled:
         return kept
-    stored = {c.id: c for c in await ctx.deps.db.get_chunks(state["workspace_id"], unlabelled)}
+    stored = {
+        c.id: c for c in await ctx.deps.db.documents.get_chunks(state["workspace_id"], unlabelled)
+    }
     return [
         {
             **s,

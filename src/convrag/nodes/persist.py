@@ -84,5 +84,5 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         ),
         citations=citations,
     )
-    written = await services.db.complete_turn(turn)
+    written = await services.db.turns.complete_turn(turn)
     return PersistUpdate(answer=answer, citations=citations, persisted=written, flags=flags)

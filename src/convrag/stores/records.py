@@ -27,8 +27,9 @@ that ran it is gone."""
 class TurnRecord:
     """One persisted question/answer turn of a conversation.
 
-    ``feedback`` and ``cited_sources`` are filled only by :meth:`Database.turn_details`;
-    the graph's reads leave them empty.
+    ``feedback`` and ``cited_sources`` are filled only by
+    :meth:`~convrag.stores.transcripts.TranscriptStore.turn_details`; the graph's reads
+    leave them empty.
     """
 
     id: str
@@ -96,7 +97,7 @@ class NewTurn:
 @dataclass(frozen=True, slots=True)
 class TurnStart:
     """A turn about to run: its row is written as ``processing`` by
-    :meth:`Database.start_turn` before the graph answers it."""
+    :meth:`~convrag.stores.turns.TurnStore.start_turn` before the graph answers it."""
 
     workspace_id: str
     conversation_id: str
@@ -110,7 +111,7 @@ class TurnStart:
 
 @dataclass(frozen=True, slots=True)
 class StartedTurn:
-    """What :meth:`Database.start_turn` found and did."""
+    """What :meth:`~convrag.stores.turns.TurnStore.start_turn` found and did."""
 
     history: list[TurnRecord]
     """The last answered turns, oldest first (this one not among them)."""

@@ -318,7 +318,7 @@ async def chat_completions(
     if conversation_id is None:
         if is_chit_chat(clean(question)):
             return _unstored_reply(body, chit_chat_answer(question), settings)
-        conversation_id = await services.db.create_conversation(workspace)
+        conversation_id = await services.db.conversations.create_conversation(workspace)
     else:
         history = await history_sent(services, context, conversation_id, turns)
     payload = InputState(
