@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from convrag.documents import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.stores.embedded import pid_alive
 from convrag.testing.openai_stub import hashed_embedding
 

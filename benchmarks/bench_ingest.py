@@ -29,7 +29,7 @@ from typing import Any, cast
 from bench_common import Figure, load_corpus, log, to_document
 
 from convrag.config import Settings
-from convrag.documents import Chunker
+from convrag.documents.chunking import Chunker
 from convrag.ingest import ingest_documents
 from convrag.services import open_services
 

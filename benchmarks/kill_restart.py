@@ -58,7 +58,7 @@ QUESTIONS = [
 def prepare_samples(data_dir: Path) -> str:
     """Ingest the sample documents and make an API key (in a child process)."""
     from convrag.config import Settings
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
     from convrag.services import open_services
 

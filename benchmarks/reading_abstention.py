@@ -22,7 +22,7 @@ from typing import Any
 
 from convrag.answering.abstention import assurance_of
 from convrag.assistant import open_assistant
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from typing import Any
 import convrag.ingest
 import convrag.search
 from convrag.config import Settings
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.evaluation.documents import heading_matches
 from convrag.ingest import ingest_documents
 from convrag.services import Services, open_services

@@ -34,7 +34,7 @@ from typing import Any
 
 from convrag.assistant import Assistant, open_assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.rewriting.gate import check_switches
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from convrag.assistant import open_assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import delete_document, ingest_documents
 
 HERE = Path(__file__).with_name("walkthrough")

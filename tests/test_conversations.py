@@ -17,7 +17,7 @@ import pytest
 from convrag.assistant import Assistant, open_assistant
 from convrag.context import Context
 from convrag.conversations import delete_conversation, sweep_expired
-from convrag.documents.load import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.ids import conversation_uuid
 from convrag.ingest import ingest_documents
 from convrag.services import Services

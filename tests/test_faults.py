@@ -29,9 +29,9 @@ import pytest
 
 from convrag.api.turns import turn_id_for
 from convrag.assistant import STOPPED_TURN
-from convrag.stores.conversations import INTERRUPTED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
+from convrag.stores.turns import INTERRUPTED_TURN
 from convrag.testing.faults import PostgresOutage
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from convrag.assistant import open_assistant
-from convrag.documents import Chunker, IngestError, SourceDocument, load_path
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.chunking import Chunker
+from convrag.documents.load import load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
     DocumentBusy,

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from convrag.assistant import STOPPED_TURN
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply

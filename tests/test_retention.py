@@ -17,11 +17,11 @@ from convrag.api.app import create_app
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
 from convrag.conversations import sweep_expired, sweep_periodically
-from convrag.documents.load import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.ingest import ingest_documents
 from convrag.services import Services
-from convrag.stores.conversations import TurnStart
 from convrag.stores.database import Database
+from convrag.stores.records import TurnStart
 from tests.legacy import legacy_memory_vector
 
 QUESTION = "How many days of annual leave do employees get?"

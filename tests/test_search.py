@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.search import HybridSearcher, lookup_document_content, referenced_items, rrf_fuse
 from convrag.services import Services

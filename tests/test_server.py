@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from convrag.api.deps import RateLimiter, encode_cursor
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services

@@ -25,7 +25,7 @@ import pytest
 
 from convrag.api.metrics import MULTIPROCESS_ENV
 from convrag.assistant import STOPPED_TURN
-from convrag.stores.conversations import ANSWERING
+from convrag.errors import ANSWERING
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
 from convrag.testing.openai_stub import OpenAIStub, Reply

@@ -101,7 +101,7 @@ async def run_case(
 ) -> dict[str, Any]:
     """Ingest the case's document into its own workspace and ask its question."""
     from convrag.context import Context
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
 
     workspace = f"inj-{case['id']:02d}"

@@ -29,7 +29,7 @@ from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
 from convrag.records import Citation
 from convrag.services import Services, open_services
 from convrag.state import Classification, InputState, RewriteMethod, State
-from convrag.stores.conversations import TurnRecord
+from convrag.stores.records import TurnRecord
 
 log = logging.getLogger(__name__)
 

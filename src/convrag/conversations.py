@@ -52,7 +52,7 @@ async def delete_conversation(
 
     Several processes may share the database, so the delete first marks the
     conversation in it (:meth:`~convrag.stores.conversations.ConversationStore.mark_deleting`):
-    :class:`~convrag.stores.conversations.ConversationInUse` when any of them is
+    :class:`~convrag.errors.ConversationInUse` when any of them is
     answering a message in it, or deleting it already; and from then on, no turn starts
     in it anywhere, which would write checkpoints again after they were
     cleared and, once answered, bring the conversation back. A delete that fails midway

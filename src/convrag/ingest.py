@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convrag.chunk_writes import document_writes
-from convrag.documents import Chunker, IngestError, SourceDocument
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.chunking import Chunker
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ids import check_id, document_id_for
 from convrag.records import section_path

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convrag.documents import IngestError, SourceDocument, load_path
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.load import load_path
 from convrag.embeddings import ChildDied
 from convrag.ids import check_id, document_id_for
 from convrag.ingest import (

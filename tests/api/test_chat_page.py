@@ -34,7 +34,8 @@ import pytest
 
 from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
-from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+from convrag.stores.records import TurnStart
+from convrag.stores.turns import INTERRUPTED_TURN
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import stub_llm, use_stub_llm
 
@@ -1219,7 +1220,7 @@ async def test_an_answer_links_http_urls_in_a_new_tab_while_a_javascript_link_st
     services: Services,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from convrag.documents import SourceDocument
+    from convrag.documents.base import SourceDocument
     from convrag.ingest import ingest_documents
 
     _require_browser()
@@ -1283,7 +1284,7 @@ async def test_quotes_and_document_texts_of_the_reading_corpus_show_whole_senten
 ) -> None:
     import json
 
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
 
     _require_browser()

@@ -17,7 +17,7 @@ from convrag.api.errors import (
     INTERNAL_FAILURE,
     VECTOR_INDEX_DOWN,
 )
-from convrag.documents.load import size_text
+from convrag.documents.base import size_text
 from convrag.services import Services
 
 

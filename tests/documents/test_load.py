@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from convrag.documents import IngestError, expand_paths, load_path
+from convrag.documents.base import IngestError
+from convrag.documents.load import expand_paths, load_path
 from convrag.services import Services
 from tests.documents.samples import docx_bytes, pdf_bytes, write
 

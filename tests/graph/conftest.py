@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from convrag.assistant import Assistant, open_assistant
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub

@@ -14,7 +14,7 @@ from psycopg import OperationalError
 
 from convrag.assistant import Assistant
 from convrag.context import Context
-from convrag.nodes.load_history import TurnConflict
+from convrag.errors import TurnConflict
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 

@@ -11,7 +11,7 @@ import pytest
 
 from convrag.assistant import Assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.evaluation.injection import FACT, INJECTIONS, QUESTION, Injection, escapes
 from convrag.ingest import ingest_documents
 from convrag.services import Services

@@ -16,15 +16,10 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from convrag.stores.conversations import (
-    ANSWERING,
-    BEING_DELETED,
-    ConversationDeleted,
-    ConversationInUse,
-    NewTurn,
-    TurnStart,
-)
+from convrag.errors import ANSWERING, BEING_DELETED, ConversationInUse
 from convrag.stores.database import Database
+from convrag.stores.records import NewTurn, TurnStart
+from convrag.stores.turns import ConversationDeleted
 from tests.stores.conftest import until_waiting_on_a_lock
 
 

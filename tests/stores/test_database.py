@@ -7,9 +7,10 @@ import uuid
 import pytest
 
 from convrag.records import Citation, MalformedRecord, StoredSource, TurnMetadata
-from convrag.stores.conversations import TITLE_CHARS, NewTurn, title_from_question
+from convrag.stores.conversations import TITLE_CHARS, title_from_question
 from convrag.stores.database import Database
 from convrag.stores.documents import join_chunks
+from convrag.stores.records import NewTurn
 from convrag.stores.schema import MIGRATIONS
 from convrag.stores.workspaces import hash_key
 from tests.stores.conftest import until_waiting_on_a_lock
@@ -157,8 +158,8 @@ def test_a_conversation_title_is_its_first_question_on_one_line_cut_at_a_word() 
 
 
 def test_joined_chunks_give_each_overlapping_sentence_once() -> None:
+    from convrag.documents.base import SourceDocument
     from convrag.documents.chunking import Chunker
-    from convrag.documents.load import SourceDocument
 
     sentences = [f"Sentence number {i} says something about topic {i % 7}." for i in range(60)]
     text = "\n\n".join(" ".join(sentences[i : i + 5]) for i in range(0, 60, 5))
@@ -226,8 +227,9 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 ) -> None:
     from datetime import timedelta
 
-    from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
     from convrag.stores.documents import INTERRUPTED_DOCUMENT
+    from convrag.stores.records import TurnStart
+    from convrag.stores.turns import INTERRUPTED_TURN
 
     db = db
     conv = await db.conversations.create_conversation(workspace)
@@ -277,7 +279,7 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
 async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
     db: Database, workspace: str
 ) -> None:
-    from convrag.stores.conversations import TurnStart
+    from convrag.stores.records import TurnStart
 
     db = db
     conv = await db.conversations.create_conversation(workspace)
@@ -304,7 +306,7 @@ async def test_a_conversation_answers_one_message_at_a_time_across_processes(
     conversation is not started while the first is being answered."""
     import uuid as _uuid
 
-    from convrag.stores.conversations import TurnStart
+    from convrag.stores.records import TurnStart
 
     db = db
     conv = await db.conversations.create_conversation(workspace)
@@ -322,7 +324,8 @@ async def test_a_turn_whose_process_is_gone_neither_blocks_its_conversation_nor_
 ) -> None:
     from datetime import timedelta
 
-    from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+    from convrag.stores.records import TurnStart
+    from convrag.stores.turns import INTERRUPTED_TURN
 
     db = db
     assert db.owner is not None  # this process holds its liveness lock
@@ -358,7 +361,7 @@ async def test_a_turn_still_being_answered_is_counted_once_it_shows(
     still ``processing``, which has nothing to show yet."""
     import uuid
 
-    from convrag.stores.conversations import TurnStart
+    from convrag.stores.records import TurnStart
 
     conv = await db.conversations.create_conversation(workspace)
     started = await db.turns.start_turn(
@@ -377,7 +380,7 @@ async def test_a_turn_starting_while_its_conversation_is_deleted_finds_no_conver
     (another worker's, or the CLI's) is no database error: the conversation is gone."""
     import asyncio
 
-    from convrag.stores.conversations import TurnStart
+    from convrag.stores.records import TurnStart
 
     conv = await db.conversations.create_conversation(workspace)
     start = TurnStart(workspace, conv, str(uuid.uuid4()), "A question?", create=False)
@@ -399,7 +402,7 @@ async def test_a_handle_fails_only_the_turns_it_started_and_left_unanswered(
 ) -> None:
     """What ``langgraph dev`` does when a run with services of its own ends on an
     error or a cancel: another handle's running turn, and an answered one, stay."""
-    from convrag.stores.conversations import TurnStart
+    from convrag.stores.records import TurnStart
 
     mine, answered, theirs = [
         await db.conversations.create_conversation(workspace) for _ in range(3)

@@ -18,9 +18,9 @@ from convrag.answering.ranking import (
     terms_of,
 )
 from convrag.answering.replies import NO_SOURCES_ANSWER
-from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 from convrag.text.entities import extract_entities
+from convrag.text.lines import LIST_ITEM
 from convrag.text.tokens import expand_acronyms
 from convrag.text.units import (
     is_question,

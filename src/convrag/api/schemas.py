@@ -23,7 +23,7 @@ from pydantic import (
 
 from convrag.answering.abstention import Assurance
 from convrag.records import SourceOut
-from convrag.stores.conversations import CitedSource
+from convrag.stores.citations import CitedSource
 from convrag.stores.documents import ingest_pace
 
 MAX_MESSAGE_CHARS = 8000
@@ -242,7 +242,7 @@ class ConversationCreate(BaseModel):
 
 class ConversationSummary(BaseModel):
     """A conversation as listed (a
-    :class:`~convrag.stores.conversations.ConversationRecord`)."""
+    :class:`~convrag.stores.records.ConversationRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -289,7 +289,7 @@ class StopOut(BaseModel):
 
 
 class FeedbackOut(BaseModel):
-    """A stored rating (from a :class:`~convrag.stores.conversations.FeedbackRecord`)."""
+    """A stored rating (from a :class:`~convrag.stores.feedback.FeedbackRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -300,7 +300,7 @@ class FeedbackOut(BaseModel):
 
 
 class TurnOut(BaseModel):
-    """A stored turn (from a :class:`~convrag.stores.conversations.TurnRecord`)."""
+    """A stored turn (from a :class:`~convrag.stores.records.TurnRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -339,7 +339,7 @@ class ExportedTurn(TurnOut):
 
 
 class ConversationExport(BaseModel):
-    """A whole conversation (a :class:`~convrag.stores.conversations.Transcript`)."""
+    """A whole conversation (a :class:`~convrag.stores.records.Transcript`)."""
 
     model_config = ConfigDict(from_attributes=True)
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 from langgraph.checkpoint.memory import InMemorySaver
 
 from convrag.context import Context
-from convrag.documents import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.evaluation.metrics import mean_scores, retrieval_scores
 from convrag.evaluation.reference_llm import reference_llm
 from convrag.graph import build_graph

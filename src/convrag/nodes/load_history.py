@@ -12,7 +12,7 @@ from convrag.errors import BEING_DELETED, ConversationBusy, ConversationInUse, T
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.conversations import TurnRecord, TurnStart
+from convrag.stores.records import TurnRecord, TurnStart
 
 
 def history_turn(turn: TurnRecord) -> HistoryTurn:
@@ -41,7 +41,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     here. A thread id other than the conversation's own (a name such as ``"my-chat"``,
     whose UUID5 the conversation is) is recorded with the conversation, whose deletion
     then deletes that thread's checkpoints too. A conversation whose delete is under way,
-    in any process, takes no turn (:class:`~convrag.stores.conversations.ConversationInUse`).
+    in any process, takes no turn (:class:`~convrag.errors.ConversationInUse`).
     """
     message = _message(state)
     ctx = runtime.context

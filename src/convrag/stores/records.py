@@ -2,8 +2,7 @@
 
 Below the stores that use them (:mod:`~convrag.stores.turns`,
 :mod:`~convrag.stores.conversations`, :mod:`~convrag.stores.transcripts`), so that each
-imports them from here; :mod:`~convrag.stores.conversations` re-exports them, where
-callers import them from.
+imports them from here, as every caller does.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from convrag.api.schemas import (
 )
 from convrag.conversations import delete_conversation as delete_everywhere
 from convrag.errors import ConversationInUse
-from convrag.stores.conversations import CitedSource
+from convrag.stores.citations import CitedSource
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 

@@ -23,7 +23,8 @@ from convrag.api.schemas import (
     error_responses,
     keyed_route_responses,
 )
-from convrag.documents import SUPPORTED, IngestError
+from convrag.documents.base import IngestError
+from convrag.documents.load import SUPPORTED
 from convrag.ingest import DocumentBusy, delete_document
 from convrag.services import Services
 from convrag.uploads import accept_upload

@@ -47,27 +47,22 @@ from convrag.api.schemas import (
     has_control_characters,
     keyed_route_responses,
 )
-from convrag.api.turns import (
+from convrag.api.turn_replies import TurnResult, answer_out, done_event, stored_answer
+from convrag.api.turn_stream import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
     Event,
     KeepAliveEvent,
-    TurnResult,
-    TurnRunner,
-    answer_out,
-    done_event,
     drain,
     sse,
-    stored_answer,
-    turn_context,
-    turn_id_for,
 )
+from convrag.api.turns import TurnRunner, turn_context, turn_id_for
 from convrag.errors import BUSY, ConversationBusyHere
 from convrag.services import Services
 from convrag.state import InputState, TurnRequest
 from convrag.stores.base import INTERRUPTED_AFTER
-from convrag.stores.conversations import INTERRUPTED_TURN
+from convrag.stores.turns import INTERRUPTED_TURN
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
