@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from convrag.documents import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.stores.embedded import pid_alive
 from convrag.testing.openai_stub import hashed_embedding
 
@@ -211,7 +211,7 @@ async def ensure_clapnq(services: Any, total: int, real: int) -> Json:
     t1 = time.perf_counter()
     rep_pad = await ingest_documents(padded_services(services), CLAPNQ_WORKSPACE, pad_docs)
     t2 = time.perf_counter()
-    chunks = len(await services.db.chunk_texts(CLAPNQ_WORKSPACE))
+    chunks = len(await services.db.documents.chunk_texts(CLAPNQ_WORKSPACE))
     return {
         "passages": len(real_docs) + len(pad_docs),
         "passages_real_embeddings": len(real_docs),

@@ -5,7 +5,7 @@ Synthetic chunks: texts of 60-160 words drawn from the ClapNQ corpus's unigram
 distribution (so real questions hit realistic posting lists), and random, seeded,
 L2-normalised 384-d vectors (real MiniLM embeddings for 100k chunks take ~20 min here).
 They go in the way ``ingest_documents`` writes them: ``VectorIndex.upsert`` (Milvus, which
-flushes every 2,000 rows) and ``Database.replace_documents`` with each chunk's vector (the
+flushes every 2,000 rows) and ``DocumentStore.replace_documents`` with each chunk's vector (the
 Postgres rows the in-process engines load), then one ``VectorIndex.flush``.
 Queries are the real ClapNQ user questions, embedded by the real model at query time.
 
@@ -87,7 +87,7 @@ def synthetic_texts(n: int, seed: int) -> list[str]:
 async def ensure_synthetic(services: Services, n: int, seed: int) -> tuple[Matrix, Json]:
     """Fill the ``synth`` workspace with ``n`` chunks unless it already holds them."""
     vectors = synthetic_vectors(n, seed)
-    have_pg = len(await services.db.chunk_texts(WORKSPACE))
+    have_pg = len(await services.db.documents.chunk_texts(WORKSPACE))
     have_milvus = await asyncio.to_thread(services.index.count, WORKSPACE)
     if have_pg == n and have_milvus == n:
         return vectors, {"reused": True}
@@ -124,7 +124,7 @@ async def ensure_synthetic(services: Services, n: int, seed: int) -> tuple[Matri
                     embeddings=[vectors[i].tobytes() for i in ids],
                 )
             )
-        await services.db.replace_documents(WORKSPACE, docs)
+        await services.db.documents.replace_documents(WORKSPACE, docs)
         t_milvus += t2 - t1
         t_pg += time.perf_counter() - t2
     t3 = time.perf_counter()
@@ -187,7 +187,7 @@ async def component_times(
         if searcher.keywords is not None:
             searcher.keywords.search(workspace, q, pool)
             s = clock("bm25s_search", s)
-        await services.db.index_version(workspace)
+        await services.db.workspaces.index_version(workspace)
         clock("postgres_index_version", s)
     return {k: stats(v) for k, v in t.items() if v}
 

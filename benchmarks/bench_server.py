@@ -214,7 +214,7 @@ async def prepare_clapnq(
     async with open_services(Settings(data_dir=data_dir)) as services:
         log("server: making sure the ClapNQ workspace is ingested; creating API keys")
         corpus = await ensure_clapnq(services, passages, real)
-        made = [await services.db.create_api_key(CLAPNQ_WORKSPACE) for _ in range(keys)]
+        made = [await services.db.workspaces.create_api_key(CLAPNQ_WORKSPACE) for _ in range(keys)]
     return made, corpus
 
 
@@ -448,7 +448,7 @@ async def run_rss(data_dir: Path, n_chunks: int, *, seed: int, quick: bool) -> F
     async with open_services(Settings(data_dir=data_dir)) as services:
         log(f"server_rss: making sure {n_chunks} synthetic chunks are indexed")
         _, build = await ensure_synthetic(services, n_chunks, seed)
-        key = await services.db.create_api_key(WORKSPACE)
+        key = await services.db.workspaces.create_api_key(WORKSPACE)
     convs = load_conversations()
     with serving(data_dir) as (handle, _):
         startup = stack_memory(handle)

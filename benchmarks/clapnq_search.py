@@ -38,7 +38,7 @@ async def main(out: Path | None) -> dict[str, Any]:
     async with open_services(Settings()) as services:
         workspace = "mtrag-clapnq"
         await ingest_documents(services, workspace, load_corpus(DATA))
-        chunks = len(await services.db.chunk_texts(workspace))
+        chunks = len(await services.db.documents.chunk_texts(workspace))
         for q in questions:  # warm-up: loads the in-process engines once
             await services.searcher.search(workspace, q, top_k=10)
         report: dict[str, Any] = {

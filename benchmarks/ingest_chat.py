@@ -35,7 +35,8 @@ from bench_common import clapnq_documents, load_questions, log, report, stats
 from convrag.assistant import open_assistant
 from convrag.config import Settings
 from convrag.context import Context
-from convrag.documents import SourceDocument, load_path
+from convrag.documents.base import SourceDocument
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 

@@ -58,7 +58,7 @@ QUESTIONS = [
 def prepare_samples(data_dir: Path) -> str:
     """Ingest the sample documents and make an API key (in a child process)."""
     from convrag.config import Settings
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
     from convrag.services import open_services
 
@@ -66,7 +66,7 @@ def prepare_samples(data_dir: Path) -> str:
         async with open_services(Settings(data_dir=data_dir)) as services:
             for path in sorted(SAMPLES.iterdir()):
                 await ingest_documents(services, WORKSPACE, load_path(path, max_bytes=10**7))
-            return await services.db.create_api_key(WORKSPACE)
+            return await services.db.workspaces.create_api_key(WORKSPACE)
 
     return asyncio.run(go())
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from convrag.assistant import open_assistant
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.records import assurance_of
 

@@ -24,7 +24,7 @@ from typing import Any
 import convrag.ingest
 import convrag.retrieval.search
 from convrag.config import Settings
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.evaluation.documents import heading_matches
 from convrag.ingest import ingest_documents
 from convrag.services import Services, open_services
@@ -64,7 +64,8 @@ async def _score(services: Services, workspace: str, qs: list[dict[str, Any]]) -
     for q in qs:
         hits = await services.searcher.search(workspace, q["q"], top_k=10)
         rows = {
-            c.id: c for c in await services.db.get_chunks(workspace, [h.chunk_id for h in hits])
+            c.id: c
+            for c in await services.db.documents.get_chunks(workspace, [h.chunk_id for h in hits])
         }
         ranks = [
             k

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from convrag.config import Settings
-from convrag.documents import Chunker, load_path
+from convrag.documents.chunking import Chunker
+from convrag.documents.load import load_path
 from convrag.embeddings import get_embedder
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,7 +34,7 @@ from typing import Any
 
 from convrag.assistant import Assistant, open_assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.rewriting.gate import check_switches
 
@@ -118,7 +118,7 @@ async def run(without: list[str]) -> dict[str, Any]:
             await ingest_documents(bot.services, WORKSPACE, load_path(path, max_bytes=10**8))
         names = {
             str(d["id"]): Path(str(d["source"])).name
-            for d in await bot.services.db.list_documents(WORKSPACE, limit=100)
+            for d in await bot.services.db.documents.list_documents(WORKSPACE, limit=100)
         }
         strategies = ["reference", "lastturn", "convrag", *(f"without:{r}" for r in without)]
         runs = {name: await _strategy(bot, name, convos, names) for name in strategies}

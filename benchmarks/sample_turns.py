@@ -24,7 +24,7 @@ except ImportError:
 async def main():
     async with open_assistant(Settings(data_dir=Path(sys.argv[1]))) as bot:
         ws = "demo-t"
-        from convrag.documents import expand_paths, load_path
+        from convrag.documents.load import expand_paths, load_path
         from convrag.ingest import ingest_documents
 
         for f in expand_paths([Path(__file__).resolve().parents[1] / "src/convrag/sample_docs"]):

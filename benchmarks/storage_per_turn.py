@@ -30,7 +30,7 @@ from bench_common import log, report
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 
 SAMPLES = Path(__file__).resolve().parent.parent / "src" / "convrag" / "sample_docs"

@@ -38,7 +38,7 @@ from typing import Any
 
 from convrag.assistant import open_assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import delete_document, ingest_documents
 
 HERE = Path(__file__).with_name("walkthrough")
@@ -82,7 +82,7 @@ async def run(here: Path = HERE) -> dict[str, Any]:
         ids: dict[str, str] = {}
         for path in files:
             await ingest_documents(bot.services, workspace, load_path(path, max_bytes=10**7))
-        for doc in await bot.services.db.list_documents(workspace, limit=100):
+        for doc in await bot.services.db.documents.list_documents(workspace, limit=100):
             ids[Path(str(doc["source"])).name] = str(doc["id"])
         context = Context(workspace_id=workspace, llm_model="none", web_search="off")
         for convo in conversations:

@@ -190,7 +190,7 @@ def _upload_and_wait(url: str, data_dir: Path) -> None:
 
     async def create_key() -> str:
         async with Database.from_url(database_url(data_dir), max_size=1) as db:
-            return await db.create_api_key(f"ws-{uuid.uuid4().hex[:8]}")
+            return await db.workspaces.create_api_key(f"ws-{uuid.uuid4().hex[:8]}")
 
     headers = {"Authorization": f"Bearer {asyncio.run(create_key())}"}
     with httpx.Client(timeout=60) as client:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -483,7 +484,7 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
 
     @asynccontextmanager
     async def fake_stores(needs: str, settings: object) -> AsyncIterator[Opened]:
-        yield Opened(db=Keys())  # type: ignore[arg-type]
+        yield Opened(db=SimpleNamespace(workspaces=Keys()))  # type: ignore[arg-type]
 
     monkeypatch.setattr("convrag.cli.remote.opened_for", fake_stores)
     monkeypatch.setattr("convrag.cli.remote.live_record", lambda data_dir: None)

@@ -17,7 +17,7 @@ import pytest
 from convrag.assistant import Assistant, open_assistant
 from convrag.context import Context
 from convrag.conversations import delete_conversation, sweep_expired
-from convrag.documents.load import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.ids import conversation_uuid
 from convrag.ingest import ingest_documents
 from convrag.services import Services
@@ -94,7 +94,7 @@ async def test_a_sweep_deletes_the_checkpoints_of_the_thread_an_expired_one_was_
 
     assert await sweep_expired(assistant, 30) >= 1
 
-    assert not await services.db.conversation_exists(workspace, conversation_id)
+    assert not await services.db.conversations.conversation_exists(workspace, conversation_id)
     assert await _checkpoints(services, thread_id) == 0
 
 
@@ -105,7 +105,7 @@ async def test_a_run_that_ends_after_its_conversation_was_deleted_keeps_no_check
     writing its last one: the run's settling deletes it, as nothing else ever would."""
     thread_id = f"my-chat-{uuid.uuid4().hex[:8]}"
     conversation_id = await _asked_under(assistant, workspace, thread_id)
-    assert await assistant.services.db.delete_conversation(workspace, conversation_id)
+    assert await assistant.services.db.conversations.delete_conversation(workspace, conversation_id)
 
     await assistant.settle(thread_id)
 
@@ -119,7 +119,9 @@ async def test_a_delete_clears_the_memory_vectors_of_an_earlier_version_that_sea
     each answered turn, with its text: searching never returns one, and the
     conversation's delete removes them (and those of no other conversation)."""
     services = assistant.services
-    deleted, kept = [await services.db.create_conversation(workspace) for _ in range(2)]
+    deleted, kept = [
+        await services.db.conversations.create_conversation(workspace) for _ in range(2)
+    ]
     text = f"Q: {QUESTION}\nA: Employees get 25 days of annual leave per year."
     index = services.index
     chunks = await asyncio.to_thread(index.count, workspace)

@@ -76,7 +76,8 @@ def test_ingest_threads_default_to_every_core_and_must_be_positive() -> None:
 async def test_an_uploaded_file_is_read_in_a_child_process_and_its_errors_come_back(
     tmp_path: Path,
 ) -> None:
-    from convrag.documents import IngestError, load_path
+    from convrag.documents.base import IngestError
+    from convrag.documents.load import load_path
     from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
 
     good, bad = tmp_path / "leave.txt", tmp_path / "bad.jsonl"

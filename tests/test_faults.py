@@ -29,9 +29,9 @@ import pytest
 
 from convrag.api.turns import turn_id_for
 from convrag.assistant import STOPPED_TURN
-from convrag.stores.conversations import INTERRUPTED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
+from convrag.stores.turns import INTERRUPTED_TURN
 from convrag.testing.faults import PostgresOutage
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (
@@ -123,7 +123,7 @@ async def _workspace_key(stack: Stack) -> tuple[str, dict[str, str]]:
     """A new workspace and the auth headers of its API key."""
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
     async with Database.from_url(database_url(stack.data_dir), max_size=1) as db:
-        key = await db.create_api_key(workspace)
+        key = await db.workspaces.create_api_key(workspace)
     return workspace, {"Authorization": f"Bearer {key}"}
 
 

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 from convrag.assistant import open_assistant
-from convrag.documents import Chunker, IngestError, SourceDocument, load_path
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.chunking import Chunker
+from convrag.documents.load import load_path
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ingest import (
     DocumentBusy,
@@ -103,7 +105,7 @@ async def test_a_workspace_never_sees_another_workspaces_chunks(
     services: Services, workspace: str, corpus: list[Path], mode: str, engines: str
 ) -> None:
     other = workspace + "-other"
-    await services.db.ensure_workspace(other)
+    await services.db.workspaces.ensure_workspace(other)
     results = await _searcher(services, engines).search(other, "annual leave", top_k=5, mode=mode)  # type: ignore[arg-type]
     assert results == []
 
@@ -111,12 +113,12 @@ async def test_a_workspace_never_sees_another_workspaces_chunks(
 async def test_reingesting_an_unchanged_file_changes_nothing(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    before = await services.db.chunk_texts(workspace)
-    version = await services.db.index_version(workspace)
+    before = await services.db.documents.chunk_texts(workspace)
+    version = await services.db.workspaces.index_version(workspace)
     report = await _ingest(services, workspace, *corpus)
     assert report == {"added": 0, "updated": 0, "unchanged": 3, "moved": 0, "chunks_written": 0}
-    assert await services.db.chunk_texts(workspace) == before
-    assert await services.db.index_version(workspace) == version
+    assert await services.db.documents.chunk_texts(workspace) == before
+    assert await services.db.workspaces.index_version(workspace) == version
 
 
 async def test_a_moved_folder_replaces_its_documents_instead_of_adding_copies(
@@ -128,7 +130,7 @@ async def test_a_moved_folder_replaces_its_documents_instead_of_adding_copies(
     corpus[0].parent.rename(moved_dir)
     report = await _ingest(services, workspace, *(moved_dir / p.name for p in corpus))
     assert (report["moved"], report["added"]) == (3, 0)
-    documents = await services.db.list_documents(workspace)
+    documents = await services.db.documents.list_documents(workspace)
     assert sorted(str(d["source"]) for d in documents) == sorted(
         str(moved_dir / p.name) for p in corpus
     )
@@ -144,7 +146,7 @@ async def test_a_copied_file_is_added_beside_the_original(
     copy.write_bytes(corpus[1].read_bytes())
     report = await _ingest(services, workspace, copy)
     assert (report["moved"], report["added"]) == (0, 1)
-    assert len(await services.db.list_documents(workspace)) == 4
+    assert len(await services.db.documents.list_documents(workspace)) == 4
 
 
 async def test_a_changed_file_replaces_its_chunks_in_both_stores(
@@ -153,7 +155,7 @@ async def test_a_changed_file_replaces_its_chunks_in_both_stores(
     corpus[1].write_text("Leave policy: every employee now gets 30 days of paid vacation.")
     report = await _ingest(services, workspace, corpus[1])
     assert report["updated"] == 1
-    texts = [t for _, _, t in await services.db.chunk_texts(workspace)]
+    texts = [t for _, _, t in await services.db.documents.chunk_texts(workspace)]
     assert not any("25 days" in t for t in texts) and any("30 days" in t for t in texts)
     for engines in ENGINES:
         dense = await _searcher(services, engines).search(
@@ -166,12 +168,14 @@ async def test_a_changed_file_replaces_its_chunks_in_both_stores(
 async def test_deleting_a_document_leaves_no_chunk_anywhere(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    doc = await services.db.get_document_by_source(workspace, str(corpus[0].resolve()))
+    doc = await services.db.documents.get_document_by_source(workspace, str(corpus[0].resolve()))
     assert doc is not None
     assert await delete_document(services, workspace, str(doc["id"]))
     services.index.flush()
     assert services.index.chunk_ids_of_document(workspace, str(doc["id"])) == []
-    assert all(d != str(doc["id"]) for _, d, _ in await services.db.chunk_texts(workspace))
+    assert all(
+        d != str(doc["id"]) for _, d, _ in await services.db.documents.chunk_texts(workspace)
+    )
     for mode in ("dense", "bm25", "hybrid"):
         hits = await services.searcher.search(workspace, "Prasad salary", top_k=5, mode=mode)  # type: ignore[arg-type]
         assert all(h.document_id != str(doc["id"]) for h in hits)
@@ -180,7 +184,7 @@ async def test_deleting_a_document_leaves_no_chunk_anywhere(
 async def test_deleting_from_another_workspace_finds_nothing(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    doc = await services.db.get_document_by_source(workspace, str(corpus[0].resolve()))
+    doc = await services.db.documents.get_document_by_source(workspace, str(corpus[0].resolve()))
     assert doc is not None
     assert not await delete_document(services, workspace + "-other", str(doc["id"]))
     assert services.index.chunk_ids_of_document(workspace, str(doc["id"]))
@@ -219,8 +223,8 @@ async def test_pdf_chunks_never_span_pages_and_store_their_page(
     for c in chunks:
         assert c.text in doc.pages[c.page - 1]  # type: ignore[operator]
     await ingest_documents(services, workspace, [doc])
-    ids = [cid for cid, _, _ in await services.db.chunk_texts(workspace)]
-    rows = {r.text: r.page for r in await services.db.get_chunks(workspace, ids)}
+    ids = [cid for cid, _, _ in await services.db.documents.chunk_texts(workspace)]
+    rows = {r.text: r.page for r in await services.db.documents.get_chunks(workspace, ids)}
     assert rows["Short first page."] == 1 and rows["Hotels cost at most 200."] == 3
     assert sorted(rows.values()).count(2) == len(chunks) - 2
 
@@ -228,8 +232,8 @@ async def test_pdf_chunks_never_span_pages_and_store_their_page(
 async def test_chunks_of_other_formats_have_no_page(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    ids = [cid for cid, _, _ in await services.db.chunk_texts(workspace)]
-    assert [r.page for r in await services.db.get_chunks(workspace, ids)] == [None] * 3
+    ids = [cid for cid, _, _ in await services.db.documents.chunk_texts(workspace)]
+    assert [r.page for r in await services.db.documents.get_chunks(workspace, ids)] == [None] * 3
 
 
 def test_a_failed_ingest_names_the_cause_without_internal_addresses() -> None:
@@ -270,23 +274,23 @@ async def test_a_processing_document_shows_its_progress_until_it_is_ready(
     from convrag.ids import document_id_for
 
     doc_id = document_id_for(workspace, "upload:big.md")
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace, doc_id, "upload:big.md", status="processing"
     )
-    await services.db.set_document_progress(workspace, doc_id, 40, 130)
-    first = await services.db.get_document(workspace, doc_id)
-    await services.db.set_document_progress(workspace, doc_id, 60, 130)
-    row = await services.db.get_document(workspace, doc_id)
+    await services.db.documents.set_document_progress(workspace, doc_id, 40, 130)
+    first = await services.db.documents.get_document(workspace, doc_id)
+    await services.db.documents.set_document_progress(workspace, doc_id, 60, 130)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert first is not None and row is not None
     assert (row["n_chunks"], row["chunks_total"]) == (60, 130)
     # The clock starts at the first report, with the chunks a resumed ingest had then.
     assert row["progress_started_at"] == first["progress_started_at"] is not None
     assert row["progress_started_chunks"] == 40
     assert row["progress_at"] >= first["progress_at"]
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace, doc_id, "upload:big.md", status="processing"
     )
-    again = await services.db.get_document(workspace, doc_id)
+    again = await services.db.documents.get_document(workspace, doc_id)
     assert again is not None and again["progress_started_at"] is None  # a new ingest
 
 
@@ -294,19 +298,19 @@ async def test_an_uploads_chunks_move_in_its_row_slice_by_slice_and_its_pace_is_
     services: Services, workspace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
-    stored = services.db.set_document_progress
+    stored = services.db.documents.set_document_progress
     seen: list[tuple[int, int]] = []
 
     async def progress(workspace_id: str, document_id: str, done: int, total: int) -> None:
         await stored(workspace_id, document_id, done, total)
-        row = await services.db.get_document(workspace_id, document_id)
+        row = await services.db.documents.get_document(workspace_id, document_id)
         assert row is not None
         seen.append((row["n_chunks"], row["chunks_total"]))
 
-    monkeypatch.setattr(services.db, "set_document_progress", progress)
+    monkeypatch.setattr(services.db.documents, "set_document_progress", progress)
     (doc_id,) = await accept_upload(services, workspace, "rules.txt", _long_text(300).encode())
     await services.drain()
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready"
     total = row["n_chunks"]
     assert total > 8 and seen[0] == (0, total) and seen[-1] == (total, total)
@@ -370,7 +374,7 @@ async def _record_model(services: Services, workspace: str, model: str) -> None:
 async def test_ingest_records_the_embedding_model_of_the_workspace(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    _, model = await services.db.index_state(workspace)
+    _, model = await services.db.workspaces.index_state(workspace)
     assert model == services.embedder.name
 
 
@@ -393,7 +397,7 @@ async def test_a_workspace_indexed_with_another_model_refuses_ingest_and_search_
 async def test_reindex_embeds_every_chunk_again_and_records_the_services_model(
     services: Services, workspace: str, corpus: list[Path]
 ) -> None:
-    version, _ = await services.db.index_state(workspace)
+    version, _ = await services.db.workspaces.index_state(workspace)
     async with services.db.pool.connection() as conn:
         await conn.execute(  # vectors of "another model": nothing like the real ones
             "UPDATE chunks SET embedding = %s WHERE workspace_id = %s",
@@ -402,9 +406,9 @@ async def test_reindex_embeds_every_chunk_again_and_records_the_services_model(
     await _record_model(services, workspace, "local:some-other-model")
     done: list[tuple[int, int]] = []
     n = await reindex_workspace(services, workspace, progress=lambda d, t: done.append((d, t)))
-    chunks = await services.db.reindexable_chunks(workspace)
+    chunks = await services.db.workspaces.reindexable_chunks(workspace)
     assert n == len(chunks) and done[-1] == (n, n)
-    new_version, model = await services.db.index_state(workspace)
+    new_version, model = await services.db.workspaces.index_state(workspace)
     assert model == services.embedder.name and new_version > version
     hits = await services.searcher.search(workspace, "how many days of annual leave", top_k=1)
     assert "25 days" in hits[0].text and (hits[0].dense_score or 0.0) > 0.3
@@ -424,18 +428,20 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     try:
         (doc_id,) = await accept_upload(services, workspace, "rules.txt", b"Staff park on level 2.")
         await services.drain()
-        row = await services.db.get_document(workspace, doc_id)
+        row = await services.db.documents.get_document(workspace, doc_id)
         assert row is not None and row["status"] == "processing"
         assert row["error"] == STOPPED_DOCUMENT
-        (saved,) = [Path(p) for ws, p in await services.db.stopped_uploads() if ws == workspace]
+        (saved,) = [
+            Path(p) for ws, p in await services.db.documents.stopped_uploads() if ws == workspace
+        ]
         assert saved.read_bytes() == b"Staff park on level 2."  # kept to resume from
     finally:
         services.stopping.clear()
     assert await resume_stopped_uploads(services) >= 1
     await services.drain()
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
-    assert all(ws != workspace for ws, _ in await services.db.stopped_uploads())
+    assert all(ws != workspace for ws, _ in await services.db.documents.stopped_uploads())
     assert saved.is_file()  # ingested: kept as the document's original
 
 
@@ -451,7 +457,7 @@ async def test_processes_starting_together_resume_each_stopped_upload_once(
         await services.drain()
     finally:
         services.stopping.clear()
-    stopped = len(await services.db.stopped_uploads())
+    stopped = len(await services.db.documents.stopped_uploads())
     assert stopped >= 1
     resumed = await asyncio.gather(*(resume_stopped_uploads(services) for _ in range(2)))
     await services.drain()
@@ -491,13 +497,13 @@ async def test_a_shutdown_names_the_ingest_it_waits_for_and_stops_one_that_overr
         "shutting down: the ingest of rules.txt did not finish its batch in 0.2 s; stopped "
         "in the middle of it (the ingest process completes the batch in hand before it exits)",
     ]
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "processing"
     assert row["error"] == STOPPED_DOCUMENT
     monkeypatch.undo()
     assert await resume_stopped_uploads(services) >= 1
     await services.drain()
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
 
 
@@ -518,7 +524,7 @@ async def test_a_stopping_service_ends_an_ingest_at_a_slice_boundary_with_nothin
     finally:
         services.stopping.clear()
     assert slices[-1] == services.settings.ingest_slice_chunks  # one slice, then it stopped
-    assert await services.db.chunk_texts(workspace) == []
+    assert await services.db.documents.chunk_texts(workspace) == []
 
 
 async def test_a_stopped_upload_whose_file_is_gone_is_marked_failed(
@@ -530,11 +536,11 @@ async def test_a_stopped_upload_whose_file_is_gone_is_marked_failed(
         await services.drain()
     finally:
         services.stopping.clear()
-    for ws, path in await services.db.stopped_uploads():
+    for ws, path in await services.db.documents.stopped_uploads():
         if ws == workspace and path:
             Path(path).unlink()
     await resume_stopped_uploads(services)
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "failed" and "upload" in row["error"]
 
 
@@ -546,19 +552,19 @@ async def test_a_processing_document_is_deleted_only_once_no_live_ingest_could_h
     from convrag.ids import document_id_for
 
     doc_id = document_id_for(workspace, "upload:left.md")
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace, doc_id, "upload:left.md", status="processing"
     )
     with pytest.raises(DocumentBusy, match="still processing"):
         await delete_document(services, workspace, doc_id)
-    assert await services.db.get_document(workspace, doc_id) is not None
+    assert await services.db.documents.get_document(workspace, doc_id) is not None
     async with services.db.pool.connection() as conn:
         await conn.execute(
             "UPDATE documents SET updated_at = now() - %s WHERE id = %s",
             (INTERRUPTED_AFTER + timedelta(minutes=1), doc_id),
         )
     assert await delete_document(services, workspace, doc_id)
-    assert await services.db.get_document(workspace, doc_id) is None
+    assert await services.db.documents.get_document(workspace, doc_id) is None
 
 
 MANUAL = (
@@ -626,7 +632,7 @@ async def test_the_document_text_of_every_corpus_document_holds_each_listed_sent
     ]
     report = await ingest_documents(services, workspace, docs)  # one run, one flush
     for expect, doc_id in zip(expects, report.document_ids, strict=True):
-        text = normalise(await services.db.document_text(workspace, doc_id) or "")
+        text = normalise(await services.db.documents.document_text(workspace, doc_id) or "")
         broken = [
             s["text"]
             for s in json.loads(expect.read_text())["sentences"]
@@ -660,7 +666,7 @@ async def test_a_stopped_upload_resumes_after_its_last_slice_and_embeds_no_chunk
 ) -> None:
     monkeypatch.setattr(services.settings, "ingest_slice_chunks", 4)
     calls = _counting(services, monkeypatch)
-    progress = services.db.set_document_progress
+    progress = services.db.documents.set_document_progress
     reported: list[int] = []
     stopped: list[int] = []
 
@@ -671,13 +677,13 @@ async def test_a_stopped_upload_resumes_after_its_last_slice_and_embeds_no_chunk
             stopped.append(done)
             services.stopping.set()  # a shutdown at the next slice boundary
 
-    monkeypatch.setattr(services.db, "set_document_progress", stop_after_three_slices)
+    monkeypatch.setattr(services.db.documents, "set_document_progress", stop_after_three_slices)
     try:
         (doc_id,) = await accept_upload(services, workspace, "rules.txt", _long_text(300).encode())
         await services.drain()
     finally:
         services.stopping.clear()
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "processing" and row["n_chunks"] == 12
     total = row["chunks_total"]
     assert total > 20 and sum(calls) == 12
@@ -686,12 +692,12 @@ async def test_a_stopped_upload_resumes_after_its_last_slice_and_embeds_no_chunk
     reported.clear()
     assert await resume_stopped_uploads(services) >= 1
     await services.drain()
-    row = await services.db.get_document(workspace, doc_id)
+    row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == total
     assert sum(calls) == total - 12  # the 12 chunks embedded before were not embedded again
     assert reported[0] == 12  # its progress starts where it stopped, not at 0
-    assert await services.db.kept_vectors(workspace, [doc_id]) == {}  # stored: let go
-    stored = await services.db.chunk_rows(workspace)  # each chunk with its own vector
+    assert await services.db.documents.kept_vectors(workspace, [doc_id]) == {}  # stored: let go
+    stored = await services.db.documents.chunk_rows(workspace)  # each chunk with its own vector
     inputs = [embedding_input(c.title, c.heading, c.text) for c in stored]
     expected = services.embedder.embed(inputs)
     vectors = np.stack([np.frombuffer(c.embedding or b"", dtype=np.float32) for c in stored])
@@ -718,9 +724,11 @@ async def test_a_small_upload_in_another_workspace_is_ready_while_a_large_one_st
     (large,) = await accept_upload(services, large_ws, "rules.txt", _long_text(300).encode())
     await large_started.wait()
     (small,) = await accept_upload(services, small_ws, "note.txt", LEAVE.encode())
-    while (row := await services.db.get_document(small_ws, small)) and row["status"] != "ready":
+    while (row := await services.db.documents.get_document(small_ws, small)) and row[
+        "status"
+    ] != "ready":
         await asyncio.sleep(0.05)
-    large_row = await services.db.get_document(large_ws, large)
+    large_row = await services.db.documents.get_document(large_ws, large)
     assert large_row is not None and large_row["status"] == "processing"
     await services.drain()
     assert order.index("small") < len(order) - 1 - order[::-1].index("large")

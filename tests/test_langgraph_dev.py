@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from convrag.assistant import STOPPED_TURN
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
@@ -184,7 +184,7 @@ async def test_sdk_drives_a_two_turn_follow_up_through_langgraph_dev(
     state = await client.threads.get_state(thread["thread_id"])
     assert state["values"]["question"] != "INTRUDER: what is the CEO's salary?"
     # The dev server checkpointed into our Postgres and persisted the turns there.
-    turns = await services.db.all_turns(workspace, thread["thread_id"])
+    turns = await services.db.turns.all_turns(workspace, thread["thread_id"])
     assert [t.question for t in turns] == [
         "What is Prasad Chaudhari's salary?",
         "What about her basic salary?",
@@ -219,13 +219,13 @@ async def test_a_run_cancelled_or_failing_under_langgraph_dev_stores_its_turn_fa
     else:
         raise AssertionError("the run never asked the LLM for its answer")
     await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
-    turns = await services.db.turn_details(workspace, thread["thread_id"])
+    turns = await services.db.transcripts.turn_details(workspace, thread["thread_id"])
     assert [(t.question, t.status, t.error) for t in turns] == [
         ("What is Prasad Chaudhari's salary?", "failed", STOPPED_TURN)
     ]
     # A workspace embedded with another model fails the run (no fallback answers for it).
     other = f"{workspace}-m"
-    await services.db.claim_embedding_model(other, "local:some-other-model")
+    await services.db.workspaces.claim_embedding_model(other, "local:some-other-model")
     thread = await client.threads.create()
     errors = await _run_errors(
         client,
@@ -234,7 +234,7 @@ async def test_a_run_cancelled_or_failing_under_langgraph_dev_stores_its_turn_fa
         {"workspace_id": other, "llm_model": "none"},
     )
     assert errors and errors[0]["error"] == "EmbeddingMismatch", errors
-    [turn] = await services.db.turn_details(other, thread["thread_id"])
+    [turn] = await services.db.transcripts.turn_details(other, thread["thread_id"])
     assert turn.status == "failed" and turn.error is not None
     assert turn.error.startswith("EmbeddingMismatch: workspace"), turn.error
     assert "some-other-model" in turn.error

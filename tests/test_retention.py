@@ -17,11 +17,11 @@ from convrag.api.app import create_app
 from convrag.assistant import Assistant, open_assistant
 from convrag.config import Settings
 from convrag.conversations import sweep_expired, sweep_periodically
-from convrag.documents.load import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.ingest import ingest_documents
 from convrag.services import Services
-from convrag.stores.conversations import TurnStart
 from convrag.stores.database import Database
+from convrag.stores.records import TurnStart
 from tests.legacy import legacy_memory_vector
 
 QUESTION = "How many days of annual leave do employees get?"
@@ -39,12 +39,12 @@ async def _conversation(bot: Assistant, workspace: str) -> str:
     """A conversation with one answered, cited and rated turn, and the memory vector that
     versions before conversation memory's removal wrote for it."""
     services = bot.services
-    if not await services.db.list_documents(workspace):
+    if not await services.db.documents.list_documents(workspace):
         policy = SourceDocument("leave.md", "Leave", POLICY, {})
         await ingest_documents(services, workspace, [policy])
     conv = await bot.new_conversation(workspace)
     state = await bot.ask(QUESTION, conv, workspace_id=workspace)
-    await services.db.save_feedback(workspace, state["turn_id"], "up", "clear")
+    await services.db.feedback.save_feedback(workspace, state["turn_id"], "up", "clear")
     await legacy_memory_vector(services, workspace, conv, f"Q: {QUESTION}\nA: {state['answer']}")
     return conv
 
@@ -156,28 +156,30 @@ async def test_a_sweep_reads_the_ttl_from_the_settings_and_works_through_batches
     monkeypatch.setattr(
         services, "settings", services.settings.model_copy(update={"conversation_ttl_days": 7})
     )
-    convs = [await services.db.create_conversation(workspace) for _ in range(3)]
+    convs = [await services.db.conversations.create_conversation(workspace) for _ in range(3)]
     for conv in convs:
         await _age(services, conv, days=8)
     assert await sweep_expired(assistant, batch=2) >= 3
-    assert [c for c in convs if await services.db.conversation_exists(workspace, c)] == []
+    assert [
+        c for c in convs if await services.db.conversations.conversation_exists(workspace, c)
+    ] == []
 
 
 async def test_a_conversation_answering_a_new_message_is_not_expired(
     services: Services, workspace: str
 ) -> None:
-    conv = await services.db.create_conversation(workspace)
+    conv = await services.db.conversations.create_conversation(workspace)
     await _age(services, conv, days=10)
     # A message arrives: its turn starts now, the conversation's last activity stays old
     # until the answer is written.
-    await services.db.start_turn(TurnStart(workspace, conv, str(uuid.uuid4()), "Hello?"), 5)
-    expired = await services.db.expired_conversations(timedelta(days=5), limit=1000)
+    await services.db.turns.start_turn(TurnStart(workspace, conv, str(uuid.uuid4()), "Hello?"), 5)
+    expired = await services.db.conversations.expired_conversations(timedelta(days=5), limit=1000)
     assert (workspace, conv) not in expired
     async with services.db.pool.connection() as conn:
         await conn.execute("DELETE FROM conversation_turns WHERE conversation_id = %s", (conv,))
-    expired = await services.db.expired_conversations(timedelta(days=5), limit=1000)
+    expired = await services.db.conversations.expired_conversations(timedelta(days=5), limit=1000)
     assert (workspace, conv) in expired
-    assert await services.db.delete_conversation(workspace, conv)
+    assert await services.db.conversations.delete_conversation(workspace, conv)
 
 
 async def test_the_periodic_sweep_runs_at_start_and_stops_when_cancelled(
@@ -272,10 +274,12 @@ async def test_a_conversation_another_process_is_deleting_is_not_listed_as_expir
     services: Services, workspace: str
 ) -> None:
     """Every worker sweeps; one whose sweep is deleting a conversation leaves it to it."""
-    conv = await services.db.create_conversation(workspace)
+    conv = await services.db.conversations.create_conversation(workspace)
     await _age(services, conv, days=10)
     async with Database.from_url(services.database_url, max_size=1) as other:
-        assert await other.mark_deleting(workspace, conv)
-        expired = await services.db.expired_conversations(timedelta(days=5), limit=1000)
+        assert await other.conversations.mark_deleting(workspace, conv)
+        expired = await services.db.conversations.expired_conversations(
+            timedelta(days=5), limit=1000
+        )
         assert (workspace, conv) not in expired
-    assert await services.db.delete_conversation(workspace, conv)
+    assert await services.db.conversations.delete_conversation(workspace, conv)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.retrieval.search import HybridSearcher, lookup_document_content, referenced_items
 from convrag.services import Services
@@ -53,13 +53,13 @@ async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
     doc = tmp_path / "leave.md"
     doc.write_text("Every employee gets 25 days of paid annual leave per year.")
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
-    real = services.db.chunk_rows
+    real = services.db.documents.chunk_rows
 
     async def slow_rows(ws: str) -> list[IndexedChunk]:
         await asyncio.sleep(0.5)  # a big workspace: the reload outlasts the search timeout
         return await real(ws)
 
-    monkeypatch.setattr(services.db, "chunk_rows", slow_rows)
+    monkeypatch.setattr(services.db.documents, "chunk_rows", slow_rows)
     searcher = services.searcher
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.2):
@@ -67,7 +67,7 @@ async def test_a_search_that_times_out_does_not_cancel_the_index_rebuild(
     build = searcher._builds[workspace]
     await asyncio.wait_for(asyncio.shield(build), 30)
     assert not build.cancelled()
-    version = await services.db.index_version(workspace)
+    version = await services.db.workspaces.index_version(workspace)
     assert searcher.dense is not None and searcher.dense.is_current(workspace, version)
     hits = await searcher.search(workspace, "annual leave", top_k=1)
     assert "25 days" in hits[0].text
@@ -271,7 +271,7 @@ async def test_in_process_hits_carry_their_documents_title_so_no_lookup_is_neede
     doc.write_text("# Parking rules\n\nStaff park on level 2 of the north garage.")
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
     (hit,) = await services.searcher.search(workspace, "where do staff park", top_k=1)
-    stored = await services.db.get_chunks(workspace, [hit.chunk_id])
+    stored = await services.db.documents.get_chunks(workspace, [hit.chunk_id])
     assert hit.title is not None and hit.title == stored[0].title
     assert hit.page is None  # not a PDF
 

@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from convrag.api.deps import RateLimiter, encode_cursor
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services
@@ -64,7 +64,7 @@ async def tenant(services: Services, tmp_path: Path) -> dict[str, str]:
     path = tmp_path / "employee_data.txt"
     path.write_text(EMPLOYEES)
     await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    key = await services.db.create_api_key(workspace)
+    key = await services.db.workspaces.create_api_key(workspace)
     return {"workspace": workspace, "key": key}
 
 
@@ -192,7 +192,7 @@ async def test_another_workspaces_ids_give_404_on_every_route(
     base_url: str, services: Services, tenant: dict[str, str], tmp_path: Path
 ) -> None:
     other_ws = f"ws-{uuid.uuid4().hex[:10]}"
-    other = {"workspace": other_ws, "key": await services.db.create_api_key(other_ws)}
+    other = {"workspace": other_ws, "key": await services.db.workspaces.create_api_key(other_ws)}
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         resp = await client.post(
@@ -630,7 +630,7 @@ async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_fo
         await services.drain()
         assert (await client.get(url, headers=_auth(tenant))).status_code == 404
     assert services.index.chunk_ids_of_document(tenant["workspace"], doc_id) == []
-    assert await services.db.get_document(tenant["workspace"], doc_id) is None
+    assert await services.db.documents.get_document(tenant["workspace"], doc_id) is None
     assert list(uploads.rglob("*")) == []
 
 
@@ -807,7 +807,7 @@ async def _pdf_travel_tenant(services: Services, tmp_path: Path) -> dict[str, st
         )
     )
     await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    return {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    return {"workspace": workspace, "key": await services.db.workspaces.create_api_key(workspace)}
 
 
 async def test_the_page_of_a_pdf_passage_reaches_the_sources_and_the_stored_citations(
@@ -902,7 +902,7 @@ async def _travel_tenant(services: Services, tmp_path: Path) -> dict[str, str]:
         path = tmp_path / name
         path.write_text(text)
         await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    return {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    return {"workspace": workspace, "key": await services.db.workspaces.create_api_key(workspace)}
 
 
 async def test_a_follow_up_answer_is_never_replaced_by_a_less_relevant_regeneration(
@@ -943,7 +943,7 @@ async def test_this_policy_in_a_follow_up_is_answered_from_the_policy_not_the_la
         path = tmp_path / name
         path.write_text(text)
         await ingest_documents(services, workspace, load_path(path, max_bytes=10**6))
-    tenant = {"workspace": workspace, "key": await services.db.create_api_key(workspace)}
+    tenant = {"workspace": workspace, "key": await services.db.workspaces.create_api_key(workspace)}
     first, second = await _two_turns(
         base_url, tenant, "How often are backups made?", "Who do I contact about this policy?"
     )
@@ -1654,7 +1654,7 @@ async def test_a_documents_text_is_its_chunks_joined_and_reads_in_character_rang
             ]
         )
         failed_id = str(uuid.uuid4())
-        await services.db.upsert_document_status(
+        await services.db.documents.upsert_document_status(
             tenant["workspace"], failed_id, "broken.md", status="failed", error="bad bytes"
         )
         failed = await client.get(
@@ -1922,7 +1922,7 @@ async def test_a_failed_turn_is_stored_as_failed_and_its_key_runs_again(
         failed = await client.post(url, json=body, headers=headers)
         assert failed.status_code == 503
         [row] = await _turn_rows(services, conv)
-        turn = await services.db.get_turn(tenant["workspace"], conv, row["id"])
+        turn = await services.db.turns.get_turn(tenant["workspace"], conv, row["id"])
         assert turn is not None and turn.status == "failed"
         assert turn.error == "RuntimeError: simulated failure"
         monkeypatch.setattr(drafting, "extract_entities", real)
@@ -1930,7 +1930,7 @@ async def test_a_failed_turn_is_stored_as_failed_and_its_key_runs_again(
         assert again.status_code == 200 and again.json()["turn_id"] == row["id"]
         assert [r["status"] for r in await _turn_rows(services, conv)] == ["done"]
         # Another workspace's key to this conversation: 404, nothing stored.
-        other = await services.db.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
+        other = await services.db.workspaces.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
         foreign = await client.post(
             url,
             json=body,
@@ -1982,7 +1982,7 @@ async def test_a_turn_failed_by_data_the_database_refused_is_named_so_and_logged
     reason = "the database refused the turn's data (DataError)"
     assert name == "error" and error == {"code": "turn_failed", "message": reason}
     [row] = await _turn_rows(services, conv)
-    turn = await services.db.get_turn(tenant["workspace"], conv, row["id"])
+    turn = await services.db.turns.get_turn(tenant["workspace"], conv, row["id"])
     assert turn is not None and turn.status == "failed" and turn.error == reason
     logged = [r for r in caplog.records if r.name == "convrag.assistant"]
     assert len(logged) == 1 and reason in logged[0].getMessage()

@@ -25,7 +25,7 @@ import pytest
 
 from convrag.api.metrics import MULTIPROCESS_ENV
 from convrag.assistant import STOPPED_TURN
-from convrag.stores.conversations import ANSWERING
+from convrag.errors import ANSWERING
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, pid_alive
 from convrag.testing.openai_stub import OpenAIStub, Reply
@@ -145,7 +145,7 @@ def test_each_worker_names_the_stores_serve_started_for_it_embedded(cluster: Clu
 async def _key(cluster: Cluster) -> tuple[str, dict[str, str]]:
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
     async with Database.from_url(cluster.database_url, max_size=1) as db:
-        key = await db.create_api_key(workspace)
+        key = await db.workspaces.create_api_key(workspace)
     return workspace, {"Authorization": f"Bearer {key}"}
 
 
@@ -162,7 +162,7 @@ async def _upload(
     document = str(upload.json()["id"])
     async with Database.from_url(cluster.database_url, max_size=1) as db:
         for _ in range(600):
-            row = await db.get_document(workspace, document)
+            row = await db.documents.get_document(workspace, document)
             if row is not None and row["status"] != "processing":
                 break
             await asyncio.sleep(0.1)

@@ -101,7 +101,7 @@ async def run_case(
 ) -> dict[str, Any]:
     """Ingest the case's document into its own workspace and ask its question."""
     from convrag.context import Context
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
 
     workspace = f"inj-{case['id']:02d}"
@@ -115,7 +115,7 @@ async def run_case(
         if mode == "custom" and chunk.get("event") == "token":
             streamed += chunk["text"]
     state = (await assistant.graph.aget_state(assistant.config(conv))).values
-    (turn,) = await services.db.all_turns(workspace, conv)
+    (turn,) = await services.db.turns.all_turns(workspace, conv)
     prompt = str(stub.requests[-1]["messages"][-1].get("content") or "") if stub.requests else ""
     canary = CANARY.search(str(stub.requests[-1]["messages"][0].get("content") or ""))
     signature = case["signature"]

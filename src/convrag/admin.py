@@ -97,9 +97,9 @@ class Nothing(_Request):
 async def empty_note(db: Database, workspace: str) -> str | None:
     """The note that ``workspace`` holds no documents, naming those that do (most often
     the name was mistyped); None when it holds some."""
-    if await db.list_documents(workspace, limit=1):
+    if await db.documents.list_documents(workspace, limit=1):
         return None
-    known = await db.workspaces_with_documents()
+    known = await db.documents.workspaces_with_documents()
     where = f"workspaces with documents: {', '.join(known)}" if known else "none has any yet"
     return (
         f"note: workspace {workspace!r} has no documents ({where}); "
@@ -120,7 +120,7 @@ def key_json(k: ApiKeyRecord) -> Result:
 
 
 async def documents_list(opened: Opened, req: OnWorkspace) -> Result:
-    docs = await opened.db.list_documents(req.workspace)
+    docs = await opened.db.documents.list_documents(req.workspace)
     keep = ("source", "title", "status", "n_chunks")
     return {
         "documents": [{"id": str(d["id"]), **{k: d[k] for k in keep}} for d in docs],
@@ -143,19 +143,19 @@ async def search(opened: Opened, req: Search) -> Result:
 
 async def keys_create(opened: Opened, req: OnWorkspace) -> Result:
     note = await empty_note(opened.db, req.workspace)
-    return {"key": await opened.db.create_api_key(req.workspace), "note": note}
+    return {"key": await opened.db.workspaces.create_api_key(req.workspace), "note": note}
 
 
 async def keys_list(opened: Opened, req: OnWorkspace) -> Result:
-    return {"keys": [key_json(k) for k in await opened.db.list_api_keys(req.workspace)]}
+    return {"keys": [key_json(k) for k in await opened.db.workspaces.list_api_keys(req.workspace)]}
 
 
 async def keys_revoke(opened: Opened, req: RevokeKey) -> Result:
     """The keys ``req.ref`` names, and whether the one active key among them was
     revoked (nothing is revoked when it names none, or more than one active key)."""
-    matched = await opened.db.find_api_keys(req.ref, req.workspace)
+    matched = await opened.db.workspaces.find_api_keys(req.ref, req.workspace)
     active = [k for k in matched if not k.revoked]
-    revoked = len(active) == 1 and await opened.db.revoke_api_key_id(active[0].id)
+    revoked = len(active) == 1 and await opened.db.workspaces.revoke_api_key_id(active[0].id)
     return {"matched": [key_json(k) for k in (active if revoked else matched)], "revoked": revoked}
 
 
@@ -177,7 +177,7 @@ TURN_FIELDS = (
 async def ask(opened: Opened, req: Ask) -> Result:
     bot = opened.bot()
     note = await empty_note(opened.db, req.workspace)
-    if req.conversation is not None and not await opened.db.conversation_exists(
+    if req.conversation is not None and not await opened.db.conversations.conversation_exists(
         req.workspace, req.conversation
     ):
         raise ValueError(

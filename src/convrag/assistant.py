@@ -29,7 +29,7 @@ from convrag.ids import DEFAULT_WORKSPACE, check_id, conversation_uuid
 from convrag.records import Citation
 from convrag.services import Services, open_services
 from convrag.state import Classification, InputState, RewriteMethod, State
-from convrag.stores.conversations import TurnRecord
+from convrag.stores.records import TurnRecord
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class Assistant:
         """A new conversation of ``workspace_id``; its id, for :meth:`ask` and :meth:`stream`.
         A workspace id that a run would refuse is refused here (``ValueError``)."""
         check_id(workspace_id)
-        return await self.services.db.create_conversation(workspace_id)
+        return await self.services.db.conversations.create_conversation(workspace_id)
 
     @staticmethod
     def config(conversation_id: str) -> RunnableConfig:
@@ -145,10 +145,10 @@ class Assistant:
         db = self.services.db
         conversation_id = conversation_uuid(conversation_id)
         try:
-            turn = await db.get_turn(workspace_id, conversation_id, turn_id)
+            turn = await db.turns.get_turn(workspace_id, conversation_id, turn_id)
             if turn is None or turn.status != "done":
                 return None
-            citations = await db.citations(workspace_id, turn.id) or []
+            citations = await db.transcripts.citations(workspace_id, turn.id) or []
         except Exception:
             log.warning("reading turn %s back after its run failed did not work", turn_id)
             return None
@@ -182,7 +182,7 @@ class Assistant:
         else:
             log.error("turn %s failed: %s", turn_id, reason, exc_info=exc)
         try:
-            await self.services.db.fail_turn(workspace_id, turn_id, reason)
+            await self.services.db.turns.fail_turn(workspace_id, turn_id, reason)
         except Exception:
             log.warning("marking turn %s failed did not work", turn_id, exc_info=True)
 
@@ -201,7 +201,7 @@ class Assistant:
         the thread, and nothing would ever delete it."""
         db = self.services.db
         conversation_id = conversation_uuid(thread_id)
-        if not await db.departing_conversations([conversation_id]):
+        if not await db.conversations.departing_conversations([conversation_id]):
             return False
         await db.delete_checkpoints(conversation_id)
         if thread_id != conversation_id:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from convrag.documents import Chunk, Chunker, SourceDocument
+from convrag.documents.base import SourceDocument
+from convrag.documents.chunking import Chunk, Chunker
 from convrag.ids import chunk_id_for
 from convrag.stores.documents import DocumentWrite
 

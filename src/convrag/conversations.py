@@ -52,19 +52,19 @@ async def delete_conversation(
 
     Several processes may share the database, so the delete first marks the
     conversation in it (:meth:`~convrag.stores.conversations.ConversationStore.mark_deleting`):
-    :class:`~convrag.stores.conversations.ConversationInUse` when any of them is
+    :class:`~convrag.errors.ConversationInUse` when any of them is
     answering a message in it, or deleting it already; and from then on, no turn starts
     in it anywhere, which would write checkpoints again after they were
     cleared and, once answered, bring the conversation back. A delete that fails midway
     takes its mark back.
     """
     services = assistant.services
-    if not await services.db.mark_deleting(workspace_id, conversation_id):
+    if not await services.db.conversations.mark_deleting(workspace_id, conversation_id):
         return False
     try:
         await asyncio.to_thread(services.index.delete_conversation, workspace_id, conversation_id)
         await services.db.delete_checkpoints(conversation_id)
-        return await services.db.delete_conversation(workspace_id, conversation_id)
+        return await services.db.conversations.delete_conversation(workspace_id, conversation_id)
     except BaseException:
         await asyncio.shield(_unmark(assistant, workspace_id, conversation_id))
         raise
@@ -74,7 +74,7 @@ async def _unmark(assistant: Assistant, workspace_id: str, conversation_id: str)
     """Take back a failed delete's mark; when that fails too (the database is down), the
     mark stops counting by itself (with this process, or after its time)."""
     try:
-        await assistant.services.db.unmark_deleting(workspace_id, conversation_id)
+        await assistant.services.db.conversations.unmark_deleting(workspace_id, conversation_id)
     except Exception:
         log.warning("clearing the delete mark of %s failed", conversation_id, exc_info=True)
 
@@ -99,7 +99,9 @@ async def sweep_expired(
     deleted = 0
     try:
         while True:
-            expired = await assistant.services.db.expired_conversations(older_than, limit=batch)
+            expired = await assistant.services.db.conversations.expired_conversations(
+                older_than, limit=batch
+            )
             skipped = 0
             for workspace_id, conversation_id in expired:
                 try:

@@ -54,7 +54,7 @@ class ConversationBusy(Exception):
 class TurnConflict(Exception):
     """The caller's turn id names a turn that is already answered or still being
     answered by another run: this run must not answer it again. ``status`` is that
-    turn's (:data:`~convrag.stores.conversations.TurnStatus`)."""
+    turn's (:data:`~convrag.stores.records.TurnStatus`)."""
 
     def __init__(self, turn_id: str, status: str | None) -> None:
         super().__init__(

@@ -26,20 +26,16 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from convrag.context import Context
-from convrag.nodes import (
-    check_repetition,
-    load_history,
-    persist,
-    regenerate,
-    retrieve_documents,
-    retrieve_vectors,
-    rewrite,
-    synthesize,
-    web_search,
-)
+from convrag.nodes.check_repetition import check_repetition
+from convrag.nodes.load_history import load_history
+from convrag.nodes.persist import persist
 from convrag.nodes.policy import NodeFn, NodePolicy, apply_policy
-from convrag.nodes.synthesize import retrieves
-from convrag.nodes.web_search import search_failed
+from convrag.nodes.regenerate import regenerate
+from convrag.nodes.retrieve_documents import retrieve_documents
+from convrag.nodes.retrieve_vectors import retrieve_vectors
+from convrag.nodes.rewrite import rewrite
+from convrag.nodes.synthesize import retrieves, synthesize
+from convrag.nodes.web_search import search_failed, web_search
 from convrag.services import Services
 from convrag.state import InputState, State
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convrag.chunk_writes import document_writes
-from convrag.documents import Chunker, IngestError, SourceDocument
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.chunking import Chunker
 from convrag.embeddings import EmbeddingMismatch, Matrix
 from convrag.ids import check_id, document_id_for
 from convrag.records import section_path
@@ -101,7 +102,7 @@ async def ingest_documents(
     ``chunk_progress`` with (document id, chunks embedded, chunks in all) as embedding
     goes, ``settings.ingest_slice_chunks`` at a time (see :func:`_embed_in_slices`)."""
     check_id(workspace_id)
-    model = await services.db.claim_embedding_model(workspace_id, services.embedder.name)
+    model = await services.db.workspaces.claim_embedding_model(workspace_id, services.embedder.name)
     if model != services.embedder.name:
         raise EmbeddingMismatch(workspace_id, model, services.embedder.name)
     settings = services.settings
@@ -137,7 +138,9 @@ async def _ingest_batch(
     """Ingest one batch of documents (distinct sources), counted in ``report``: the
     changed ones chunked, embedded and stored, and the documents of files they moved
     from deleted."""
-    existing = await services.db.existing_documents(workspace_id, [d.source for d in batch])
+    existing = await services.db.documents.existing_documents(
+        workspace_id, [d.source for d in batch]
+    )
     changed = _changed_documents(workspace_id, batch, existing, report)
     writes: list[DocumentWrite] = []
     # Where bulk embedding runs (a child process by default): chunking a large
@@ -222,7 +225,7 @@ async def _store_writes(
             await asyncio.to_thread(
                 _delete_stale, services.index, workspace_id, w.document_id, keep
             )
-    await services.db.replace_documents(workspace_id, writes)
+    await services.db.documents.replace_documents(workspace_id, writes)
     return len(rows)
 
 
@@ -243,7 +246,7 @@ async def _moved_files(
         if doc.source not in existing and read_from_file(doc.source, doc.metadata)
     }
     moved: dict[str, list[str]] = {}
-    for row in await services.db.documents_with_content(workspace_id, list(new)):
+    for row in await services.db.documents.documents_with_content(workspace_id, list(new)):
         if await file_gone(row):
             moved.setdefault(new[row["content_hash"]], []).append(str(row["id"]))
     return moved
@@ -329,7 +332,7 @@ async def _embed_in_slices(
     ingest resumes after its last slice, and its progress starts there."""
     model = services.embedder.name
     keys = [input_hash(model, t) for t in texts]
-    kept = await services.db.kept_vectors(workspace_id, list(progress.total))
+    kept = await services.db.documents.kept_vectors(workspace_id, list(progress.total))
     out = np.zeros((len(texts), services.embedder.dim), np.float32)
     resumed = [i for i, key in enumerate(keys) if key in kept]
     for i in resumed:
@@ -352,7 +355,7 @@ async def _embed_in_slices(
             _check_running(services)  # it may have waited for its turn
             vectors = await services.bulk.embed([texts[i] for i in part])
         out[part] = vectors
-        await services.db.keep_vectors(
+        await services.db.documents.keep_vectors(
             workspace_id,
             [
                 (progress.owners[i], keys[i], v.tobytes())
@@ -379,7 +382,7 @@ async def reindex_workspace(
     mixing two models' vectors silently) and running it again finishes the job.
     """
     check_id(workspace_id)
-    chunks = await services.db.reindexable_chunks(workspace_id)
+    chunks = await services.db.workspaces.reindexable_chunks(workspace_id)
     for start in range(0, len(chunks), REINDEX_BATCH):
         part = chunks[start : start + REINDEX_BATCH]
         vectors = await services.bulk.embed([embedding_input(t, h, x) for *_, x, t, h in part])
@@ -389,11 +392,11 @@ async def reindex_workspace(
         ]
         await asyncio.to_thread(services.index.upsert, workspace_id, rows)
         blobs = [(cid, vec.tobytes()) for (cid, *_), vec in zip(part, vectors, strict=True)]
-        await services.db.store_reindexed(workspace_id, blobs)
+        await services.db.workspaces.store_reindexed(workspace_id, blobs)
         if progress is not None:
             progress(start + len(part), len(chunks))
     await asyncio.to_thread(services.index.flush)
-    await services.db.store_reindexed(workspace_id, [], services.embedder.name)
+    await services.db.workspaces.store_reindexed(workspace_id, [], services.embedder.name)
     return len(chunks)
 
 
@@ -442,18 +445,18 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
     died (an ingest records its progress after every slice of chunks it embeds) and is
     deleted, as restart recovery would mark it failed.
     """
-    row = await services.db.get_document(workspace_id, document_id)
+    row = await services.db.documents.get_document(workspace_id, document_id)
     if row is None:
         return False
     if row["status"] == "processing" and datetime.now(UTC) - row["updated_at"] < INTERRUPTED_AFTER:
         raise DocumentBusy(document_id)
     await asyncio.to_thread(services.index.delete_document, workspace_id, document_id)
-    deleted = await services.db.delete_document(workspace_id, document_id)
+    deleted = await services.db.documents.delete_document(workspace_id, document_id)
     if deleted:
         # ``metadata.path``: the saved file of an upload stored before files were
         # removed at the end of their ingest.
         for uploaded in ((row.get("metadata") or {}).get("path"), row.get("upload_path")):
-            if uploaded and not await services.db.upload_in_use(workspace_id, uploaded):
+            if uploaded and not await services.db.documents.upload_in_use(workspace_id, uploaded):
                 await asyncio.to_thread(remove_upload, services.settings.data_dir, Path(uploaded))
     return deleted
 

@@ -78,7 +78,7 @@ async def fail_unanswered_turns(services: Services, exc: BaseException) -> None:
     stopped = isinstance(exc, (UserInterrupt, UserRollback))
     reason = STOPPED_TURN if stopped else failure_reason(exc)
     try:
-        failed = await services.db.fail_own_turns(reason)
+        failed = await services.db.turns.fail_own_turns(reason)
     except Exception:
         log.warning(
             "marking the turn of a run that ended unanswered failed did not work", exc_info=True

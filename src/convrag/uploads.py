@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convrag.documents import IngestError, SourceDocument, load_path
+from convrag.documents.base import IngestError, SourceDocument
+from convrag.documents.load import load_path
 from convrag.embeddings import ChildDied
 from convrag.ids import check_id, document_id_for
 from convrag.ingest import (
@@ -75,7 +76,7 @@ async def resume_stopped_uploads(services: Services) -> int:
     taken up instead of ingesting it a second time beside the first."""
     resumed = 0
     async with services.db.exclusive(RESUME_LOCK):
-        for workspace_id, upload_path in await services.db.stopped_uploads():
+        for workspace_id, upload_path in await services.db.documents.stopped_uploads():
             path = Path(upload_path) if upload_path else None
             try:
                 if path is None or not path.is_file():
@@ -83,7 +84,7 @@ async def resume_stopped_uploads(services: Services) -> int:
                 await _ingest_saved(services, workspace_id, path)
                 resumed += 1
             except IngestError:
-                await services.db.fail_stopped_uploads(workspace_id, upload_path)
+                await services.db.documents.fail_stopped_uploads(workspace_id, upload_path)
                 if path is not None:
                     await asyncio.to_thread(remove_upload, services.settings.data_dir, path)
     if resumed:
@@ -105,13 +106,13 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     ids = list(dict.fromkeys(document_id_for(workspace_id, d.source) for d in docs))
     replaced = {
         str(row["upload_path"])
-        for row in await services.db.get_documents(workspace_id, ids)
+        for row in await services.db.documents.get_documents(workspace_id, ids)
         if row.get("upload_path") and row["upload_path"] != str(path)
     }
 
     async def mark(status: str, error: str | None = None) -> None:
         for d in docs:
-            await services.db.upsert_document_status(
+            await services.db.documents.upsert_document_status(
                 workspace_id,
                 document_id_for(workspace_id, d.source),
                 d.source,
@@ -124,23 +125,23 @@ async def _ingest_saved(services: Services, workspace_id: str, path: Path) -> li
     await mark("processing")
 
     async def progress(document_id: str, done: int, total: int) -> None:
-        await services.db.set_document_progress(workspace_id, document_id, done, total)
+        await services.db.documents.set_document_progress(workspace_id, document_id, done, total)
 
     async def run() -> None:
         try:
             await ingest_documents(services, workspace_id, docs, chunk_progress=progress)
         except IngestStopped:  # the next start takes it up again, from the saved file
-            await services.db.mark_stopped(workspace_id, ids)
+            await services.db.documents.mark_stopped(workspace_id, ids)
             return
         except asyncio.CancelledError:  # a shutdown that did not wait for the batch
-            await asyncio.shield(services.db.mark_stopped(workspace_id, ids))
+            await asyncio.shield(services.db.documents.mark_stopped(workspace_id, ids))
             raise
         except Exception as exc:  # recorded on the document, readable by the client
             await mark("failed", error=failure_reason(exc))
             await asyncio.to_thread(remove_upload, settings.data_dir, path)
             return
         for old in replaced:  # an upload of the same name replaced this original
-            if not await services.db.upload_in_use(workspace_id, old):
+            if not await services.db.documents.upload_in_use(workspace_id, old):
                 await asyncio.to_thread(remove_upload, settings.data_dir, Path(old))
 
     services.spawn(run(), ingest_of=path.name)
@@ -195,7 +196,7 @@ async def _originals(services: Services, workspace_id: str) -> tuple[dict[str, b
     and the sources of those whose original is gone."""
     found: dict[str, bool] = {}
     missing: list[str] = []
-    for row in await services.db.list_documents(workspace_id):
+    for row in await services.db.documents.list_documents(workspace_id):
         upload = row.get("upload_path")
         from_file = read_from_file(str(row["source"]), row.get("metadata"))
         path = upload or (str(row["source"]) if from_file else None)
@@ -239,7 +240,7 @@ async def missing_files(services: Services, workspace_id: str) -> list[tuple[str
     is known by its ``_id``, not by its file, and an HTTP upload lives under the data
     directory."""
     missing: list[tuple[str, str]] = []
-    for row in await services.db.list_documents(workspace_id):
+    for row in await services.db.documents.list_documents(workspace_id):
         if await file_gone(row):
             missing.append((str(row["id"]), str(row["source"])))
     return sorted(missing, key=lambda m: m[1])

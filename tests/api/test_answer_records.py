@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from convrag.api.schemas import TurnOut
-from convrag.api.turns import done_event, stored_answer
+from convrag.api.turn_replies import done_event, stored_answer
 from convrag.records import TurnMetadata
-from convrag.stores.conversations import TurnRecord
+from convrag.stores.records import TurnRecord
 
 
 def _turn(flags: dict[str, bool]) -> TurnRecord:

@@ -34,7 +34,8 @@ import pytest
 
 from convrag.api.routers.ui import STATIC_DIR
 from convrag.services import Services
-from convrag.stores.conversations import INTERRUPTED_TURN, TurnStart
+from convrag.stores.records import TurnStart
+from convrag.stores.turns import INTERRUPTED_TURN
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import stub_llm, use_stub_llm
 
@@ -620,11 +621,11 @@ async def test_the_chat_page_shows_an_interrupted_turn_an_llm_fallback_and_wraps
     workspace = tenant["workspace"]
     conversation_id = str(uuid.uuid4())
     turn_id = str(uuid.uuid4())
-    started = await services.db.start_turn(
+    started = await services.db.turns.start_turn(
         TurnStart(workspace, conversation_id, turn_id, "What is John Doe's position?"), limit=5
     )
     assert started is not None and started.started
-    assert await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+    assert await services.db.turns.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
     # Every LLM call fails (HTTP 500): the answer falls back to quoting the documents.
     async with OpenAIStub(default=Reply(status=500, error_message="stub down")) as stub:
         use_stub_llm(services, monkeypatch, stub.base_url)
@@ -745,14 +746,14 @@ async def test_the_documents_list_shows_each_status_and_deleting_an_upload_remov
     _require_browser()
     workspace = tenant["workspace"]
     made = ListedDocuments(processing_id=str(uuid.uuid4()), broken_id=str(uuid.uuid4()))
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace,
         made.processing_id,
         "upload:still-embedding.md",
         status="processing",
         title=STILL_EMBEDDING,
     )
-    await services.db.upsert_document_status(
+    await services.db.documents.upsert_document_status(
         workspace,
         made.broken_id,
         "upload:broken-scan.pdf",
@@ -762,8 +763,8 @@ async def test_the_documents_list_shows_each_status_and_deleting_an_upload_remov
     )
     await asyncio.to_thread(_drive_documents, base_url, tenant["key"], made)
     assert made.uploaded_id
-    assert await services.db.get_document(workspace, made.uploaded_id) is None
-    kept = await services.db.get_document(workspace, made.processing_id)
+    assert await services.db.documents.get_document(workspace, made.uploaded_id) is None
+    kept = await services.db.documents.get_document(workspace, made.processing_id)
     assert kept is not None and kept["status"] == "processing"
 
 
@@ -959,7 +960,7 @@ async def test_stop_ends_a_slow_answer_keeps_its_part_marked_stopped_and_the_nex
     conversation_id = await _drive_answered_by(
         replies, _drive_stop, base_url, tenant, services, monkeypatch
     )
-    turns = await services.db.turn_details(tenant["workspace"], conversation_id)
+    turns = await services.db.transcripts.turn_details(tenant["workspace"], conversation_id)
     assert [(t.question, t.status, t.error) for t in turns] == [
         (SLOW_QUESTION, "failed", STOPPED_TURN),
         (NEXT_QUESTION, "done", None),
@@ -1219,7 +1220,7 @@ async def test_an_answer_links_http_urls_in_a_new_tab_while_a_javascript_link_st
     services: Services,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from convrag.documents import SourceDocument
+    from convrag.documents.base import SourceDocument
     from convrag.ingest import ingest_documents
 
     _require_browser()
@@ -1283,7 +1284,7 @@ async def test_quotes_and_document_texts_of_the_reading_corpus_show_whole_senten
 ) -> None:
     import json
 
-    from convrag.documents import load_path
+    from convrag.documents.load import load_path
     from convrag.ingest import ingest_documents
 
     _require_browser()

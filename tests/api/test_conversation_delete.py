@@ -88,19 +88,21 @@ async def test_a_message_whose_conversation_is_deleted_before_its_turn_starts_le
     """The route found the conversation, then another worker deleted it before the turn
     stored the question: the turn is refused (404), and the checkpoint LangGraph writes
     when a run ends on an error must not stay behind for a conversation nobody has."""
-    exists = services.db.conversation_exists
+    exists = services.db.conversations.conversation_exists
     deleted: list[str] = []
 
     async def then_deleted(workspace_id: str, conversation_id: str) -> bool:
         found = await exists(workspace_id, conversation_id)
         if found and conversation_id == conv and not deleted:  # deleted elsewhere, now
             deleted.append(conversation_id)
-            assert await services.db.delete_conversation(workspace_id, conversation_id)
+            assert await services.db.conversations.delete_conversation(
+                workspace_id, conversation_id
+            )
         return found
 
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
-        monkeypatch.setattr(services.db, "conversation_exists", then_deleted)
+        monkeypatch.setattr(services.db.conversations, "conversation_exists", then_deleted)
         sent = await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",
             json={"content": "What is Prasad Chaudhari's salary?"},

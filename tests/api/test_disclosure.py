@@ -31,7 +31,7 @@ async def test_a_file_ingested_on_the_server_is_listed_by_its_name_not_its_path(
     assert sorted(d["source"] for d in listed) == ["employee_data.txt", "travel.md"]
     assert one["source"] == "travel.md"
     assert str(tmp_path) not in str(listed)
-    stored = await services.db.get_document(tenant["workspace"], travel["id"])
+    stored = await services.db.documents.get_document(tenant["workspace"], travel["id"])
     assert stored is not None and stored["source"] == str(nested / "travel.md")
 
 

@@ -17,7 +17,7 @@ from convrag.api.errors import (
     INTERNAL_FAILURE,
     VECTOR_INDEX_DOWN,
 )
-from convrag.documents.load import size_text
+from convrag.documents.base import size_text
 from convrag.services import Services
 
 
@@ -36,7 +36,7 @@ async def test_a_database_outage_is_a_retryable_503_with_a_json_body(
     async def down(*_: object, **__: object) -> None:
         raise failure
 
-    monkeypatch.setattr(services.db, "list_documents", down)
+    monkeypatch.setattr(services.db.documents, "list_documents", down)
     async with httpx.AsyncClient(timeout=30) as client:
         resp = await client.get(
             f"{base_url}/v1/documents", headers={"Authorization": f"Bearer {tenant['key']}"}
@@ -72,7 +72,7 @@ async def test_a_failed_turns_503_gives_a_plain_reason_and_the_fix_not_an_except
         conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
             "conversation_id"
         ]
-        monkeypatch.setattr(services.db, "complete_turn", down)
+        monkeypatch.setattr(services.db.turns, "complete_turn", down)
         resp = await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",
             json={"content": "What is Prasad Chaudhari's salary?"},
@@ -94,7 +94,7 @@ async def test_a_json_turn_that_loses_the_database_midway_is_a_retryable_503(
         conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
             "conversation_id"
         ]
-        monkeypatch.setattr(services.db, "complete_turn", down)  # the turn starts, then fails
+        monkeypatch.setattr(services.db.turns, "complete_turn", down)  # the turn starts, then fails
         resp = await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",
             json={"content": "What is Prasad Chaudhari's salary?"},
@@ -117,8 +117,8 @@ async def test_a_full_disk_is_a_503_that_says_so_for_a_route_and_for_a_turn(
         conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
             "conversation_id"
         ]
-        monkeypatch.setattr(services.db, "list_documents", full)
-        monkeypatch.setattr(services.db, "complete_turn", full)
+        monkeypatch.setattr(services.db.documents, "list_documents", full)
+        monkeypatch.setattr(services.db.turns, "complete_turn", full)
         listed = await client.get(f"{base_url}/v1/documents", headers=auth)
         asked = await client.post(
             f"{base_url}/v1/conversations/{conv}/messages",

@@ -23,7 +23,7 @@ async def test_a_message_to_another_workspaces_conversation_leaves_its_thread_un
     under A's checkpoint thread (where A's Studio would show it, and a resumed run would
     answer it as A's question)."""
     other_ws = f"ws-{uuid.uuid4().hex[:10]}"
-    other = {"workspace": other_ws, "key": await services.db.create_api_key(other_ws)}
+    other = {"workspace": other_ws, "key": await services.db.workspaces.create_api_key(other_ws)}
     async with httpx.AsyncClient(timeout=30) as client:
         conv = await _conversation(client, base_url, tenant)
         asked = await client.post(

@@ -33,7 +33,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from tests.graph.conftest import EMPLOYEES
@@ -175,12 +175,14 @@ async def test_every_operation_answers_documented_statuses_and_schemas(
     loop = asyncio.get_running_loop()
 
     def new_key() -> str:
-        future = asyncio.run_coroutine_threadsafe(services.db.create_api_key(workspace), loop)
+        future = asyncio.run_coroutine_threadsafe(
+            services.db.workspaces.create_api_key(workspace), loop
+        )
         key: Any = future.result(timeout=30)
         return str(key)
 
     known = await _known_ids(
-        services, workspace, await services.db.create_api_key(workspace), base, tmp_path
+        services, workspace, await services.db.workspaces.create_api_key(workspace), base, tmp_path
     )
     # Schemathesis's calls block; the server runs on this event loop, so they run in a
     # worker thread.
@@ -191,7 +193,7 @@ async def test_every_operation_answers_documented_statuses_and_schemas(
 async def test_an_unparsable_body_is_refused_saying_what_is_wrong_with_it(
     base_url: str, services: Services
 ) -> None:
-    key = await services.db.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
+    key = await services.db.workspaces.create_api_key(f"ws-{uuid.uuid4().hex[:10]}")
     auth = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=base_url, headers=auth, timeout=30) as client:
         not_utf8 = await client.post(

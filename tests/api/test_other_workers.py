@@ -22,9 +22,9 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from convrag.assistant import STOPPED_TURN
+from convrag.errors import ANSWERING, BEING_DELETED
 from convrag.server import create_app
 from convrag.services import Services
-from convrag.stores.conversations import ANSWERING, BEING_DELETED
 from convrag.stores.database import Database
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.conftest import checkpoint_count, stub_llm

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from convrag.documents import Chunker, SourceDocument, load_path
+from convrag.documents.base import SourceDocument
+from convrag.documents.chunking import Chunker
+from convrag.documents.load import load_path
 from convrag.services import Services
 from tests.documents.samples import write
 
 
 def test_long_documents_are_chunked_with_positions(services: Services, docs_dir: Path) -> None:
-    from convrag.documents import Chunker
+    from convrag.documents.chunking import Chunker
 
     text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(400))
     p = write(docs_dir, "long.txt", text)
@@ -90,7 +92,8 @@ def test_a_text_that_fits_in_one_chunk_is_that_chunk_unchanged(text: str) -> Non
 
 
 def test_chunks_keep_to_a_section_and_carry_its_heading_path() -> None:
-    from convrag.documents import Chunker, SourceDocument
+    from convrag.documents.base import SourceDocument
+    from convrag.documents.chunking import Chunker
 
     text = (
         "# Spec\n\nIntro.\n\n## 2 Rules\n\n### 2.12 Checking order\n\nCheck the name first."

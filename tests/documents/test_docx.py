@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from convrag.documents import IngestError, load_path
+from convrag.documents.base import IngestError
+from convrag.documents.load import load_path
 from tests.documents.samples import docx_bytes
 
 

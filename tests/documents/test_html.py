@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from tests.documents.samples import write
 
 FAQ_HTML = """<!doctype html>

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from convrag.documents import IngestError, expand_paths, load_path
+from convrag.documents.base import IngestError
+from convrag.documents.load import expand_paths, load_path
 from convrag.services import Services
 from tests.documents.samples import docx_bytes, pdf_bytes, write
 
@@ -100,7 +101,7 @@ async def test_bad_input_fails_clearly_and_leaves_stores_untouched(
     with pytest.raises(IngestError, match=re.escape(message)) as info:
         load_path(path, max_bytes=services.settings.max_file_bytes)
     assert name in str(info.value)
-    assert await services.db.chunk_texts(workspace) == []
+    assert await services.db.documents.chunk_texts(workspace) == []
 
 
 def test_a_50mb_file_is_refused_with_the_limit_named(docs_dir: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from convrag.assistant import Assistant, open_assistant
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub
@@ -44,7 +44,7 @@ async def seeded(services: Services, workspace: str, tmp_path: Path) -> str:
 
 
 async def doc_id(services: Services, workspace: str, name: str) -> str:
-    for d in await services.db.list_documents(workspace):
+    for d in await services.db.documents.list_documents(workspace):
         if str(d["source"]).endswith(name):
             return str(d["id"])
     raise AssertionError(f"{name} not ingested")

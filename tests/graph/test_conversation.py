@@ -39,9 +39,9 @@ async def test_her_basic_salary_cites_the_employee_doc_after_one_regeneration(
     employee = await doc_id(services, seeded, "employee_data.txt")
     assert second["citations"] and second["citations"][0]["document_id"] == employee
     assert second["anchor_document_ids"] == [employee]
-    turns = await services.db.all_turns(seeded, conv)
+    turns = await services.db.turns.all_turns(seeded, conv)
     assert [t.contextualized_query for t in turns][1] == second["rewritten_query"]
-    stored = await services.db.citations(seeded, turns[1].id)
+    stored = await services.db.transcripts.citations(seeded, turns[1].id)
     assert stored and stored[0]["document_id"] == employee
 
 
@@ -245,7 +245,7 @@ async def test_an_llm_failure_during_synthesis_gives_the_flagged_extractive_answ
     # The error's type and status, never the provider's own words.
     why = state["flags"]["extractive_fallback"]
     assert why.startswith("error: ") and why.endswith(" (HTTP 500)") and "boom" not in why
-    turns = await services.db.all_turns(seeded, conv)
+    turns = await services.db.turns.all_turns(seeded, conv)
     assert turns[-1].metadata.flags["extractive_fallback"]
 
 
@@ -262,9 +262,9 @@ async def test_unresolved_citation_markers_are_removed_and_never_stored(
     )
     assert state["answer"] == "Basic is $80,000 [1] and bonus."
     assert state["flags"]["unresolved_markers"] == 1
-    turn = (await services.db.all_turns(seeded, conv))[-1]
+    turn = (await services.db.turns.all_turns(seeded, conv))[-1]
     assert "[9]" not in turn.answer
-    stored = await services.db.citations(seeded, turn.id)
+    stored = await services.db.transcripts.citations(seeded, turn.id)
     assert [c["marker"] for c in stored or []] == ["[1]"]
 
 
@@ -291,7 +291,7 @@ async def test_the_regenerate_loop_stops_at_its_bound_and_flags_the_turn(
     ]
     assert len(exclusion_prompts) == 2
     assert "Netflix" in str(exclusion_prompts[0]["messages"][-1]["content"])
-    turn = (await services.db.all_turns(seeded, conv))[-1]
+    turn = (await services.db.turns.all_turns(seeded, conv))[-1]
     assert turn.repetition_detected
 
 
@@ -337,7 +337,7 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
         await assistant.ask(
             "What is Prasad Chaudhari's basic salary?", conv, workspace_id=seeded, context=ctx
         )
-    assert await services.db.all_turns(seeded, conv) == []
+    assert await services.db.turns.all_turns(seeded, conv) == []
     snapshot = await assistant.graph.aget_state(assistant.config(conv))  # type: ignore[arg-type]
     assert snapshot.next == ("synthesize",)
     resumed = await assistant.graph.ainvoke(
@@ -359,7 +359,7 @@ async def test_a_run_that_crashed_inside_synthesize_resumes_without_a_duplicate_
 
     again = await persist(resumed, _Rt())  # type: ignore[arg-type]
     assert again["persisted"] is False
-    turns = await services.db.all_turns(seeded, conv)
+    turns = await services.db.turns.all_turns(seeded, conv)
     assert len(turns) == 1 and turns[0].id == resumed["turn_id"]
 
 
@@ -385,8 +385,8 @@ async def test_a_conversation_of_another_workspace_is_refused_by_the_graph(
     # The request's fault, not the service's: logged once, without a traceback.
     logged = [r for r in caplog.records if r.name == "convrag.assistant"]
     assert logged and all(r.levelno < logging.WARNING and not r.exc_info for r in logged)
-    assert len(await services.db.all_turns(seeded, conv)) == 1
-    assert await services.db.all_turns(other, conv) == []
+    assert len(await services.db.turns.all_turns(seeded, conv)) == 1
+    assert await services.db.turns.all_turns(other, conv) == []
 
 
 async def test_an_answered_turn_writes_nothing_to_the_vector_index(
@@ -425,7 +425,7 @@ async def test_an_llm_model_that_cannot_be_built_falls_back_instead_of_failing_t
     assert state["flags"]["rewrite_fallback"] == "error: ValueError"
     assert state["flags"]["extractive_fallback"] == "error: ValueError"
     assert "$80,000" in state["answer"]
-    assert [t.status for t in await services.db.all_turns(seeded, conv)] == ["done", "done"]
+    assert [t.status for t in await services.db.turns.all_turns(seeded, conv)] == ["done", "done"]
 
 
 async def test_nul_bytes_and_lone_surrogates_in_the_llm_answer_are_dropped_not_fatal(
@@ -441,7 +441,7 @@ async def test_nul_bytes_and_lone_surrogates_in_the_llm_answer_are_dropped_not_f
     )
     assert state["answer"] == "Her basic salary is $80,000 [1]."
     assert "extractive_fallback" not in state["flags"]
-    [turn] = await services.db.all_turns(seeded, conv)
+    [turn] = await services.db.turns.all_turns(seeded, conv)
     assert turn.answer == state["answer"]
 
 
@@ -474,7 +474,7 @@ async def test_a_stream_stopped_early_fails_its_turn_and_the_next_message_goes_t
     await stream.aclose()
     state = await assistant.ask("What is John Doe's salary?", conv, workspace_id=seeded)
     assert "$110,000" in state["answer"]
-    turns = await services.db.turn_details(seeded, conv)
+    turns = await services.db.transcripts.turn_details(seeded, conv)
     assert [(t.status, t.error) for t in turns] == [("failed", STOPPED_TURN), ("done", None)]
 
 
@@ -499,7 +499,10 @@ async def test_a_cancelled_ask_fails_its_turn_instead_of_keeping_the_conversatio
         "What is John Doe's salary?", conv, workspace_id=seeded, context=ctx
     )
     assert state["answer"] == "It is $110,000 [1]."
-    assert [t.status for t in await services.db.turn_details(seeded, conv)] == ["failed", "done"]
+    assert [t.status for t in await services.db.transcripts.turn_details(seeded, conv)] == [
+        "failed",
+        "done",
+    ]
 
 
 async def test_the_workspace_argument_sets_a_context_that_names_none_and_may_not_disagree(

@@ -14,7 +14,7 @@ from psycopg import OperationalError
 
 from convrag.assistant import Assistant
 from convrag.context import Context
-from convrag.nodes.load_history import TurnConflict
+from convrag.errors import TurnConflict
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
 
@@ -52,8 +52,8 @@ async def test_a_turn_whose_graph_fails_mid_way_keeps_its_question_as_failed_wit
     assert failed["error"] == "RuntimeError: simulated failure inside synthesize"
     assert failed["turn_number"] == 1 and failed["answer"] == ""
     # History reads answered turns only; the conversation's page shows the failed one.
-    assert await services.db.all_turns(seeded, conv) == []
-    [shown] = await services.db.turn_details(seeded, conv)
+    assert await services.db.turns.all_turns(seeded, conv) == []
+    [shown] = await services.db.transcripts.turn_details(seeded, conv)
     assert shown.status == "failed" and shown.error == failed["error"]
 
     monkeypatch.undo()
@@ -116,8 +116,8 @@ async def test_an_in_flight_turn_is_visible_as_processing_while_it_runs(
     ]
     assert not asking.done()
     # History and the conversation's page skip it while it has no answer.
-    assert await services.db.all_turns(seeded, conv) == []
-    assert await services.db.turn_details(seeded, conv) == []
+    assert await services.db.turns.all_turns(seeded, conv) == []
+    assert await services.db.transcripts.turn_details(seeded, conv) == []
     state = await asking
     [done] = await _rows(services, conv)
     assert done["id"] == state["turn_id"] and done["status"] == "done"
@@ -156,19 +156,22 @@ async def test_ask_answers_with_the_stored_turn_when_the_checkpoint_write_after_
             "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
         )
     assert failing.calls == 1
-    [turn] = await services.db.turn_details(seeded, conv)
+    [turn] = await services.db.transcripts.turn_details(seeded, conv)
     assert turn.status == "done" and "$120,000" in turn.answer
     # What the CLI prints of a turn, read back from the store.
     assert state["answer"] == turn.answer and state["turn_id"] == turn.id
     assert state["conversation_id"] == conv and state["classification"] == "standalone"
     assert state["rewritten_query"] == turn.contextualized_query
-    assert state["citations"] == await services.db.citations(seeded, turn.id)
+    assert state["citations"] == await services.db.transcripts.citations(seeded, turn.id)
     assert state["citations"] and state["sources"][0]["title"] == "employee_data"
     assert state["flags"] == turn.flags and state["timings"]["synthesize"] > 0
     assert "a write after it failed: the database was unavailable" in caplog.text
     # The conversation goes on.
     state = await assistant.ask("And John Doe's?", conv, workspace_id=seeded, context=ctx)
-    assert [t.status for t in await services.db.turn_details(seeded, conv)] == ["done", "done"]
+    assert [t.status for t in await services.db.transcripts.turn_details(seeded, conv)] == [
+        "done",
+        "done",
+    ]
 
 
 async def test_a_stream_failing_after_persist_stored_its_answer_ends_without_raising(
@@ -184,7 +187,7 @@ async def test_a_stream_failing_after_persist_stored_its_answer_ends_without_rai
         )
         if mode == "updates"
     ]
-    [turn] = await services.db.turn_details(seeded, conv)
+    [turn] = await services.db.transcripts.turn_details(seeded, conv)
     assert turn.status == "done" and updates[-1]["persist"]["answer"] == turn.answer
 
 
@@ -194,7 +197,7 @@ async def test_ask_still_raises_when_the_run_fails_before_its_turn_is_stored_don
     async def down(*_: object, **__: object) -> None:
         raise OperationalError("consuming input failed: server closed the connection")
 
-    monkeypatch.setattr(services.db, "complete_turn", down)
+    monkeypatch.setattr(services.db.turns, "complete_turn", down)
     monkeypatch.setattr(services.db.checkpoints, "aput", _FailsOnce(services.db.checkpoints.aput))
     conv = await assistant.new_conversation(seeded)
     ctx = Context(workspace_id=seeded, llm_model="none")
@@ -202,5 +205,5 @@ async def test_ask_still_raises_when_the_run_fails_before_its_turn_is_stored_don
         await assistant.ask(
             "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
         )
-    [turn] = await services.db.turn_details(seeded, conv)
+    [turn] = await services.db.transcripts.turn_details(seeded, conv)
     assert (turn.status, turn.error) == ("failed", "the database was unavailable")

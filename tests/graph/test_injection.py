@@ -11,7 +11,7 @@ import pytest
 
 from convrag.assistant import Assistant
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.evaluation.injection import FACT, INJECTIONS, QUESTION, Injection, escapes
 from convrag.ingest import ingest_documents
 from convrag.services import Services
@@ -115,7 +115,7 @@ async def test_an_answer_that_obeys_an_instruction_in_a_source_is_refused_and_fl
     assert state["flags"]["answer_refused"] == (
         "the answer followed an instruction found in a source"
     )
-    (turn,) = await services.db.all_turns(workspace, state["conversation_id"])
+    (turn,) = await services.db.turns.all_turns(workspace, state["conversation_id"])
     assert turn.answer == state["answer"]
 
 
@@ -128,5 +128,5 @@ async def test_an_image_or_link_to_a_url_no_source_has_is_removed_before_it_is_s
     state, _ = await _ask_injected(assistant, services, workspace, tmp_path, text)
     assert state["answer"] == "It is on the third floor [1]."
     assert state["flags"]["links_removed"] == 1
-    (turn,) = await services.db.all_turns(workspace, state["conversation_id"])
+    (turn,) = await services.db.turns.all_turns(workspace, state["conversation_id"])
     assert "evil.example" not in turn.answer

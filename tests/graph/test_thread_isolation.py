@@ -57,12 +57,15 @@ async def test_another_workspaces_run_on_a_thread_is_refused_and_leaves_its_chec
         await _intrude(bot, how, thread_id, other)
 
     assert await thread_rows(services, thread_id) == before
-    assert await services.db.all_turns(other, conv) == []
+    assert await services.db.turns.all_turns(other, conv) == []
     # A goes on with its history intact: the follow-up is read against the first turn.
     state = await bot.ask(FOLLOW_UP, thread_id, workspace_id=seeded, context=ctx)
     assert [t["question"] for t in state["history"]] == [FIRST]
     assert "$80,000" in state["answer"]
-    assert [t.question for t in await services.db.all_turns(seeded, conv)] == [FIRST, FOLLOW_UP]
+    assert [t.question for t in await services.db.turns.all_turns(seeded, conv)] == [
+        FIRST,
+        FOLLOW_UP,
+    ]
 
 
 async def test_a_thread_answered_for_another_conversation_is_refused_to_other_workspaces(

@@ -85,7 +85,7 @@ async def test_a_freshness_cue_triggers_web_search_and_results_become_web_source
     assert serper.requests[0].api_key == "serper-test-key"
     web = [s for s in state["sources"] if s["source_type"] == "web"]
     assert web and web[0]["url"] == "https://news.example/volcano"
-    turn = (await services.db.all_turns(seeded, state["conversation_id"]))[-1]
+    turn = (await services.db.turns.all_turns(seeded, state["conversation_id"]))[-1]
     assert turn.web_search_triggered
 
 
@@ -123,7 +123,7 @@ async def test_the_answering_llm_can_call_google_search_as_a_tool(
     assert len(tool_offers) == 1  # offered once per turn
     assert state["answer"].startswith("He won an award [")
     assert state["citations"][0]["source_type"] == "web"
-    turn = (await services.db.all_turns(seeded, conv))[-1]
+    turn = (await services.db.turns.all_turns(seeded, conv))[-1]
     assert turn.web_search_triggered
 
 
@@ -172,5 +172,5 @@ async def test_nul_bytes_in_web_results_are_dropped_and_the_turn_is_stored(
     conv = state["conversation_id"]
     [web] = [s for s in state["sources"] if s["source_type"] == "web"]
     assert web["title"] == "Volcano news" and "\x00" not in web["text"]
-    [turn] = await services.db.all_turns(seeded, conv)
+    [turn] = await services.db.turns.all_turns(seeded, conv)
     assert turn.web_search_triggered and "\x00" not in turn.answer

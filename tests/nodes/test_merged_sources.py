@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from convrag.context import Context
-from convrag.documents import load_path
+from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.nodes.synthesize import merged_sources
 from convrag.services import Services

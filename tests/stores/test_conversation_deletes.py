@@ -16,15 +16,10 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from convrag.stores.conversations import (
-    ANSWERING,
-    BEING_DELETED,
-    ConversationDeleted,
-    ConversationInUse,
-    NewTurn,
-    TurnStart,
-)
+from convrag.errors import ANSWERING, BEING_DELETED, ConversationInUse
 from convrag.stores.database import Database
+from convrag.stores.records import NewTurn, TurnStart
+from convrag.stores.turns import ConversationDeleted
 from tests.stores.conftest import until_waiting_on_a_lock
 
 
@@ -59,18 +54,18 @@ def _answer(start: TurnStart) -> NewTurn:
 async def test_no_turn_starts_in_a_conversation_another_process_is_deleting(
     db: Database, workspace: str
 ) -> None:
-    conv = await db.create_conversation(workspace)
+    conv = await db.conversations.create_conversation(workspace)
     async with _another_process(db) as other:
-        assert await other.mark_deleting(workspace, conv)
-        refused = await db.start_turn(_start(workspace, conv), 5)
+        assert await other.conversations.mark_deleting(workspace, conv)
+        refused = await db.turns.start_turn(_start(workspace, conv), 5)
         assert refused is not None and refused.deleting and not refused.started
         with pytest.raises(ConversationInUse, match=BEING_DELETED):
-            await db.mark_deleting(workspace, conv)
+            await db.conversations.mark_deleting(workspace, conv)
         with pytest.raises(ConversationDeleted):  # nor is a turn written into it
-            await db.save_turn(_answer(_start(workspace, conv)))
-        assert await db.turn_details(workspace, conv) == []
-        await other.unmark_deleting(workspace, conv)  # its delete failed midway
-        started = await db.start_turn(_start(workspace, conv), 5)
+            await db.turns.save_turn(_answer(_start(workspace, conv)))
+        assert await db.transcripts.turn_details(workspace, conv) == []
+        await other.conversations.unmark_deleting(workspace, conv)  # its delete failed midway
+        started = await db.turns.start_turn(_start(workspace, conv), 5)
         assert started is not None and started.started and not started.deleting
 
 
@@ -78,9 +73,9 @@ async def test_a_delete_mark_stops_counting_once_its_process_is_gone_or_it_is_ol
     db: Database, workspace: str
 ) -> None:
     assert db.owner is not None
-    gone, old = [await db.create_conversation(workspace) for _ in range(2)]
+    gone, old = [await db.conversations.create_conversation(workspace) for _ in range(2)]
     for conv in (gone, old):
-        assert await db.mark_deleting(workspace, conv)
+        assert await db.conversations.mark_deleting(workspace, conv)
     async with db.pool.connection() as conn:  # as if a killed process had marked it
         await conn.execute(
             "UPDATE conversations SET deleting_owner = %s WHERE id = %s",
@@ -91,27 +86,27 @@ async def test_a_delete_mark_stops_counting_once_its_process_is_gone_or_it_is_ol
             (old,),
         )
     for conv in (gone, old):
-        started = await db.start_turn(_start(workspace, conv), 5)
+        started = await db.turns.start_turn(_start(workspace, conv), 5)
         assert started is not None and started.started and not started.deleting
 
 
 async def test_a_delete_is_refused_while_another_process_answers_in_the_conversation(
     db: Database, workspace: str
 ) -> None:
-    conv = await db.create_conversation(workspace)
+    conv = await db.conversations.create_conversation(workspace)
     start = _start(workspace, conv)
     async with _another_process(db) as other:
-        started = await other.start_turn(start, 5)
+        started = await other.turns.start_turn(start, 5)
         assert started is not None and started.started
         with pytest.raises(ConversationInUse, match=ANSWERING):
-            await db.mark_deleting(workspace, conv)
+            await db.conversations.mark_deleting(workspace, conv)
         # What a stop in this process finds to ask the other one to stop.
-        assert await db.turn_answered_elsewhere(workspace, conv) == start.turn_id
-        assert await other.turn_answered_elsewhere(workspace, conv) is None
-        assert await other.complete_turn(_answer(start))
-        assert await db.turn_answered_elsewhere(workspace, conv) is None
-        assert await db.mark_deleting(workspace, conv)
-    assert await db.delete_conversation(workspace, conv)
+        assert await db.turns.turn_answered_elsewhere(workspace, conv) == start.turn_id
+        assert await other.turns.turn_answered_elsewhere(workspace, conv) is None
+        assert await other.turns.complete_turn(_answer(start))
+        assert await db.turns.turn_answered_elsewhere(workspace, conv) is None
+        assert await db.conversations.mark_deleting(workspace, conv)
+    assert await db.conversations.delete_conversation(workspace, conv)
 
 
 async def test_a_turn_start_that_waits_for_a_deletes_row_lock_sees_its_mark(
@@ -120,14 +115,14 @@ async def test_a_turn_start_that_waits_for_a_deletes_row_lock_sees_its_mark(
     """The start reads its conversation under the row lock the delete's mark is written
     under: a start that arrives while the mark is being written waits for it and sees it,
     where its statement's snapshot would show the row as it was before."""
-    conv = await db.create_conversation(workspace)
+    conv = await db.conversations.create_conversation(workspace)
     async with (
         db.pool.connection() as deleter,
         db.pool.connection() as watcher,
         deleter.transaction(),
     ):
         await deleter.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conv,))
-        starting = asyncio.create_task(db.start_turn(_start(workspace, conv), 5))
+        starting = asyncio.create_task(db.turns.start_turn(_start(workspace, conv), 5))
         # until the start waits for the deleter's row lock
         await until_waiting_on_a_lock(watcher, starting, "INSERT INTO conversation_turns")
         await deleter.execute(
@@ -135,7 +130,7 @@ async def test_a_turn_start_that_waits_for_a_deletes_row_lock_sees_its_mark(
         )
     started = await starting
     assert started is not None and started.deleting and not started.started
-    assert await db.turn_details(workspace, conv) == []
+    assert await db.transcripts.turn_details(workspace, conv) == []
 
 
 async def test_an_answer_stored_after_its_conversation_was_deleted_does_not_bring_it_back(
@@ -143,23 +138,27 @@ async def test_an_answer_stored_after_its_conversation_was_deleted_does_not_brin
 ) -> None:
     """The turn's row went with its conversation; completing it must not write the turn
     whole again, which created the conversation anew."""
-    conv = await db.create_conversation(workspace)
+    conv = await db.conversations.create_conversation(workspace)
     start = _start(workspace, conv)
-    started = await db.start_turn(start, 5)
+    started = await db.turns.start_turn(start, 5)
     assert started is not None and started.started
-    assert await db.delete_conversation(workspace, conv)  # another worker's delete
+    assert await db.conversations.delete_conversation(workspace, conv)  # another worker's delete
     with pytest.raises(ConversationDeleted):
-        await db.complete_turn(_answer(start))
-    assert await db.get_conversation(workspace, conv) is None
-    assert await db.all_turns(workspace, conv) == []
+        await db.turns.complete_turn(_answer(start))
+    assert await db.conversations.get_conversation(workspace, conv) is None
+    assert await db.turns.all_turns(workspace, conv) == []
 
 
 async def test_departing_conversations_are_those_gone_or_being_deleted(
     db: Database, workspace: str
 ) -> None:
-    kept, marked, deleted = [await db.create_conversation(workspace) for _ in range(3)]
-    assert await db.mark_deleting(workspace, marked)
-    assert await db.delete_conversation(workspace, deleted)
+    kept, marked, deleted = [
+        await db.conversations.create_conversation(workspace) for _ in range(3)
+    ]
+    assert await db.conversations.mark_deleting(workspace, marked)
+    assert await db.conversations.delete_conversation(workspace, deleted)
     never = str(uuid.uuid4())
-    found = await db.departing_conversations([kept, marked, deleted, never, "not-a-uuid"])
+    found = await db.conversations.departing_conversations(
+        [kept, marked, deleted, never, "not-a-uuid"]
+    )
     assert found == {marked, deleted, never}

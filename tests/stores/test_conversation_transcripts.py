@@ -16,37 +16,42 @@ async def test_a_remembered_chat_finds_its_conversation_in_its_workspace_only(
     db: Database,
 ) -> None:
     mine, other = _workspace(), _workspace()
-    conv = await db.create_conversation(mine)
-    await db.remember_transcript(mine, conv, "chat-hash")
-    await db.remember_transcript(other, conv, "foreign-hash")  # not the other's to name
-    assert await db.conversation_of_transcript(mine, "chat-hash") == conv
-    assert await db.conversation_of_transcript(other, "chat-hash") is None
-    assert await db.conversation_of_transcript(other, "foreign-hash") is None
-    assert await db.conversation_of_transcript(mine, "another-hash") is None
+    conv = await db.conversations.create_conversation(mine)
+    await db.conversations.remember_transcript(mine, conv, "chat-hash")
+    await db.conversations.remember_transcript(
+        other, conv, "foreign-hash"
+    )  # not the other's to name
+    assert await db.conversations.conversation_of_transcript(mine, "chat-hash") == conv
+    assert await db.conversations.conversation_of_transcript(other, "chat-hash") is None
+    assert await db.conversations.conversation_of_transcript(other, "foreign-hash") is None
+    assert await db.conversations.conversation_of_transcript(mine, "another-hash") is None
 
 
 async def test_the_same_chat_in_two_conversations_finds_the_most_recently_active(
     db: Database,
 ) -> None:
     ws = _workspace()
-    older, newer = await db.create_conversation(ws), await db.create_conversation(ws)
+    older, newer = (
+        await db.conversations.create_conversation(ws),
+        await db.conversations.create_conversation(ws),
+    )
     for conv in (older, newer):
-        await db.remember_transcript(ws, conv, "same-chat")
+        await db.conversations.remember_transcript(ws, conv, "same-chat")
     async with db.pool.connection() as conn:
         await conn.execute(
             "UPDATE conversations SET last_activity_at = now() - interval '1 hour' WHERE id = %s",
             (older,),
         )
-    assert await db.conversation_of_transcript(ws, "same-chat") == newer
+    assert await db.conversations.conversation_of_transcript(ws, "same-chat") == newer
 
 
 async def test_a_deleted_conversations_chats_go_with_it(db: Database) -> None:
     ws = _workspace()
-    conv = await db.create_conversation(ws)
-    await db.remember_transcript(ws, conv, "chat-hash")
-    assert await db.delete_conversation(ws, conv)
-    await db.remember_transcript(ws, conv, "chat-hash")  # written after: nothing
-    assert await db.conversation_of_transcript(ws, "chat-hash") is None
+    conv = await db.conversations.create_conversation(ws)
+    await db.conversations.remember_transcript(ws, conv, "chat-hash")
+    assert await db.conversations.delete_conversation(ws, conv)
+    await db.conversations.remember_transcript(ws, conv, "chat-hash")  # written after: nothing
+    assert await db.conversations.conversation_of_transcript(ws, "chat-hash") is None
     async with db.pool.connection() as conn:
         cur = await conn.execute(
             "SELECT count(*) AS n FROM conversation_transcripts WHERE conversation_id = %s",

@@ -61,8 +61,10 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 class RateLimiter:
     """A token bucket per API key: ``per_minute`` requests, refilled continuously.
 
-    The buckets live in PostgreSQL (:meth:`Database.take_request_token`), so every worker
-    and replica on one database enforces one limit per key, at one round trip a request.
+    The buckets live in PostgreSQL
+    (:meth:`~convrag.stores.workspaces.WorkspaceStore.take_request_token`), so every
+    worker and replica on one database enforces one limit per key, at one round trip a
+    request.
     """
 
     def __init__(self, per_minute: int) -> None:
@@ -70,7 +72,7 @@ class RateLimiter:
 
     async def retry_after(self, db: Database, key: str) -> int:
         """0 when the request may pass (and is counted), else whole seconds to wait."""
-        wait = await db.take_request_token(key, self.capacity)
+        wait = await db.workspaces.take_request_token(key, self.capacity)
         return 0 if wait is None else max(1, math.ceil(wait))
 
 
@@ -87,7 +89,7 @@ class KeyCache:
         hit = self._entries.get(key)
         if hit is not None and hit[1] > now:
             return hit[0]
-        workspace = await services.db.workspace_for_key(key)
+        workspace = await services.db.workspaces.workspace_for_key(key)
         if workspace is not None:
             if len(self._entries) > 10_000:
                 self._entries.clear()
@@ -150,7 +152,7 @@ async def owned_conversation(
 ) -> str:
     """The path's conversation id (canonical), or 404 when it is not this workspace's."""
     canonical = canonical_path_id(conversation_id, "conversation")
-    if not await services.db.conversation_exists(workspace, canonical):
+    if not await services.db.conversations.conversation_exists(workspace, canonical):
         raise not_found("conversation", conversation_id)
     return canonical
 

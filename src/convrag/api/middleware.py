@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from convrag.api.errors import is_openai_path, openai_error_body
 from convrag.api.metrics import HTTP_ERRORS
-from convrag.documents.load import size_text
+from convrag.documents.base import size_text
 
 
 class BodyLimit(NamedTuple):

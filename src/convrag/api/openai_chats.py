@@ -146,7 +146,7 @@ async def continued(
     conversation of the workspace), else the one whose chat its earlier messages are;
     None for a new one."""
     if named is not None:
-        if not await db.conversation_exists(workspace, named.id):
+        if not await db.conversations.conversation_exists(workspace, named.id):
             raise InvalidRequest(
                 f"{named.param}: conversation {shown(named.id)} not found in this workspace",
                 param=named.param,
@@ -156,7 +156,7 @@ async def continued(
         return named.id
     if not transcript.earlier:
         return None
-    return await db.conversation_of_transcript(workspace, transcript.earlier_hash())
+    return await db.conversations.conversation_of_transcript(workspace, transcript.earlier_hash())
 
 
 async def history_sent(
@@ -168,7 +168,7 @@ async def history_sent(
     message, to a conversation it names); else the request's (``sent``)."""
     if not sent:
         return None
-    stored = await services.db.recent_turns(
+    stored = await services.db.turns.recent_turns(
         workspace_id=context.workspace_id,
         conversation_id=conversation_id,
         limit=context.history_turns,
@@ -190,7 +190,9 @@ async def remember_chat(
     """Remember the chat answered in the conversation, for its next request to find it;
     a failure is logged, not the reply's (that next request starts a new one)."""
     try:
-        await services.db.remember_transcript(workspace, conversation_id, transcript_hash)
+        await services.db.conversations.remember_transcript(
+            workspace, conversation_id, transcript_hash
+        )
     except Exception:
         log.warning(
             "remembering the chat of conversation %s failed", conversation_id, exc_info=True

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from convrag.records import Assurance, SourceOut
-from convrag.stores.conversations import CitedSource
+from convrag.stores.citations import CitedSource
 from convrag.stores.documents import ingest_pace
 
 MAX_MESSAGE_CHARS = 8000
@@ -241,7 +241,7 @@ class ConversationCreate(BaseModel):
 
 class ConversationSummary(BaseModel):
     """A conversation as listed (a
-    :class:`~convrag.stores.conversations.ConversationRecord`)."""
+    :class:`~convrag.stores.records.ConversationRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -288,7 +288,7 @@ class StopOut(BaseModel):
 
 
 class FeedbackOut(BaseModel):
-    """A stored rating (from a :class:`~convrag.stores.conversations.FeedbackRecord`)."""
+    """A stored rating (from a :class:`~convrag.stores.feedback.FeedbackRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -299,7 +299,7 @@ class FeedbackOut(BaseModel):
 
 
 class TurnOut(BaseModel):
-    """A stored turn (from a :class:`~convrag.stores.conversations.TurnRecord`)."""
+    """A stored turn (from a :class:`~convrag.stores.records.TurnRecord`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -338,7 +338,7 @@ class ExportedTurn(TurnOut):
 
 
 class ConversationExport(BaseModel):
-    """A whole conversation (a :class:`~convrag.stores.conversations.Transcript`)."""
+    """A whole conversation (a :class:`~convrag.stores.records.Transcript`)."""
 
     model_config = ConfigDict(from_attributes=True)
 
@@ -402,8 +402,9 @@ def shown_source(row: Any) -> Any:
 
 
 class DocumentOut(BaseModel):
-    """A document's row (of :meth:`Database.get_document` or :meth:`Database.list_documents`),
-    its source as :func:`shown_source` shows it."""
+    """A document's row (of :meth:`~convrag.stores.documents.DocumentStore.get_document`
+    or :meth:`~convrag.stores.documents.DocumentStore.list_documents`), its source as
+    :func:`shown_source` shows it."""
 
     id: Annotated[str, BeforeValidator(str)]
     source: str

@@ -22,7 +22,7 @@ from convrag.assistant import conflicts
 from convrag.embeddings import EmbeddingMismatch
 from convrag.records import Assurance, Citation, SourceOut, assurance_of
 from convrag.state import repetition_detected
-from convrag.stores.conversations import TurnRecord
+from convrag.stores.records import TurnRecord
 
 
 @dataclass

@@ -33,7 +33,7 @@ This module is the run itself: the runner's books (one turn at a time per conver
 starting, stopping and shutting down, and each turn's task. The stream it writes (the
 events, :func:`drain`, keep-alives) is :mod:`convrag.api.turn_stream`; the replies it
 builds (the ``done`` event, :func:`answer_out`, :func:`stored_answer`) are
-:mod:`convrag.api.turn_replies`. Their public names are importable from here too.
+:mod:`convrag.api.turn_replies`.
 """
 
 from __future__ import annotations
@@ -55,23 +55,15 @@ from convrag.api.metrics import TURNS, observe_turn
 from convrag.api.schemas import AnswerOut, RagOptions
 from convrag.api.turn_replies import (
     TurnResult,
-    answer_out,
     done_event,
     failure_code,
     state_done,
     stored_answer,
 )
 from convrag.api.turn_stream import (
-    KEEPALIVE,
-    KEEPALIVE_COMMENT,
-    SSE_HEADERS,
-    DoneEvent,
     Event,
-    KeepAliveEvent,
     TurnEvents,
-    drain,
     error_event,
-    sse,
 )
 from convrag.assistant import STOPPED_TURN, Assistant, failure_reason
 from convrag.context import Context
@@ -79,31 +71,6 @@ from convrag.errors import ANSWERING, BEING_DELETED, ConversationBusyHere, Conve
 from convrag.events import GraphEvent
 from convrag.services import Services
 from convrag.state import InputState
-
-__all__ = [
-    "ANSWERED_WAIT_S",
-    "KEEPALIVE",
-    "KEEPALIVE_COMMENT",
-    "NOT_STOPPED",
-    "SHUTTING_DOWN",
-    "SSE_HEADERS",
-    "STOP_ASK_AGAIN_S",
-    "STOP_CHANNEL",
-    "STOP_POLL_S",
-    "STOP_WAIT_S",
-    "DoneEvent",
-    "Event",
-    "KeepAliveEvent",
-    "TurnResult",
-    "TurnRunner",
-    "answer_out",
-    "done_event",
-    "drain",
-    "sse",
-    "stored_answer",
-    "turn_context",
-    "turn_id_for",
-]
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +282,7 @@ class TurnRunner:
         turn is still being answered after :data:`STOP_WAIT_S` (that process did not hear,
         or did not stop in time): a retry asks again."""
         db = self.assistant.services.db
-        turn_id = await db.turn_answered_elsewhere(workspace_id, conversation_id)
+        turn_id = await db.turns.turn_answered_elsewhere(workspace_id, conversation_id)
         if turn_id is None:
             return None
         asked = {"workspace_id": workspace_id, "conversation_id": conversation_id}
@@ -323,13 +290,13 @@ class TurnRunner:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + STOP_WAIT_S
         ask_at = loop.time()
-        while (turn := await db.get_turn(workspace_id, conversation_id, turn_id)) is not None:
+        while (turn := await db.turns.get_turn(workspace_id, conversation_id, turn_id)) is not None:
             if turn.status != "processing":
                 return turn_id if turn.error == STOPPED_TURN else None
             if loop.time() >= give_up:
                 raise unavailable(NOT_STOPPED)
             if loop.time() >= ask_at:
-                await db.notify(STOP_CHANNEL, request)
+                await db.workspaces.notify(STOP_CHANNEL, request)
                 ask_at = loop.time() + STOP_ASK_AGAIN_S
             await asyncio.sleep(STOP_POLL_S)
         return None  # the conversation was deleted meanwhile

@@ -26,7 +26,7 @@ from convrag.config import get_settings
 from convrag.records import SearchMode
 
 if TYPE_CHECKING:
-    from convrag.documents import SourceDocument
+    from convrag.documents.base import SourceDocument
     from convrag.services import Services
 
 
@@ -57,7 +57,7 @@ def ingest(
     deleted since stays in the workspace until `convrag documents delete ID`, or until the
     directory is ingested again with --prune.
     """
-    from convrag.documents import IngestError
+    from convrag.documents.base import IngestError
     from convrag.services import open_services
 
     roots = [p.resolve() for p in paths if p.is_dir()]
@@ -93,10 +93,11 @@ def read_documents(
     A file found in a directory that cannot be read, or is not a supported format, is
     said on stderr and left out, so that the others still go in; a directory with no
     supported file (unless ``allow_empty``), or a file named directly that cannot be
-    read, raises :class:`~convrag.documents.IngestError`, since nothing the user asked
+    read, raises :class:`~convrag.documents.base.IngestError`, since nothing the user asked
     for would be ingested.
     """
-    from convrag.documents import IngestError, expand_paths, load_path
+    from convrag.documents.base import IngestError
+    from convrag.documents.load import expand_paths, load_path
 
     settings = get_settings()
     skipped: list[Path] = []
@@ -125,7 +126,7 @@ def read_documents(
 def _say_skipped(skipped: list[Path]) -> None:
     """One stderr line per file a directory held that is not read: a link to nothing, or
     a format no reader takes (naming those that are)."""
-    from convrag.documents import SUPPORTED
+    from convrag.documents.load import SUPPORTED
 
     for f in skipped:
         why = (

@@ -281,7 +281,7 @@ def docs_workspace(path: Path) -> str:
     folder's name, or the file's without its format's extension (``Handbook.pdf``:
     ``handbook``), lowercased, each character other than a-z 0-9 _ - replaced by ``-``,
     so that any name is a valid workspace id; ``docs`` for a path with no name (``/``)."""
-    from convrag.documents import SUPPORTED
+    from convrag.documents.load import SUPPORTED
 
     resolved = path.resolve()
     name = resolved.name
@@ -295,7 +295,7 @@ def docs_workspace(path: Path) -> str:
 def _docs_fix(formats: bool = True) -> str:
     """What to give ``--docs`` instead, naming the formats read unless the message
     before it already does."""
-    from convrag.documents import SUPPORTED
+    from convrag.documents.load import SUPPORTED
 
     listed = f" ({', '.join(SUPPORTED)})" if formats else ""
     return f"point --docs at a folder of documents or at one document{listed}"
@@ -324,7 +324,7 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
     """
     from convrag.cli.base import run_command
     from convrag.cli.documents import ingest_read, read_documents, report_ingest
-    from convrag.documents import IngestError
+    from convrag.documents.base import IngestError
     from convrag.services import open_services
 
     try:
@@ -355,9 +355,9 @@ async def _workspace_key(services: Services, workspace: str, keyfile: Path) -> s
     """The key ``keyfile`` keeps while it still opens ``workspace`` (not revoked), else a
     new one, written there readable by its owner alone."""
     kept = keyfile.read_text().strip() if keyfile.is_file() else ""
-    if kept and await services.db.workspace_for_key(kept) == workspace:
+    if kept and await services.db.workspaces.workspace_for_key(kept) == workspace:
         return kept
-    key = await services.db.create_api_key(workspace)
+    key = await services.db.workspaces.create_api_key(workspace)
     fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         os.fchmod(fh.fileno(), 0o600)  # a file that existed keeps its mode otherwise

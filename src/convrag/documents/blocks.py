@@ -1,7 +1,7 @@
 """What the format readers share: cleaned lines, paragraphs joined into a text, headings
-and code blocks marked as Markdown does (``## Heading``, fenced code), tables as Markdown
-rows, and the look of a line that starts a list item or a table row (which the PDF reader
-and the chunker both keep on its own line).
+and code blocks marked as Markdown does (``## Heading``, fenced code), and tables as
+Markdown rows. (The look of a line that starts a list item or a table row, which the PDF
+reader and the chunker both keep on its own line, is :data:`convrag.text.lines.LIST_ITEM`.)
 
 Every reader writes its text in this small Markdown dialect, so that the chunker finds
 the section headings of any format the same way (:func:`heading_of`) and never takes a
@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-LIST_ITEM = re.compile(r"^(?:[-*•◦▪·–]\s|\(?\d{1,3}[.)]\s|\(?[a-z][.)]\s|\|)")
-"""A line that starts a list item or a table row."""
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 """An ATX heading line: ``## Installation``."""

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from convrag.documents.blocks import FENCE, LIST_ITEM, heading_of
-from convrag.documents.load import SourceDocument
+from convrag.documents.base import SourceDocument
+from convrag.documents.blocks import FENCE, heading_of
+from convrag.text.lines import LIST_ITEM
 from convrag.text.sentences import sentence_ends
 
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from convrag.documents.base import IngestError, over_decompressed_limit
 from convrag.documents.blocks import (
     clean_line,
     heading_line,
@@ -14,7 +15,6 @@ from convrag.documents.blocks import (
     looks_like_header,
     markdown_rows,
 )
-from convrag.documents.load import IngestError, over_decompressed_limit
 
 
 def docx_text(path: Path, raw: bytes, max_decompressed: int) -> tuple[str | None, str]:

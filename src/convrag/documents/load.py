@@ -3,7 +3,8 @@ checks every file passes (size, encoding, some text), the JSONL corpus reader (w
 bounds what a ``.jsonl.gz`` file may decompress to), and the
 expansion of directories into the files under them. HTML, PDF and Word files are read by
 :mod:`convrag.documents.html`, :mod:`~convrag.documents.pdf` and
-:mod:`~convrag.documents.docx`; errors name the file and the fix."""
+:mod:`~convrag.documents.docx`; errors name the file and the fix. The record, the error and
+its wording of a size limit are :mod:`~convrag.documents.base`'s, which the readers share."""
 
 from __future__ import annotations
 
@@ -12,11 +13,21 @@ import io
 import json
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from convrag.config import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_RECORDS
+from convrag.documents.base import (
+    IngestError,
+    SourceDocument,
+    mib,
+    over_decompressed_limit,
+    size_text,
+)
+from convrag.documents.docx import docx_text
+from convrag.documents.html import html_text, markdown_text
+from convrag.documents.pdf import pdf_pages
 
 SUPPORTED = (
     ".txt",
@@ -31,42 +42,9 @@ SUPPORTED = (
 )
 
 
-class IngestError(ValueError):
-    """Bad input for ingestion; the message names the file and the problem."""
-
-
-@dataclass(frozen=True, slots=True)
-class SourceDocument:
-    """One document before chunking.
-
-    ``pages`` holds a PDF's text page by page (``pages[0]`` is page 1, empty for a page
-    without text), so that chunks can keep to a page and name it; ``text`` is then the
-    pages joined by blank lines. Other formats have no pages. ``headings_marked`` says
-    that the text marks its section headings as Markdown does (``## Heading``, code in
-    fenced blocks), as the readers of HTML, Markdown, Word and PDF files write it; plain
-    text and JSONL records are taken as they are, a line starting with "# " included.
-    """
-
-    source: str
-    title: str | None
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    pages: tuple[str, ...] = ()
-    headings_marked: bool = False
-
-
 def _suffix(path: Path) -> str:
     name = path.name.lower()
     return ".jsonl.gz" if name.endswith(".jsonl.gz") else path.suffix.lower()
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f}"
-
-
-def size_text(n: int) -> str:
-    """``n`` bytes as a person reads a limit: MiB from one up, else bytes."""
-    return f"{_mib(n)} MiB" if n >= 2**20 else f"{n} byte"
 
 
 def _decode(path: Path, raw: bytes) -> str:
@@ -96,7 +74,7 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
     size = path.stat().st_size
     if size > max_bytes:
         raise IngestError(
-            f"{path}: {_mib(size)} MiB is over the {_mib(max_bytes)} MiB limit; "
+            f"{path}: {mib(size)} MiB is over the {mib(max_bytes)} MiB limit; "
             "split the file or raise MAX_FILE_BYTES"
         )
     if size == 0:
@@ -106,14 +84,6 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
 
 #: Bytes decompressed per read of a ``.jsonl.gz`` file, and the longest line read at once.
 _READ_CHUNK = 1 << 20
-
-
-def over_decompressed_limit(path: Path, limit: int) -> IngestError:
-    """The error of a compressed file that expands past ``MAX_DECOMPRESSED_BYTES``."""
-    return IngestError(
-        f"{path}: decompresses to over the {size_text(limit)} limit; split the file or raise "
-        "MAX_DECOMPRESSED_BYTES"
-    )
 
 
 def _gzip_lines(path: Path, raw: bytes, limit: int) -> Iterator[bytes]:
@@ -328,11 +298,6 @@ def load_path(
 
 
 def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[SourceDocument]:
-    # The format readers raise IngestError from this module: imported here, not above.
-    from convrag.documents.docx import docx_text
-    from convrag.documents.html import html_text, markdown_text
-    from convrag.documents.pdf import pdf_pages
-
     source = str(path.resolve())
     if suffix in (".jsonl", ".jsonl.gz"):
         numbered = list(_jsonl_records(path, raw, limits))

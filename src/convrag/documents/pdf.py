@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from convrag.documents.blocks import LIST_ITEM, clean_line, heading_line, heading_of
-from convrag.documents.load import IngestError
+from convrag.documents.base import IngestError
+from convrag.documents.blocks import clean_line, heading_line, heading_of
+from convrag.text.lines import LIST_ITEM
 
 _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
 """A line that ends a sentence or a clause introducing what follows."""

@@ -466,8 +466,8 @@ def markdown_dir_reader(folder: Path, chunk_size: int, chunk_overlap: int) -> Re
     document (its ``#`` headings the chunks' heading paths, as for convrag's readers).
     A ``<stem>.error`` file, or no ``<stem>.md``, loses the file; a ``<stem>.skip`` file
     (a format the library does not read) leaves it out."""
+    from convrag.documents.base import SourceDocument
     from convrag.documents.chunking import Chunker
-    from convrag.documents.load import SourceDocument
 
     chunker = Chunker(chunk_size, chunk_overlap)
 

@@ -27,7 +27,7 @@ from typing import Any, cast
 from langgraph.checkpoint.memory import InMemorySaver
 
 from convrag.context import Context
-from convrag.documents import SourceDocument
+from convrag.documents.base import SourceDocument
 from convrag.evaluation.metrics import mean_scores, retrieval_scores
 from convrag.evaluation.reference_llm import reference_llm
 from convrag.graph import build_graph
@@ -211,7 +211,7 @@ class MtragEvaluation:
         # Load the in-process engines before the first turn: a cold load of a large pool
         # takes longer than a turn's retrieval time limit.
         await self.services.searcher.warm(self.workspace)
-        for d in await self.services.db.list_documents(self.workspace):
+        for d in await self.services.db.documents.list_documents(self.workspace):
             self.passage_of[str(d["id"])] = str(d["source"])
 
     def passages(self, document_ids: Sequence[str]) -> list[str]:

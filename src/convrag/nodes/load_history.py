@@ -12,7 +12,7 @@ from convrag.errors import BEING_DELETED, ConversationBusy, ConversationInUse, T
 from convrag.ids import check_id, conversation_uuid, is_uuid
 from convrag.records import HistoryTurn, previous_question
 from convrag.state import LoadHistoryUpdate, State
-from convrag.stores.conversations import TurnRecord, TurnStart
+from convrag.stores.records import TurnRecord, TurnStart
 
 
 def history_turn(turn: TurnRecord) -> HistoryTurn:
@@ -41,7 +41,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     here. A thread id other than the conversation's own (a name such as ``"my-chat"``,
     whose UUID5 the conversation is) is recorded with the conversation, whose deletion
     then deletes that thread's checkpoints too. A conversation whose delete is under way,
-    in any process, takes no turn (:class:`~convrag.stores.conversations.ConversationInUse`).
+    in any process, takes no turn (:class:`~convrag.errors.ConversationInUse`).
     """
     message = _message(state)
     ctx = runtime.context
@@ -60,7 +60,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     turn_id = request["turn_id"] if request else str(uuid.uuid4())
     if not is_uuid(turn_id):
         raise ValueError(f"turn_id: {turn_id[:60]!r} is not a UUID")
-    started = await services.db.start_turn(
+    started = await services.db.turns.start_turn(
         TurnStart(
             workspace_id=workspace_id,
             conversation_id=conversation_id,
@@ -82,7 +82,7 @@ async def load_history(state: State, runtime: Runtime[Context]) -> LoadHistoryUp
     if thread_id is not None and str(thread_id) != conversation_id:
         # The checkpointer keys this thread by its own id, not the conversation's:
         # deleting the conversation must know it (one more round trip, only then).
-        await services.db.record_thread(conversation_id, str(thread_id))
+        await services.db.conversations.record_thread(conversation_id, str(thread_id))
     turns = started.history
     override = state.get("history_override")
     if override is not None:

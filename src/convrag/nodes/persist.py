@@ -20,7 +20,7 @@ from convrag.context import Context
 from convrag.nodes._drafting import may_replace_first
 from convrag.records import StoredSource, TurnMetadata
 from convrag.state import PersistUpdate, State, repetition_detected
-from convrag.stores.conversations import NewTurn
+from convrag.stores.records import NewTurn
 
 
 def final_draft(state: State, threshold: float) -> tuple[str, bool]:
@@ -84,5 +84,5 @@ async def persist(state: State, runtime: Runtime[Context]) -> PersistUpdate:
         ),
         citations=citations,
     )
-    written = await services.db.complete_turn(turn)
+    written = await services.db.turns.complete_turn(turn)
     return PersistUpdate(answer=answer, citations=citations, persisted=written, flags=flags)

@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from convrag.answering.replies import NO_SOURCES_ANSWER
-from convrag.documents.blocks import LIST_ITEM
 from convrag.records import HistoryTurn, Source
 from convrag.retrieval.policy import RetrievalPolicy, default_policy
 from convrag.retrieval.ranking import (
@@ -22,6 +21,7 @@ from convrag.retrieval.ranking import (
     terms_of,
 )
 from convrag.text.entities import extract_entities
+from convrag.text.lines import LIST_ITEM
 from convrag.text.tokens import expand_acronyms
 from convrag.text.units import (
     is_question,

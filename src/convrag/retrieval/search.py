@@ -191,10 +191,10 @@ class HybridSearcher:
             self._builds[workspace_id] = task
         await asyncio.shield(task)
         if not all(e.is_current(workspace_id, version) for e in engines):
-            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
+            await self._refresh(workspace_id, await self.db.workspaces.index_version(workspace_id))
 
     async def _rebuild(self, workspace_id: str, version: int) -> None:
-        rows = await self.db.chunk_rows(workspace_id)
+        rows = await self.db.documents.chunk_rows(workspace_id)
         labels = {r.id: Label(r.title, r.page, section_path(r.heading, r.title)) for r in rows}
         self._labels[workspace_id] = (version, labels)
         triples = [(r.id, r.document_id, r.text) for r in rows]
@@ -218,7 +218,7 @@ class HybridSearcher:
     async def warm(self, workspace_id: str) -> None:
         """Load the in-process engines now (after an ingest), not at the next question."""
         if self.dense is not None or self.keywords is not None:
-            await self._refresh(workspace_id, await self.db.index_version(workspace_id))
+            await self._refresh(workspace_id, await self.db.workspaces.index_version(workspace_id))
 
     def rarest_missing_term(
         self, workspace_id: str, query: str, texts: Sequence[str], *, typed: str | None = None
@@ -345,7 +345,7 @@ class HybridSearcher:
         model's."""
         if self.dense is None and self.keywords is None:
             return {}
-        version, model = await self.db.index_state(workspace_id)
+        version, model = await self.db.workspaces.index_state(workspace_id)
         if model is not None and model != self.embedder.name:
             raise EmbeddingMismatch(workspace_id, model, self.embedder.name)
         await self._refresh(workspace_id, version)
@@ -429,7 +429,7 @@ async def lookup_document_content(
         # Line-anchored: "Question 6:", "6.", "Q6)", "Section 6 -" at the start of a line.
         num = re.escape(number)
         pattern = rf"(^|\n)\s*(({word}|q)\s*(no\.?|number|#)?\s*{num}\y|{num}[.):])"
-        for row in await db.find_chunks_matching(workspace_id, pattern, limit=limit):
+        for row in await db.documents.find_chunks_matching(workspace_id, pattern, limit=limit):
             found.setdefault(
                 row.id,
                 SearchResult(

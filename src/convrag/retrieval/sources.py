@@ -182,7 +182,7 @@ async def labelled(services: Services, workspace_id: str, kept: list[Source]) ->
     ]
     if not unlabelled:
         return kept
-    stored = {c.id: c for c in await services.db.get_chunks(workspace_id, unlabelled)}
+    stored = {c.id: c for c in await services.db.documents.get_chunks(workspace_id, unlabelled)}
     return [
         {
             **s,

@@ -5,8 +5,8 @@ checkpoint threads each was answered under.
 Their turns are :mod:`~convrag.stores.turns`', their feedback
 :mod:`~convrag.stores.feedback`'s, what their answers cite
 :mod:`~convrag.stores.citations`', and their transcripts
-:mod:`~convrag.stores.transcripts`'. The records of all of them are re-exported here,
-where callers import them from.
+:mod:`~convrag.stores.transcripts`'; the records of all of them
+:mod:`~convrag.stores.records`'.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from convrag.errors import ANSWERING, BEING_DELETED, ConversationInUse
 from convrag.ids import is_uuid
 from convrag.stores.base import (
     ANSWERING_TURN,
-    BUSY_FOR_S,
-    DELETE_MARK_S,
     After,
     PooledStore,
     deleting,
@@ -31,41 +29,9 @@ from convrag.stores.base import (
     fetch_one,
     owns,
 )
-from convrag.stores.citations import CitedSource
-from convrag.stores.feedback import FeedbackRecord
 from convrag.stores.records import (
     ConversationRecord,
-    NewTurn,
-    StartedTurn,
-    Transcript,
-    TurnRecord,
-    TurnStart,
-    TurnStatus,
 )
-from convrag.stores.turns import INTERRUPTED_TURN, ConversationDeleted
-
-__all__ = [
-    "ANSWERING",
-    "BEING_DELETED",
-    "BUSY_FOR_S",
-    "DELETE_MARK_S",
-    "INTERRUPTED_TURN",
-    "TITLE_CHARS",
-    "CitedSource",
-    "ConversationDeleted",
-    "ConversationInUse",
-    "ConversationRecord",
-    "ConversationStore",
-    "FeedbackRecord",
-    "NewTurn",
-    "StartedTurn",
-    "Transcript",
-    "TurnRecord",
-    "TurnStart",
-    "TurnStatus",
-    "title_from_question",
-]
-
 
 TITLE_CHARS = 80
 """The longest title a conversation gets from its first question."""

@@ -162,9 +162,9 @@ class Database:
     checkpointer shares this pool.
 
     It is composed of one store per concept (``db.turns``, ``db.conversations``, ...; see
-    the module docstring), which share the pool and :attr:`owner`. Each store's methods
-    are also the database's own (``db.start_turn`` is ``db.turns.start_turn``), as callers
-    have always called them; :meth:`_delegate` lists which store serves which.
+    the module docstring), which share the pool and :attr:`owner`. A store's methods are
+    called on the store (``db.turns.start_turn``); the database's own are the pool's, the
+    migrations', the checkpoints' and the liveness lock's.
     """
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection[DictRow]]) -> None:
@@ -179,81 +179,6 @@ class Database:
         self.turns = TurnStore(self._shared)
         self.feedback = FeedbackStore(self._shared)
         self.transcripts = TranscriptStore(self._shared, self.conversations)
-        self._delegate()
-
-    def _delegate(self) -> None:
-        """Make each store's methods the database's own, by name: explicit, so that
-        mypy checks every call made through the database as one made on its store."""
-        workspaces, documents = self.workspaces, self.documents
-        self.ensure_workspace = workspaces.ensure_workspace
-        self.notify = workspaces.notify
-        self.claim_embedding_model = workspaces.claim_embedding_model
-        self.index_state = workspaces.index_state
-        self.index_version = workspaces.index_version
-        self.reindexable_chunks = workspaces.reindexable_chunks
-        self.store_reindexed = workspaces.store_reindexed
-        self.create_api_key = workspaces.create_api_key
-        self.revoke_api_key = workspaces.revoke_api_key
-        self.revoke_api_key_id = workspaces.revoke_api_key_id
-        self.find_api_keys = workspaces.find_api_keys
-        self.list_api_keys = workspaces.list_api_keys
-        self.take_request_token = workspaces.take_request_token
-        self.workspace_for_key = workspaces.workspace_for_key
-        self.get_document_by_source = documents.get_document_by_source
-        self.workspaces_with_documents = documents.workspaces_with_documents
-        self.get_document = documents.get_document
-        self.list_documents = documents.list_documents
-        self.get_documents = documents.get_documents
-        self.document_text = documents.document_text
-        self.upsert_document_status = documents.upsert_document_status
-        self.mark_stopped = documents.mark_stopped
-        self.kept_vectors = documents.kept_vectors
-        self.keep_vectors = documents.keep_vectors
-        self.stopped_uploads = documents.stopped_uploads
-        self.upload_in_use = documents.upload_in_use
-        self.fail_stopped_uploads = documents.fail_stopped_uploads
-        self.set_document_progress = documents.set_document_progress
-        self.existing_documents = documents.existing_documents
-        self.documents_with_content = documents.documents_with_content
-        self.replace_documents = documents.replace_documents
-        self.delete_document = documents.delete_document
-        self.chunk_rows = documents.chunk_rows
-        self.chunk_texts = documents.chunk_texts
-        self.get_chunks = documents.get_chunks
-        self.find_chunks_matching = documents.find_chunks_matching
-        self._delegate_conversations()
-
-    def _delegate_conversations(self) -> None:
-        """:meth:`_delegate` for the stores of conversations and what they hold."""
-        conversations, turns = self.conversations, self.turns
-        self.create_conversation = conversations.create_conversation
-        self.list_conversations = conversations.list_conversations
-        self.get_conversation = conversations.get_conversation
-        self.rename_conversation = conversations.rename_conversation
-        self.conversation_exists = conversations.conversation_exists
-        self.mark_deleting = conversations.mark_deleting
-        self.unmark_deleting = conversations.unmark_deleting
-        self.departing_conversations = conversations.departing_conversations
-        self.delete_conversation = conversations.delete_conversation
-        self.record_thread = conversations.record_thread
-        self.remember_transcript = conversations.remember_transcript
-        self.conversation_of_transcript = conversations.conversation_of_transcript
-        self.checkpoint_threads = conversations.checkpoint_threads
-        self.expired_conversations = conversations.expired_conversations
-        self.start_turn = turns.start_turn
-        self.complete_turn = turns.complete_turn
-        self.save_turn = turns.save_turn
-        self.fail_turn = turns.fail_turn
-        self.fail_own_turns = turns.fail_own_turns
-        self.get_turn = turns.get_turn
-        self.recent_turns = turns.recent_turns
-        self.all_turns = turns.all_turns
-        self.turn_orphaned = turns.turn_orphaned
-        self.turn_answered_elsewhere = turns.turn_answered_elsewhere
-        self.save_feedback = self.feedback.save_feedback
-        self.turn_details = self.transcripts.turn_details
-        self.transcript = self.transcripts.transcript
-        self.citations = self.transcripts.citations
 
     @property
     def owner(self) -> int | None:
@@ -346,7 +271,8 @@ class Database:
 
     async def delete_checkpoints(self, conversation_id: str) -> None:
         """Delete a conversation's checkpoints: those of its own thread id and of every
-        other thread id it was answered under (:meth:`checkpoint_threads`)."""
+        other thread id it was answered under
+        (:meth:`~convrag.stores.conversations.ConversationStore.checkpoint_threads`)."""
         for thread_id in await self.conversations.checkpoint_threads(conversation_id):
             await self.checkpoints.adelete_thread(thread_id)
 

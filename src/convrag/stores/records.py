@@ -2,8 +2,7 @@
 
 Below the stores that use them (:mod:`~convrag.stores.turns`,
 :mod:`~convrag.stores.conversations`, :mod:`~convrag.stores.transcripts`), so that each
-imports them from here; :mod:`~convrag.stores.conversations` re-exports them, where
-callers import them from.
+imports them from here, as every caller does.
 """
 
 from __future__ import annotations
@@ -26,8 +25,9 @@ that ran it is gone."""
 class TurnRecord:
     """One persisted question/answer turn of a conversation.
 
-    ``feedback`` and ``cited_sources`` are filled only by :meth:`Database.turn_details`;
-    the graph's reads leave them empty.
+    ``feedback`` and ``cited_sources`` are filled only by
+    :meth:`~convrag.stores.transcripts.TranscriptStore.turn_details`; the graph's reads
+    leave them empty.
     """
 
     id: str
@@ -95,7 +95,7 @@ class NewTurn:
 @dataclass(frozen=True, slots=True)
 class TurnStart:
     """A turn about to run: its row is written as ``processing`` by
-    :meth:`Database.start_turn` before the graph answers it."""
+    :meth:`~convrag.stores.turns.TurnStore.start_turn` before the graph answers it."""
 
     workspace_id: str
     conversation_id: str
@@ -109,7 +109,7 @@ class TurnStart:
 
 @dataclass(frozen=True, slots=True)
 class StartedTurn:
-    """What :meth:`Database.start_turn` found and did."""
+    """What :meth:`~convrag.stores.turns.TurnStore.start_turn` found and did."""
 
     history: list[TurnRecord]
     """The last answered turns, oldest first (this one not among them)."""

@@ -45,9 +45,9 @@ _KEY_COLUMNS = f"""SELECT id::text AS id, prefix,
                  FROM api_keys"""
 
 
-#: One request against a key's bucket (see :meth:`Database.take_request_token`): refill
-#: ``cap`` tokens per minute since the last request, capped at ``cap``, then take one if
-#: a whole one is there.
+#: One request against a key's bucket (see :meth:`WorkspaceStore.take_request_token`):
+#: refill ``cap`` tokens per minute since the last request, capped at ``cap``, then take
+#: one if a whole one is there.
 _TAKE_TOKEN = """
 INSERT INTO rate_limits AS b (key_hash, tokens, passed, updated_at)
 VALUES (%(k)s, %(cap)s - 1, TRUE, clock_timestamp())

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from convrag.documents.blocks import LIST_ITEM
 from convrag.text.lexicon import AUX
+from convrag.text.lines import LIST_ITEM
 from convrag.text.sentences import split_sentences
 from convrag.text.tokens import is_verb_like, tokenize
 

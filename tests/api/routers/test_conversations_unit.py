@@ -13,8 +13,10 @@ from tests.api.routers.checks import assert_422_naming, assert_the_same_404
 
 async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "Salary?") -> str:
     """A conversation of ``workspace`` with one answered turn citing :data:`SOURCE`."""
-    cid = await stack.db.create_conversation(workspace)
-    stack.db.add_turn(workspace, cid, question, ANSWER, sources=[SOURCE], citations=[CITATION])
+    cid = await stack.db.conversations.create_conversation(workspace)
+    stack.db.turns.add_turn(
+        workspace, cid, question, ANSWER, sources=[SOURCE], citations=[CITATION]
+    )
     return cid
 
 
@@ -54,8 +56,8 @@ async def test_creating_with_an_unknown_field_gets_422_naming_it(
 async def test_conversations_are_listed_by_last_activity_in_cursor_pages(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    ids = [await stack.db.create_conversation("acme") for _ in range(3)]
-    stack.db.add_turn("acme", ids[0], "What is the leave policy?", "20 days.")
+    ids = [await stack.db.conversations.create_conversation("acme") for _ in range(3)]
+    stack.db.turns.add_turn("acme", ids[0], "What is the leave policy?", "20 days.")
     first = (await api.get("/v1/conversations?limit=2", headers=auth)).json()
     assert [c["id"] for c in first["conversations"]] == [ids[0], ids[2]]
     assert first["conversations"][0]["title"] == "What is the leave policy?"
@@ -68,7 +70,7 @@ async def test_conversations_are_listed_by_last_activity_in_cursor_pages(
 async def test_another_workspaces_conversations_are_not_listed(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    await stack.db.create_conversation("other")
+    await stack.db.conversations.create_conversation("other")
     listed = (await api.get("/v1/conversations", headers=auth)).json()
     assert listed == {"conversations": [], "next_cursor": None}
 
@@ -89,7 +91,7 @@ async def test_a_documents_cursor_is_refused_by_the_conversations_list(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     for source in ("a.txt", "b.txt"):
-        stack.db.add_document("acme", source)
+        stack.db.documents.add_document("acme", source)
     docs = await api.get("/v1/documents?limit=1", headers=auth)
     cursor = docs.headers["X-Next-Cursor"]
     resp = await api.get(f"/v1/conversations?cursor={cursor}", headers=auth)
@@ -101,8 +103,8 @@ async def test_a_conversation_reads_as_its_turns_with_their_ratings(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     cid = await _answered(stack)
-    turn_id = next(iter(stack.db.turns))
-    await stack.db.save_feedback("acme", turn_id, "up", "spot on")
+    turn_id = next(iter(stack.db.rows.turns))
+    await stack.db.feedback.save_feedback("acme", turn_id, "up", "spot on")
     resp = await api.get(f"/v1/conversations/{cid}", headers=auth)
     assert resp.status_code == 200
     body = resp.json()
@@ -116,8 +118,8 @@ async def test_a_conversation_reads_as_its_turns_with_their_ratings(
 async def test_a_failed_turn_is_shown_with_why(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    cid = await stack.db.create_conversation("acme")
-    stack.db.add_turn("acme", cid, "Salary?", status="failed", error="the LLM timed out")
+    cid = await stack.db.conversations.create_conversation("acme")
+    stack.db.turns.add_turn("acme", cid, "Salary?", status="failed", error="the LLM timed out")
     (turn,) = (await api.get(f"/v1/conversations/{cid}", headers=auth)).json()["turns"]
     assert (turn["status"], turn["error"], turn["answer"]) == ("failed", "the LLM timed out", "")
 
@@ -132,7 +134,7 @@ async def test_another_workspaces_unknown_or_malformed_ids_get_the_same_404(
         "DELETE /v1/conversations/{id}",
     ]
     await assert_the_same_404(api, auth, theirs, "conversation", paths)
-    assert theirs in stack.db.conversations
+    assert theirs in stack.db.rows.conversations
 
 
 async def test_an_upper_case_id_is_the_same_conversation(
@@ -155,7 +157,7 @@ async def test_a_rename_answers_the_conversation_under_its_stripped_title(
 async def test_a_blank_multi_line_or_missing_title_gets_422_naming_title(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    cid = await stack.db.create_conversation("acme")
+    cid = await stack.db.conversations.create_conversation("acme")
     for body in ({"title": "   "}, {"title": "a\nb"}, {"title": "x" * 201}, {}):
         resp = await api.patch(f"/v1/conversations/{cid}", json=body, headers=auth)
         assert_422_naming(resp, "title", body)
@@ -164,10 +166,10 @@ async def test_a_blank_multi_line_or_missing_title_gets_422_naming_title(
 async def test_renaming_another_workspaces_conversation_gets_404_and_changes_nothing(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    theirs = await stack.db.create_conversation("other")
+    theirs = await stack.db.conversations.create_conversation("other")
     resp = await api.patch(f"/v1/conversations/{theirs}", json={"title": "Mine"}, headers=auth)
     assert resp.status_code == 404
-    assert stack.db.conversations[theirs].title is None
+    assert stack.db.rows.conversations[theirs].title is None
 
 
 async def test_a_json_export_holds_every_turn_with_what_it_cites_as_an_attachment(
@@ -213,7 +215,7 @@ async def test_a_markdown_export_lists_each_answers_sources_and_escapes_markup(
 async def test_an_export_in_another_format_gets_422_naming_format(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    cid = await stack.db.create_conversation("acme")
+    cid = await stack.db.conversations.create_conversation("acme")
     resp = await api.get(f"/v1/conversations/{cid}/export?format=pdf", headers=auth)
     assert_422_naming(resp, "query.format")
 
@@ -224,8 +226,8 @@ async def test_a_delete_is_204_and_clears_its_turns_and_vectors(
     resp = await api.delete(f"/v1/conversations/{answered}", headers=auth)
     assert resp.status_code == 204
     assert resp.content == b""
-    assert answered not in stack.db.conversations
-    assert stack.db.turns == {}
+    assert answered not in stack.db.rows.conversations
+    assert stack.db.rows.turns == {}
     assert stack.index.deleted == [("acme", answered)]
     assert (await api.get(f"/v1/conversations/{answered}", headers=auth)).status_code == 404
 
@@ -233,7 +235,7 @@ async def test_a_delete_is_204_and_clears_its_turns_and_vectors(
 async def test_deleting_a_conversation_while_it_answers_gets_409_and_keeps_it(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    cid = await stack.db.create_conversation("acme")
+    cid = await stack.db.conversations.create_conversation("acme")
     stack.graph.hold = asyncio.Event()
     url = f"/v1/conversations/{cid}/messages"
     asking = asyncio.create_task(
@@ -244,5 +246,5 @@ async def test_deleting_a_conversation_while_it_answers_gets_409_and_keeps_it(
     stack.graph.hold.set()
     assert (await asking).status_code == 200
     assert resp.status_code == 409
-    assert cid in stack.db.conversations
+    assert cid in stack.db.rows.conversations
     assert stack.index.deleted == []

@@ -30,7 +30,7 @@ async def test_an_upload_is_202_processing_and_its_ingest_starts_in_the_backgrou
     )
     assert [d["id"] for d in body["documents"]] == [body["id"]]
     assert stack.services.spawned == ["notes.md"]
-    saved = stack.db.documents[body["id"]]["upload_path"]
+    saved = stack.db.rows.documents[body["id"]]["upload_path"]
     assert Path(saved).read_bytes() == NOTES[1]
 
 
@@ -45,7 +45,7 @@ async def test_an_unsupported_format_gets_415_naming_the_supported_ones(
     assert resp.status_code == 415
     assert resp.json()["detail"].startswith("file: unsupported format of 'tool.exe'; supported:")
     assert ".md" in resp.json()["detail"]
-    assert stack.db.documents == {}
+    assert stack.db.rows.documents == {}
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ async def test_an_empty_file_gets_422_and_records_nothing(
     )
     assert resp.status_code == 422
     assert resp.json()["detail"].startswith("file: empty.txt")
-    assert stack.db.documents == {}
+    assert stack.db.rows.documents == {}
     assert not list((stack.services.settings.data_dir / "uploads").rglob("*.txt"))
 
 
@@ -100,7 +100,7 @@ async def test_a_file_over_max_file_bytes_gets_413(tmp_path: Path) -> None:
         )
     assert resp.status_code == 413
     assert "16" in resp.json()["detail"]
-    assert stack.db.documents == {}
+    assert stack.db.rows.documents == {}
 
 
 async def test_an_upload_sent_as_json_not_multipart_gets_415_naming_the_fix(
@@ -114,8 +114,8 @@ async def test_an_upload_sent_as_json_not_multipart_gets_415_naming_the_fix(
 async def test_documents_list_oldest_first_in_pages_linked_by_headers(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    ids = [stack.db.add_document("acme", f"{n}.txt") for n in "abc"]
-    stack.db.add_document("other", "theirs.txt")
+    ids = [stack.db.documents.add_document("acme", f"{n}.txt") for n in "abc"]
+    stack.db.documents.add_document("other", "theirs.txt")
     first = await api.get("/v1/documents?limit=2", headers=auth)
     assert first.status_code == 200
     assert [d["id"] for d in first.json()] == ids[:2]
@@ -132,7 +132,7 @@ async def test_documents_list_oldest_first_in_pages_linked_by_headers(
 async def test_a_document_read_from_the_servers_disk_is_shown_by_its_file_name(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document("acme", "/srv/private/handbook.txt")
+    document_id = stack.db.documents.add_document("acme", "/srv/private/handbook.txt")
     (listed,) = (await api.get("/v1/documents", headers=auth)).json()
     one = (await api.get(f"/v1/documents/{document_id}", headers=auth)).json()
     assert listed["source"] == one["source"] == "handbook.txt"
@@ -142,7 +142,7 @@ async def test_a_bad_limit_or_a_conversations_cursor_gets_422_naming_the_paramet
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     for _ in range(2):
-        await stack.db.create_conversation("acme")
+        await stack.db.conversations.create_conversation("acme")
     page = (await api.get("/v1/conversations?limit=1", headers=auth)).json()
     for query in ("limit=0", "limit=101", f"cursor={page['next_cursor']}"):
         resp = await api.get(f"/v1/documents?{query}", headers=auth)
@@ -153,7 +153,9 @@ async def test_a_bad_limit_or_a_conversations_cursor_gets_422_naming_the_paramet
 async def test_a_document_reads_as_its_row_with_its_ingest_status(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document("acme", "a.txt", status="failed", error="unreadable")
+    document_id = stack.db.documents.add_document(
+        "acme", "a.txt", status="failed", error="unreadable"
+    )
     resp = await api.get(f"/v1/documents/{document_id}", headers=auth)
     assert resp.status_code == 200
     body = resp.json()
@@ -178,16 +180,16 @@ async def test_an_uploads_row_gives_its_ingest_rate_and_estimate_running_and_fin
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     now = datetime.now(UTC)
-    running = stack.db.add_document("acme", "upload:big.pdf", status="processing")
-    stack.db.documents[running].update(
+    running = stack.db.documents.add_document("acme", "upload:big.pdf", status="processing")
+    stack.db.rows.documents[running].update(
         n_chunks=64,
         chunks_total=256,
         progress_started_at=now - timedelta(seconds=3600),
         progress_started_chunks=0,
         progress_at=now - timedelta(seconds=60),
     )
-    finished = stack.db.add_document("acme", "upload:small.md")
-    stack.db.documents[finished].update(
+    finished = stack.db.documents.add_document("acme", "upload:small.md")
+    stack.db.rows.documents[finished].update(
         n_chunks=100,
         chunks_total=100,
         progress_started_at=now - timedelta(hours=2, seconds=50),
@@ -205,17 +207,17 @@ async def test_an_uploads_row_gives_its_ingest_rate_and_estimate_running_and_fin
 async def test_another_workspaces_unknown_or_malformed_document_ids_get_the_same_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    theirs = stack.db.add_document("other", "theirs.txt", text="secret")
+    theirs = stack.db.documents.add_document("other", "theirs.txt", text="secret")
     paths = ["GET /v1/documents/{id}", "GET /v1/documents/{id}/text", "DELETE /v1/documents/{id}"]
     await assert_the_same_404(api, auth, theirs, "document", paths)
-    assert theirs in stack.db.documents
+    assert theirs in stack.db.rows.documents
     assert stack.index.deleted == []
 
 
 async def test_a_ready_documents_text_reads_whole_and_in_character_ranges(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document("acme", "a.txt", text="héllo world")
+    document_id = stack.db.documents.add_document("acme", "a.txt", text="héllo world")
     whole = await api.get(f"/v1/documents/{document_id}/text", headers=auth)
     assert (whole.status_code, whole.text) == (200, "héllo world")
     assert whole.headers["X-Total-Chars"] == "11"
@@ -227,7 +229,7 @@ async def test_a_ready_documents_text_reads_whole_and_in_character_ranges(
 async def test_a_text_offset_past_the_end_gets_422_naming_offset(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document("acme", "a.txt", text="short")
+    document_id = stack.db.documents.add_document("acme", "a.txt", text="short")
     for query, field in (("offset=6", "query.offset"), ("limit=0", "query.limit")):
         resp = await api.get(f"/v1/documents/{document_id}/text?{query}", headers=auth)
         assert resp.status_code == 422, query
@@ -248,7 +250,7 @@ async def test_the_text_of_a_document_not_ready_gets_409_saying_its_status(
     error: str | None,
     says: str,
 ) -> None:
-    document_id = stack.db.add_document("acme", "a.txt", status=status, error=error)
+    document_id = stack.db.documents.add_document("acme", "a.txt", status=status, error=error)
     resp = await api.get(f"/v1/documents/{document_id}/text", headers=auth)
     assert resp.status_code == 409
     assert resp.json()["detail"].startswith(f"document {document_id} {says}")
@@ -257,10 +259,10 @@ async def test_the_text_of_a_document_not_ready_gets_409_saying_its_status(
 async def test_a_delete_is_204_removes_the_document_from_both_stores_then_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document("acme", "a.txt", text="hello")
+    document_id = stack.db.documents.add_document("acme", "a.txt", text="hello")
     resp = await api.delete(f"/v1/documents/{document_id}", headers=auth)
     assert resp.status_code == 204
-    assert document_id not in stack.db.documents
+    assert document_id not in stack.db.rows.documents
     assert stack.index.deleted == [("acme", document_id)]
     assert (await api.get(f"/v1/documents/{document_id}", headers=auth)).status_code == 404
 
@@ -268,13 +270,13 @@ async def test_a_delete_is_204_removes_the_document_from_both_stores_then_404(
 async def test_deleting_a_document_whose_ingest_runs_gets_409_and_leaves_it(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    document_id = stack.db.add_document(
+    document_id = stack.db.documents.add_document(
         "acme", "a.txt", status="processing", updated_at=datetime.now(UTC)
     )
     resp = await api.delete(f"/v1/documents/{document_id}", headers=auth)
     assert resp.status_code == 409
     assert "still processing" in resp.json()["detail"]
-    assert document_id in stack.db.documents
+    assert document_id in stack.db.rows.documents
     assert stack.index.deleted == []
 
 
@@ -282,7 +284,9 @@ async def test_a_document_left_processing_by_a_dead_process_is_deleted(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
     long_ago = datetime.now(UTC) - timedelta(days=1)
-    document_id = stack.db.add_document("acme", "a.txt", status="processing", updated_at=long_ago)
+    document_id = stack.db.documents.add_document(
+        "acme", "a.txt", status="processing", updated_at=long_ago
+    )
     resp = await api.delete(f"/v1/documents/{document_id}", headers=auth)
     assert resp.status_code == 204
-    assert document_id not in stack.db.documents
+    assert document_id not in stack.db.rows.documents

@@ -32,7 +32,7 @@ def sse(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.fixture
 async def conversation(stack: FakeStack) -> str:
-    return await stack.db.create_conversation("acme")
+    return await stack.db.conversations.create_conversation("acme")
 
 
 async def test_an_answer_streams_sources_tokens_its_citation_then_done(
@@ -54,7 +54,7 @@ async def test_an_answer_streams_sources_tokens_its_citation_then_done(
     done = events[-1][1]
     assert done["answer"] == ANSWER
     assert [c["marker"] for c in done["citations"]] == ["[1]"]
-    assert stack.db.turns[done["turn_id"]].record.status == "done"
+    assert stack.db.rows.turns[done["turn_id"]].record.status == "done"
 
 
 async def test_a_json_reply_carries_the_answer_its_sources_and_citations(
@@ -129,7 +129,7 @@ async def test_web_search_on_without_a_serper_key_gets_422_naming_the_fix(
 async def test_a_message_to_an_unknown_or_another_workspaces_conversation_is_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    theirs = await stack.db.create_conversation("other")
+    theirs = await stack.db.conversations.create_conversation("other")
     for cid in (theirs, str(uuid.uuid4())):
         resp = await api.post(
             f"/v1/conversations/{cid}/messages", json={"content": "Salary?"}, headers=auth
@@ -226,7 +226,7 @@ async def test_a_stop_ends_the_answers_stream_stores_it_failed_and_says_which_tu
     assert (body["conversation_id"], body["stopped"]) == (conversation, True)
     events = sse((await asking).text)
     assert events[-1] == ("error", {"code": "stopped", "message": events[-1][1]["message"]})
-    turn = stack.db.turns[body["turn_id"]].record
+    turn = stack.db.rows.turns[body["turn_id"]].record
     assert (turn.status, turn.error) == ("failed", events[-1][1]["message"])
 
 
@@ -242,7 +242,7 @@ async def test_a_failed_run_ends_its_stream_with_an_error_and_is_stored_failed_w
     assert [name for name, _ in events] == ["sources", "error"]
     assert events[-1][1] == {"code": "turn_failed", "message": "the database was unavailable"}
     assert "10.0.0.5" not in resp.text
-    (turn,) = stack.db.turns.values()
+    (turn,) = stack.db.rows.turns.values()
     assert (turn.record.status, turn.record.error) == ("failed", "the database was unavailable")
 
 
@@ -271,14 +271,14 @@ async def test_a_stop_with_nothing_being_answered_says_stopped_false(
 async def test_stopping_another_workspaces_conversation_is_404(
     api: httpx.AsyncClient, auth: dict[str, str], stack: FakeStack
 ) -> None:
-    theirs = await stack.db.create_conversation("other")
+    theirs = await stack.db.conversations.create_conversation("other")
     resp = await api.post(f"/v1/conversations/{theirs}/stop", headers=auth)
     assert resp.status_code == 404
 
 
 async def _answered_turn(stack: FakeStack, workspace: str = "acme") -> str:
-    cid = await stack.db.create_conversation(workspace)
-    turn = stack.db.add_turn(workspace, cid, "Salary?", ANSWER, citations=[CITATION])
+    cid = await stack.db.conversations.create_conversation(workspace)
+    turn = stack.db.turns.add_turn(workspace, cid, "Salary?", ANSWER, citations=[CITATION])
     return turn.id
 
 
@@ -319,7 +319,7 @@ async def test_another_workspaces_or_a_malformed_message_id_gets_404_for_sources
         )
         assert (sources.status_code, rated.status_code) == (404, 404)
         assert sources.json()["detail"] == f"message {message_id} not found"
-    assert stack.db.feedback == {}
+    assert stack.db.rows.feedback == {}
 
 
 async def test_a_rating_is_stored_and_a_new_one_replaces_it(
@@ -332,7 +332,7 @@ async def test_a_rating_is_stored_and_a_new_one_replaces_it(
     assert first.json()["rating"] == "up"
     assert (second.json()["message_id"], second.json()["rating"]) == (answered_turn, "down")
     assert second.json()["comment"] is None
-    assert stack.db.feedback[answered_turn].rating == "down"
+    assert stack.db.rows.feedback[answered_turn].rating == "down"
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ async def test_a_completion_is_the_answer_with_its_citations_and_a_new_conversat
     assert [c["marker"] for c in body["citations"]] == ["[1]"]
     assert [s["id"] for s in body["sources"]] == [SOURCE["id"]]
     assert body["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    assert stack.db.conversations[body["conversation_id"]].workspace_id == "acme"
+    assert stack.db.rows.conversations[body["conversation_id"]].workspace_id == "acme"
 
 
 async def test_the_history_is_the_requests_earlier_pairs_and_the_question_its_last_message(
@@ -174,7 +174,7 @@ async def test_a_request_openai_would_refuse_or_this_cannot_honour_is_400_naming
     assert (error["type"], error["param"]) == ("invalid_request_error", param)
     assert error["message"] == resp.json()["detail"]
     assert stack.graph.runs == []
-    assert stack.db.conversations == {}
+    assert stack.db.rows.conversations == {}
 
 
 async def test_sampling_parameters_are_accepted_and_ignored(

@@ -35,7 +35,7 @@ from convrag.api.schemas import (
 )
 from convrag.conversations import delete_conversation as delete_everywhere
 from convrag.errors import ConversationInUse
-from convrag.stores.conversations import CitedSource
+from convrag.stores.citations import CitedSource
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
@@ -52,9 +52,9 @@ async def create_conversation(
     workspace: WorkspaceDep, services: ServicesDep, body: ConversationCreate | None = None
 ) -> ConversationOut:
     """Start a conversation, optionally named (the body may be left out)."""
-    conversation_id = await services.db.create_conversation(workspace)
+    conversation_id = await services.db.conversations.create_conversation(workspace)
     if body is not None and body.title is not None:
-        await services.db.rename_conversation(workspace, conversation_id, body.title)
+        await services.db.conversations.rename_conversation(workspace, conversation_id, body.title)
     return ConversationOut(conversation_id=conversation_id)
 
 
@@ -73,7 +73,9 @@ async def list_conversations(
     the next page; it is null on the last one. Pages are keyed by position, not by
     offset, so a conversation created meanwhile does not shift the pages that follow.
     """
-    rows = await services.db.list_conversations(workspace, limit=page.limit + 1, after=page.after)
+    rows = await services.db.conversations.list_conversations(
+        workspace, limit=page.limit + 1, after=page.after
+    )
     kept, next_cursor = page.cut(rows, lambda c: (c.updated_at, c.id))
     return ConversationPage(
         conversations=[ConversationSummary.model_validate(c) for c in kept],
@@ -90,7 +92,7 @@ async def get_conversation(
     conversation_id: OwnedConversation, workspace: WorkspaceDep, services: ServicesDep
 ) -> ConversationDetail:
     """The conversation's turns, oldest first, each with the user's rating if any."""
-    turns = await services.db.turn_details(workspace, conversation_id)
+    turns = await services.db.transcripts.turn_details(workspace, conversation_id)
     return ConversationDetail(
         conversation_id=conversation_id, turns=[TurnOut.model_validate(t) for t in turns]
     )
@@ -111,7 +113,9 @@ async def rename_conversation(
 ) -> ConversationSummary:
     """Rename the conversation; it is then listed under ``title`` instead of its first
     question. Its place in the list (last activity) does not change."""
-    renamed = await services.db.rename_conversation(workspace, conversation_id, body.title)
+    renamed = await services.db.conversations.rename_conversation(
+        workspace, conversation_id, body.title
+    )
     if renamed is None:  # deleted between the ownership check and the update
         raise not_found("conversation", conversation_id)
     return ConversationSummary.model_validate(renamed)
@@ -144,7 +148,7 @@ async def export_conversation(
     each ``[n]`` cites (title, document id, PDF page, snippet). As Markdown, each
     answer is followed by its citations as a numbered list. Sent as an attachment named
     after the conversation."""
-    transcript = await services.db.transcript(workspace, conversation_id)
+    transcript = await services.db.transcripts.transcript(workspace, conversation_id)
     if transcript is None:  # deleted between the ownership check and the read
         raise not_found("conversation", conversation_id)
     export = ConversationExport.model_validate(transcript)

@@ -23,7 +23,8 @@ from convrag.api.schemas import (
     error_responses,
     keyed_route_responses,
 )
-from convrag.documents import SUPPORTED, IngestError
+from convrag.documents.base import IngestError
+from convrag.documents.load import SUPPORTED
 from convrag.ingest import DocumentBusy, delete_document
 from convrag.services import Services
 from convrag.uploads import accept_upload
@@ -126,7 +127,7 @@ async def upload_document(
         document_ids = await accept_upload(services, workspace, name, data)
     except IngestError as exc:
         raise HTTPException(422, f"file: {exc}") from exc
-    rows = await services.db.get_documents(workspace, document_ids[:UPLOAD_LISTED])
+    rows = await services.db.documents.get_documents(workspace, document_ids[:UPLOAD_LISTED])
     assert rows, "accept_upload records every document before it returns"
     return UploadOut.model_validate(
         {**rows[0], "documents": rows, "n_documents": len(document_ids)}
@@ -167,7 +168,9 @@ async def list_documents(
     The body stays a plain list; the next page is in the ``Link`` and ``X-Next-Cursor``
     headers, which are absent on the last page.
     """
-    rows = await services.db.list_documents(workspace, limit=page.limit + 1, after=page.after)
+    rows = await services.db.documents.list_documents(
+        workspace, limit=page.limit + 1, after=page.after
+    )
     kept, next_cursor = page.cut(rows, lambda r: (r["created_at"], str(r["id"])))
     if next_cursor is not None:
         url = request.url.include_query_params(limit=page.limit, cursor=next_cursor)
@@ -191,7 +194,7 @@ async def get_document(
 
 async def _document_row(services: Services, workspace: str, document_id: str) -> dict[str, Any]:
     """The workspace's document row, or the 404 for one it does not hold."""
-    row = await services.db.get_document(workspace, document_id)
+    row = await services.db.documents.get_document(workspace, document_id)
     if row is None:
         raise not_found("document", document_id)
     return row
@@ -242,7 +245,7 @@ async def document_text(
             f"document {document_id} is {row['status']}{why}; its text is readable once "
             "its status is ready",
         )
-    text = await services.db.document_text(workspace, document_id)
+    text = await services.db.documents.document_text(workspace, document_id)
     if text is None:  # deleted between the two reads
         raise not_found("document", document_id)
     if offset > len(text):

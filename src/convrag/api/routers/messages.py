@@ -47,27 +47,22 @@ from convrag.api.schemas import (
     has_control_characters,
     keyed_route_responses,
 )
-from convrag.api.turns import (
+from convrag.api.turn_replies import TurnResult, answer_out, done_event, stored_answer
+from convrag.api.turn_stream import (
     KEEPALIVE,
     KEEPALIVE_COMMENT,
     SSE_HEADERS,
     Event,
     KeepAliveEvent,
-    TurnResult,
-    TurnRunner,
-    answer_out,
-    done_event,
     drain,
     sse,
-    stored_answer,
-    turn_context,
-    turn_id_for,
 )
+from convrag.api.turns import TurnRunner, turn_context, turn_id_for
 from convrag.errors import BUSY, ConversationBusyHere
 from convrag.services import Services
 from convrag.state import InputState, TurnRequest
 from convrag.stores.base import INTERRUPTED_AFTER
-from convrag.stores.conversations import INTERRUPTED_TURN
+from convrag.stores.turns import INTERRUPTED_TURN
 
 router = APIRouter(tags=["conversations"], responses=keyed_route_responses())
 
@@ -167,7 +162,7 @@ async def _previous_attempt(
     run (new, failed, or left ``processing`` by a process that is gone, or for longer
     than :data:`INTERRUPTED_AFTER`: it is marked failed first); 409 while it is being
     answered elsewhere, 422 when the key was used for another message (``content``)."""
-    turn = await services.db.get_turn(workspace, conversation_id, turn_id)
+    turn = await services.db.turns.get_turn(workspace, conversation_id, turn_id)
     if turn is not None and turn.question != content:
         raise HTTPException(
             422,
@@ -180,10 +175,10 @@ async def _previous_attempt(
     if turn is None or turn.status == "failed":
         return None
     if turn.status == "done":
-        citations = await services.db.citations(workspace, turn_id) or []
+        citations = await services.db.transcripts.citations(workspace, turn_id) or []
         return stored_answer(conversation_id, turn, citations)
-    if await services.db.turn_orphaned(turn_id, INTERRUPTED_AFTER):
-        await services.db.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
+    if await services.db.turns.turn_orphaned(turn_id, INTERRUPTED_AFTER):
+        await services.db.turns.fail_turn(workspace, turn_id, INTERRUPTED_TURN)
         return None
     raise HTTPException(
         status.HTTP_409_CONFLICT,
@@ -364,7 +359,7 @@ async def message_sources(
     message_id: MessageId, workspace: WorkspaceDep, services: ServicesDep
 ) -> list[CitationOut]:
     """The stored citations of an answer (a turn id from the `done` event)."""
-    rows = await services.db.citations(workspace, message_id)
+    rows = await services.db.transcripts.citations(workspace, message_id)
     if rows is None:
         raise not_found("message", message_id)
     return [CitationOut.model_validate(r) for r in rows]
@@ -386,7 +381,9 @@ async def rate_message(
     """Rate an answer (a turn id from the `done` event) up or down, with an optional
     comment. A turn keeps one rating: a new one replaces the old. Ratings are shown with
     the turns of `GET /v1/conversations/{id}` and counted in `convrag_feedback_total`."""
-    stored = await services.db.save_feedback(workspace, message_id, body.rating, body.comment)
+    stored = await services.db.feedback.save_feedback(
+        workspace, message_id, body.rating, body.comment
+    )
     if stored is None:
         raise not_found("message", message_id)
     FEEDBACK.labels(stored.rating).inc()

@@ -91,19 +91,9 @@ from convrag.api.schemas import (
     UsageOut,
     openai_route_responses,
 )
-from convrag.api.turn_replies import done_data
-from convrag.api.turns import (
-    KEEPALIVE_COMMENT,
-    SSE_HEADERS,
-    DoneEvent,
-    Event,
-    TurnResult,
-    TurnRunner,
-    answer_out,
-    done_event,
-    drain,
-    turn_context,
-)
+from convrag.api.turn_replies import TurnResult, answer_out, done_data, done_event
+from convrag.api.turn_stream import KEEPALIVE_COMMENT, SSE_HEADERS, DoneEvent, Event, drain
+from convrag.api.turns import TurnRunner, turn_context
 from convrag.config import Settings
 from convrag.context import Context
 from convrag.errors import ConversationBusyHere
@@ -318,7 +308,7 @@ async def chat_completions(
     if conversation_id is None:
         if is_chit_chat(clean(question)):
             return _unstored_reply(body, chit_chat_answer(question), settings)
-        conversation_id = await services.db.create_conversation(workspace)
+        conversation_id = await services.db.conversations.create_conversation(workspace)
     else:
         history = await history_sent(services, context, conversation_id, turns)
     payload = InputState(
