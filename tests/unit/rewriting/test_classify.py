@@ -6,7 +6,7 @@ import pytest
 
 from convrag.rewriting import Turn, classify
 from convrag.rewriting.classify import split_pleasantries
-from tests.rewriting.conftest import (
+from tests.unit.rewriting.conftest import (
     BURLESQUE,
     CAPITAL_OF_FRANCE,
     DALI,

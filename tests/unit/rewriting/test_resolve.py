@@ -6,7 +6,7 @@ import pytest
 
 from convrag.rewriting import Turn, contextualize
 from convrag.rewriting.gate import gated_rewrite
-from tests.rewriting.conftest import (
+from tests.unit.rewriting.conftest import (
     BONE_MARROW,
     BURLESQUE,
     CAPITAL_OF_FRANCE,
