@@ -1,6 +1,7 @@
 """Shared fixtures: one real embedded stack (PostgreSQL + Milvus Lite) per test session.
 
-Tests isolate themselves by workspace id, which is also what the product relies on.
+Tests isolate themselves by workspace id, which is also what the product relies on. The
+fast tier, ``tests/unit/``, never starts this stack (``tests/unit/conftest.py``).
 """
 
 from __future__ import annotations
@@ -30,38 +31,6 @@ from convrag.config import Settings  # noqa: E402
 from convrag.services import Services, open_services  # noqa: E402
 from convrag.testing.openai_stub import OpenAIStub, Reply  # noqa: E402
 from tests.serving import scratch_dir  # noqa: E402
-
-#: Fixtures that start the embedded stack (or a server over it).
-STACK_FIXTURES = frozenset({"services", "data_dir", "settings"})
-#: Modules whose tests start processes of their own (servers, a browser, the CLI, pip).
-PROCESS_MODULES = frozenset(
-    {
-        "test_chat_page.py",
-        "test_documents.py",
-        "test_embedded.py",
-        "test_vectors.py",
-        "test_bootstrap.py",
-        "test_children.py",
-        "test_cli.py",
-        "test_config.py",
-        "test_langgraph_dev.py",
-        "test_retention.py",
-        "test_workers.py",
-        "test_openai_stub.py",
-        "test_faults.py",
-        "test_embeddings.py",
-        "test_pool.py",
-    }
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the fast tier: a test that needs no embedded stack and starts no process is
-    ``unit`` (``pytest -m unit``, well under a minute on two cores)."""
-    for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if not fixtures & STACK_FIXTURES and item.path.name not in PROCESS_MODULES:
-            item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from convrag.cli.serving import docs_workspace
 from convrag.service_record import RECORD_NAME, ServiceRecord, read_record, write_record
 from tests.serving import Server, free_port, scratch_dir, spawn
 
@@ -452,53 +450,6 @@ def test_keys_revoke_refuses_a_name_that_matches_no_key_or_is_too_short(cli_data
     assert [json.loads(line)["revoked"] for line in still] == [False]
 
 
-def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two keys whose ids start alike (random ids rarely do, so the store is faked)."""
-    from collections.abc import AsyncIterator
-    from contextlib import asynccontextmanager
-    from datetime import UTC, datetime
-
-    from typer.testing import CliRunner
-
-    import convrag.services
-    from convrag.admin import Opened
-    from convrag.cli import app
-    from convrag.stores.workspaces import ApiKeyRecord
-
-    now = datetime.now(UTC)
-    twins = [
-        ApiKeyRecord(f"abcd{n}000-0000-4000-8000-000000000000", f"crk_{n}xyz", "0" * 12, now, None)
-        for n in (1, 2)
-    ]
-    revoked: list[str] = []
-
-    class Keys:
-        async def find_api_keys(self, ref: str, workspace_id: str | None) -> list[ApiKeyRecord]:
-            return [k for k in twins if k.id.startswith(ref)]
-
-        async def revoke_api_key_id(self, key_id: str) -> bool:
-            revoked.append(key_id)
-            return True
-
-    @asynccontextmanager
-    async def fake_stores(needs: str, settings: object) -> AsyncIterator[Opened]:
-        yield Opened(db=SimpleNamespace(workspaces=Keys()))  # type: ignore[arg-type]
-
-    monkeypatch.setattr("convrag.cli.remote.opened_for", fake_stores)
-    monkeypatch.setattr("convrag.cli.remote.live_record", lambda data_dir: None)
-    monkeypatch.setattr("convrag.cli.remote.check_store", lambda settings: None)
-    monkeypatch.setattr(convrag.services, "install_sigterm_handler", lambda: None)
-
-    both = CliRunner().invoke(app, ["keys", "revoke", "abcd"])
-    assert both.exit_code == 1 and revoked == []
-    assert "matches 2 active keys" in both.stderr
-    assert twins[0].id in both.stderr and twins[1].id in both.stderr
-    one = CliRunner().invoke(app, ["keys", "revoke", "abcd2"])
-    assert one.exit_code == 0 and revoked == [twins[1].id]
-
-
 def test_a_bad_workspace_id_exits_2_naming_the_rule_before_any_work(cli_data: Path) -> None:
     for args in (["keys", "create"], ["documents", "list"]):
         out = _run([*args, "-w", "../x"], cli_data)
@@ -754,18 +705,3 @@ def test_serve_docs_with_nothing_to_read_exits_2_naming_the_path_before_starting
     assert "Started server process" not in out.stderr and not (cli_data / "x.key").exists()
     alone = _run(["serve", "-w", "mine", "--port", str(free_port())], cli_data)
     assert alone.returncode == 2 and "give --docs PATH with it" in alone.stderr
-
-
-@pytest.mark.parametrize(
-    ("name", "workspace"),
-    [("Team Handbook", "team-handbook"), ("Q3 Report.PDF", "q3-report"), ("a.jsonl.gz", "a")],
-)
-def test_serve_docs_names_the_workspace_after_the_folder_or_file(
-    tmp_path: Path, name: str, workspace: str
-) -> None:
-    path = tmp_path / name
-    if name.startswith("Team"):
-        path.mkdir()
-    else:
-        path.write_bytes(b"x")
-    assert docs_workspace(path) == workspace

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,27 +11,9 @@ import pytest
 from pydantic import SecretStr
 
 from convrag.config import Settings
-from convrag.embeddings import (
-    Matrix,
-    OnnxMiniLM,
-    OpenAIEmbedder,
-    RememberingEmbedder,
-    RoundRobin,
-    cheapest_cuts,
-    get_embedder,
-)
+from convrag.embeddings import OpenAIEmbedder
 from convrag.stores.embedded import pid_alive
 from convrag.testing.openai_stub import OpenAIStub
-
-
-def test_the_bundled_model_gives_normalised_384_d_vectors_in_input_order() -> None:
-    model = OnnxMiniLM(batch_size=2)
-    texts = ["a much longer sentence about the basic salary of an engineer", "salary", "hi"]
-    rows = model.embed(texts)
-    assert rows.shape == (3, 384)
-    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
-    assert np.allclose(rows[1], model.embed(["salary"])[0], atol=1e-5)
-    assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2])
 
 
 def test_openai_embeddings_go_through_the_openai_api_shape() -> None:
@@ -59,18 +40,6 @@ async def test_bulk_embedding_in_a_child_process_matches_the_query_embedder() ->
         assert await bulk.run(os.sched_getscheduler, 0) == os.SCHED_OTHER
     assert child.shape == local.shape
     assert float(abs(child - local).max()) < 1e-5
-
-
-def test_ingest_threads_default_to_every_core_and_must_be_positive() -> None:
-    from convrag.config import Settings
-    from convrag.embeddings import LOCAL_MODEL, ProcessEmbedder
-
-    assert Settings().effective_ingest_threads == len(os.sched_getaffinity(0))
-    assert Settings(ingest_threads=1).effective_ingest_threads == 1
-    with pytest.raises(ValueError, match="greater than or equal to 1"):
-        Settings(ingest_threads=0)
-    with pytest.raises(ValueError, match="ingest threads must be >= 1"):
-        ProcessEmbedder(LOCAL_MODEL, 64, threads=0)
 
 
 async def test_an_uploaded_file_is_read_in_a_child_process_and_its_errors_come_back(
@@ -113,63 +82,6 @@ async def test_a_read_comes_back_while_the_ingest_child_is_in_the_middle_of_a_ca
             assert not finished.exists()  # the ingest call is still in hand
             raise _Stop
     await asyncio.gather(call, return_exceptions=True)
-
-
-async def _take_turns(turns: RoundRobin, callers: Sequence[tuple[str, str]]) -> list[str]:
-    """The order in which ``callers`` ``(lane, name)`` got their turn, all asking while
-    a first caller of lane "held" holds the one turn."""
-    order: list[str] = []
-    release = asyncio.Event()
-
-    async def hold() -> None:
-        async with turns.turn("held"):
-            await release.wait()
-
-    async def take(lane: str, name: str) -> None:
-        async with turns.turn(lane):
-            order.append(name)
-            await asyncio.sleep(0)
-
-    holder = asyncio.ensure_future(hold())
-    await asyncio.sleep(0)
-    tasks = []
-    for lane, name in callers:
-        tasks.append(asyncio.ensure_future(take(lane, name)))
-        await asyncio.sleep(0)  # queued in this order
-    release.set()
-    await asyncio.gather(holder, *tasks)
-    return order
-
-
-async def test_turns_alternate_between_lanes_whatever_order_their_callers_queued_in() -> None:
-    """One workspace's large upload queues slice after slice; another workspace's upload
-    gets every other turn instead of waiting behind them all."""
-    order = await _take_turns(
-        RoundRobin(), [("big", "big-1"), ("big", "big-2"), ("big", "big-3"), ("small", "small")]
-    )
-    assert order == ["big-1", "small", "big-2", "big-3"]
-
-
-async def test_a_caller_cancelled_while_it_waits_for_its_turn_passes_it_on() -> None:
-    turns = RoundRobin()
-    got: list[str] = []
-
-    async def take(lane: str) -> None:
-        async with turns.turn(lane):
-            got.append(lane)
-
-    async with turns.turn("a"):
-        gone = asyncio.ensure_future(take("b"))
-        kept = asyncio.ensure_future(take("c"))
-        await asyncio.sleep(0)
-        assert turns.waiting() == {"b": 1, "c": 1}
-        gone.cancel()
-        await asyncio.sleep(0)
-        assert turns.waiting() == {"c": 1}
-    await kept
-    assert got == ["c"] and turns.waiting() == {}
-    async with turns.turn("d"):  # the turn was given back: free at once
-        pass
 
 
 async def test_a_dead_ingest_child_is_a_clear_error_and_the_next_call_starts_a_new_one() -> None:
@@ -240,67 +152,3 @@ async def test_a_block_that_ends_on_an_error_stops_the_ingest_child_in_the_middl
         call = asyncio.ensure_future(bulk.run(_a_call_in_hand, str(started), 0.5, str(finished)))
         await _in_hand(started)
     assert finished.exists() and await call is None
-
-
-def test_an_unknown_local_model_names_the_models_that_ship() -> None:
-    with pytest.raises(ValueError, match="'local:all-MiniLM-L6-v2-int8'"):
-        get_embedder(Settings(embedding_model="local:no-such-model"))
-
-
-class _Counting:
-    """A two-dimensional embedder that records what it was asked to embed."""
-
-    name = "counting"
-    dim = 2
-
-    def __init__(self) -> None:
-        self.asked: list[list[str]] = []
-
-    def embed(self, texts: Sequence[str]) -> Matrix:
-        self.asked.append(list(texts))
-        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
-
-
-def test_remembered_rows_are_not_embedded_again_and_the_oldest_are_forgotten() -> None:
-    inner = _Counting()
-    remembering = RememberingEmbedder(inner, size=3)
-    first = remembering.embed(["a", "bb", "a"])
-    assert first.tolist() == [[1, 1], [2, 1], [1, 1]]
-    again = remembering.embed(["bb", "ccc"])
-    assert again.tolist() == [[2, 1], [3, 1]]
-    assert inner.asked == [["a", "bb"], ["ccc"]]
-    remembering.embed(["dddd"])  # four texts seen, room for three: "a" goes
-    remembering.embed(["a", "bb"])
-    assert inner.asked[-1] == ["a"]
-    assert remembering.embed([]).shape == (0, 2)
-
-
-def test_the_texts_a_turn_lacks_go_to_the_model_in_one_call_once_each() -> None:
-    inner = _Counting()
-    texts = [f"{'x' * n}" for n in (9, 1, 5, 9, 3)]
-    rows = RememberingEmbedder(inner).embed(texts)
-    assert rows[:, 0].tolist() == [9, 1, 5, 9, 3]
-    assert inner.asked == [["x" * 9, "x", "x" * 5, "x" * 3]]  # the model batches by length
-
-
-@pytest.mark.parametrize(
-    ("lengths", "most", "ends"),
-    [
-        ([8, 8, 8, 8], 64, [4]),  # alike: one call
-        ([4, 5, 6, 200], 64, [3, 4]),  # one long text would pad three short ones to 200
-        ([8, 8, 8, 8], 3, [1, 4]),  # never more than ``most`` in a call
-        ([], 64, []),
-    ],
-)
-def test_a_batch_is_cut_where_padding_would_cost_more_than_a_call(
-    lengths: list[int], most: int, ends: list[int]
-) -> None:
-    assert cheapest_cuts(lengths, 20, most) == ends
-
-
-def test_each_row_is_the_texts_own_whatever_batch_it_was_cut_into() -> None:
-    model = OnnxMiniLM(batch_size=4)
-    texts = ["hi", " ".join(["a long sentence about the leave policy"] * 12), "salary?", "ok"]
-    together = model.embed(texts)
-    alone = np.concatenate([model.embed([t]) for t in texts])
-    assert np.allclose(together, alone, atol=1e-6)

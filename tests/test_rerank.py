@@ -69,14 +69,6 @@ def _sources(*texts: str) -> list[Source]:
     ]
 
 
-def test_the_reranker_setting_names_its_accepted_forms() -> None:
-    assert endpoint("none") is None
-    assert endpoint("http:http://tei:8080") == "http://tei:8080/rerank"
-    assert endpoint("http:https://api.jina.ai/v1/rerank") == "https://api.jina.ai/v1/rerank"
-    with pytest.raises(ValueError, match="'none' or 'http:<url"):
-        endpoint("local:bge")
-
-
 @pytest.mark.parametrize("shape", ["tei", "cohere"])
 async def test_both_reply_shapes_reorder_the_candidates(
     stub: tuple[RerankStub, str], shape: str

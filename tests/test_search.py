@@ -9,24 +9,9 @@ import pytest
 
 from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
-from convrag.retrieval.search import HybridSearcher, lookup_document_content, referenced_items
+from convrag.retrieval.search import HybridSearcher, lookup_document_content
 from convrag.services import Services
 from convrag.stores.documents import IndexedChunk
-
-
-@pytest.mark.parametrize(
-    ("message", "items"),
-    [
-        ("Can you explain question 6 again?", [("question", "6")]),
-        ("what is the answer to Q12", [("question", "12")]),
-        ("compare section 2 and section 3", [("section", "2"), ("section", "3")]),
-        ("what is the salary of Prasad", []),
-    ],
-)
-def test_referenced_items_finds_numbered_questions(
-    message: str, items: list[tuple[str, str]]
-) -> None:
-    assert referenced_items(message) == items
 
 
 async def test_document_lookup_fetches_the_exact_numbered_question(
@@ -274,36 +259,6 @@ async def test_in_process_hits_carry_their_documents_title_so_no_lookup_is_neede
     stored = await services.db.documents.get_chunks(workspace, [hit.chunk_id])
     assert hit.title is not None and hit.title == stored[0].title
     assert hit.page is None  # not a PDF
-
-
-def test_feedback_ranks_by_the_first_passages_neighbourhood_but_scores_stay_the_querys_cosine() -> (
-    None
-):
-    import numpy as np
-
-    from convrag.stores.vectors import NumpyDenseIndex
-
-    def unit(*v: float) -> list[float]:
-        a = np.asarray(v, dtype=np.float32)
-        return [float(x) for x in a / np.linalg.norm(a)]
-
-    # "aside" is closer to the query than "near", but "near" lies towards "top", the
-    # passage the query finds first.
-    vectors = {
-        "top": unit(1.0, 0.5, 0.0),
-        "near": unit(0.6, 0.8, 0.0),
-        "aside": unit(0.7, 0.0, 0.714),
-    }
-    index = NumpyDenseIndex()
-    index.build("w", 1, [(c, c, c) for c in vectors], np.asarray(list(vectors.values())))
-    query = unit(1.0, 0.0, 0.0)
-    plain = index.search("w", query, 3)
-    moved = index.search("w", query, 3, feedback_weight=1.0, feedback_depth=1)
-    assert [h.chunk_id for h in plain] == ["top", "aside", "near"]
-    assert [h.chunk_id for h in moved] == ["top", "near", "aside"]
-    assert {h.chunk_id: h.score for h in moved} == pytest.approx(
-        {h.chunk_id: h.score for h in plain}
-    )
 
 
 async def test_a_hybrid_search_can_bring_the_keyword_lists_first_hit_after_its_top_k(

@@ -1213,41 +1213,6 @@ async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_stays_in_the
     assert not (services.settings.data_dir / "etc").exists()
 
 
-@pytest.mark.parametrize(
-    ("filename", "stored"),
-    [
-        ("C:\\Users\\me\\report.txt", "report.txt"),
-        ("notes/../../../plan.md", "plan.md"),
-        ("\u00e9" * 125 + ".txt", "\u00e9" * 125 + ".txt"),  # 254 bytes of UTF-8
-    ],
-)
-def test_upload_names_keep_only_the_basename(filename: str, stored: str) -> None:
-    from convrag.api.routers.documents import upload_name
-
-    assert upload_name(filename) == stored
-
-
-@pytest.mark.parametrize(
-    ("filename", "problem"),
-    [
-        ("bad\x00name.txt", "control characters"),
-        ("line\nbreak.txt", "control characters"),
-        ("\u00e9" * 126 + ".txt", "256 bytes long"),
-        ("bad\udcffname.txt", "not valid UTF-8"),
-        ("uploads/..", "a filename is required"),
-        ("", "a filename is required"),
-    ],
-)
-def test_bad_upload_names_get_422_naming_the_problem(filename: str, problem: str) -> None:
-    from fastapi import HTTPException
-
-    from convrag.api.routers.documents import upload_name
-
-    with pytest.raises(HTTPException) as info:
-        upload_name(filename)
-    assert info.value.status_code == 422 and problem in str(info.value.detail)
-
-
 @asynccontextmanager
 async def _answering_llm(
     services: Services, monkeypatch: pytest.MonkeyPatch, answer: Callable[[str], str]

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 
-from convrag.api.schemas import shown_source
 from convrag.documents.load import load_path
 from convrag.ingest import ingest_documents
 from convrag.services import Services
@@ -33,12 +32,3 @@ async def test_a_file_ingested_on_the_server_is_listed_by_its_name_not_its_path(
     assert str(tmp_path) not in str(listed)
     stored = await services.db.documents.get_document(tenant["workspace"], travel["id"])
     assert stored is not None and stored["source"] == str(nested / "travel.md")
-
-
-def test_uploads_and_records_are_shown_by_their_own_names() -> None:
-    assert shown_source({"source": "upload:notes.txt", "metadata": {}})["source"] == (
-        "upload:notes.txt"
-    )
-    assert shown_source({"source": "faq-1", "metadata": None})["source"] == "faq-1"
-    path = "/srv/docs/a.md"
-    assert shown_source({"source": path, "metadata": {"path": path}})["source"] == "a.md"

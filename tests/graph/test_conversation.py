@@ -87,11 +87,6 @@ async def test_answer_sentences_bounds_the_extractive_answer(
     assert answers[0].split(" [")[0] in answers[1]  # the best sentence, then more
 
 
-def test_answer_sentences_must_be_at_least_one() -> None:
-    with pytest.raises(ValueError, match="answer_sentences must be >= 1"):
-        Context(answer_sentences=0)
-
-
 async def test_a_continuation_searches_the_previous_question_as_the_page_shows_it(
     assistant: Assistant, seeded: str
 ) -> None:

@@ -46,12 +46,6 @@ async def test_an_injected_document_reaches_the_llm_fenced_and_inert(
     assert state["answer"] == "It is on the third floor [1]."
 
 
-def test_the_audit_catches_an_unfenced_prompt() -> None:
-    for case in INJECTIONS:
-        raw = f"RETRIEVED INFORMATION:\n[1] notes.md\n{case.text}"
-        assert escapes(raw, case), case.name
-
-
 async def test_an_answer_that_leaks_the_canary_is_replaced_by_the_extractive_answer(
     assistant: Assistant, llm: OpenAIStub, seeded: str
 ) -> None:

@@ -272,15 +272,6 @@ async def test_the_providers_error_text_stays_out_of_the_flag_but_its_status_is_
     assert "boom from stub" in caplog.text  # the server log has it in full
 
 
-async def test_a_model_that_cannot_be_built_falls_back_instead_of_raising(
-    settings: Settings,
-) -> None:
-    out, _ = await _run(FOLLOW_UP, SALARY, settings, None, llm_model="nonexistent:model")
-    assert out["rewrite_method"] == "fallback"
-    assert out["flags"]["rewrite_fallback"] == "error: ValueError"
-    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
-
-
 async def test_a_base_url_without_an_api_key_reaches_a_local_server(
     settings: Settings, stub: OpenAIStub
 ) -> None:
@@ -295,31 +286,3 @@ async def test_a_base_url_without_an_api_key_reaches_a_local_server(
     )
     out, _ = await _run(FOLLOW_UP, SALARY, local, None, llm_model=None)
     assert (out["rewrite_method"], out["rewritten_query"]) == ("llm", standalone)
-
-
-# --------------------------------------------------------------------------------------------
-# Without an LLM: the rules
-# --------------------------------------------------------------------------------------------
-
-
-async def test_without_an_llm_the_rules_rewrite_a_follow_up(settings: Settings) -> None:
-    out, _ = await _run(FOLLOW_UP, SALARY, settings, None)
-    assert out["rewrite_method"] == "rules"
-    assert "timings" not in out and "flags" not in out
-    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
-
-
-async def test_without_an_llm_a_standalone_turn_is_unchanged(settings: Settings) -> None:
-    out, _ = await _run(STANDALONE, SALARY, settings, None)
-    assert out["classification"] == "standalone"
-    assert (out["rewritten_query"], out["rewrite_method"]) == (STANDALONE, "unchanged")
-
-
-async def test_without_an_llm_a_rewrite_the_gate_rejects_is_flagged(settings: Settings) -> None:
-    message = "How do I undo that?"
-    history = [
-        _turn("Do I have to use a certain browser to use this service?", "No, any browser works.")
-    ]
-    out, _ = await _run(message, history, settings, None)
-    assert (out["rewritten_query"], out["rewrite_method"]) == (message, "unchanged")
-    assert out["flags"] == {"rewrite_rejected": "fixed_phrase"}

@@ -29,8 +29,6 @@ from convrag.testing.openai_stub import (
     OpenAIStub,
     Reply,
     hashed_embedding,
-    rules_from_script,
-    split_tokens,
 )
 
 
@@ -113,11 +111,6 @@ async def test_astream_yields_several_chunks_that_join_to_the_content(stub: Open
     assert len([t for t in texts if t]) >= 5
     assert "".join(str(t) for t in texts) == content
     assert stub.last_request["stream"] is True
-
-
-def test_split_tokens_round_trips_text() -> None:
-    for text in ["", "  ", "a", " a b  ", "x\n\ny [1]."]:
-        assert "".join(split_tokens(text)) == text
 
 
 async def test_stream_usage_is_reported_when_include_usage_is_sent(stub: OpenAIStub) -> None:
@@ -322,20 +315,6 @@ async def test_in_thread_mode_serves_another_event_loop() -> None:
         assert (await make_llm(stub).ainvoke("hi")).content == "cross-loop"
     finally:
         stub.stop_in_thread()
-
-
-def test_script_rules_are_parsed() -> None:
-    rules = rules_from_script(
-        [
-            {"match_regex": "fail", "status": 503, "times": 1},
-            {"content": "fallback"},
-        ]
-    )
-    assert isinstance(rules[0][0], re.Pattern) and rules[0][1].status == 503
-    assert rules[0][1].times == 1
-    assert rules[1][0] is None and rules[1][1].content == "fallback"
-    with pytest.raises(ValueError, match="unknown keys"):
-        rules_from_script([{"match": "x"}])
 
 
 def test_cli_serves_scripted_and_default_replies_on_an_ephemeral_port(tmp_path: Path) -> None:

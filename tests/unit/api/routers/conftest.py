@@ -1,6 +1,6 @@
 """The routers' unit tests: the real app over in-memory fakes (``tests/api/fakes.py``),
 in-process. No embedded server, no process: every test here is in the fast tier
-(``pytest -m unit``)."""
+(``pytest tests/unit``)."""
 
 from __future__ import annotations
 

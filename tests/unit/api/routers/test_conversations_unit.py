@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
-from tests.api.routers.checks import assert_422_naming, assert_the_same_404
+from tests.unit.api.routers.checks import assert_422_naming, assert_the_same_404
 
 
 async def _answered(stack: FakeStack, workspace: str = "acme", question: str = "Salary?") -> str:

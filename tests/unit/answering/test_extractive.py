@@ -9,7 +9,7 @@ from convrag.records import HistoryTurn
 from convrag.retrieval.quoting import PROCEDURE_EXTRA_SENTENCES, answer_length, extractive_answer
 from convrag.retrieval.ranking import query_coverage
 from convrag.text.units import sentences
-from tests.answering.samples import equally_close, source
+from tests.unit.answering.samples import equally_close, source
 
 RECORDS = (
     "Prasad Chaudhari\nPosition: Software Engineer\nBasic Salary: $80,000\n\n"

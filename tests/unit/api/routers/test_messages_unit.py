@@ -15,7 +15,7 @@ import pytest
 
 from convrag.api.errors import DATABASE_DOWN
 from tests.api.fakes import ANSWER, CITATION, SOURCE, FakeStack
-from tests.api.routers.checks import assert_422_naming
+from tests.unit.api.routers.checks import assert_422_naming
 
 JSON = {"Accept": "application/json"}
 

@@ -13,6 +13,7 @@ import pytest
 from convrag.evaluation.documents import convrag_reader, evaluate_documents
 
 SETS = {"corpus": 10, "heldout": 9}
+DOCUMENTS = Path(__file__).resolve().parents[2] / "documents"
 
 
 @pytest.mark.parametrize("folder", sorted(SETS))
@@ -22,7 +23,7 @@ def test_every_document_of_a_set_reads_whole_without_furniture_under_its_heading
     reader = convrag_reader(
         800, 100, max_bytes=50 * 2**20, max_decompressed=200 * 2**20, max_records=10
     )
-    report = evaluate_documents(Path(__file__).parent / folder, {"convrag": reader}, settings={})
+    report = evaluate_documents(DOCUMENTS / folder, {"convrag": reader}, settings={})
     overall = report["readers"]["convrag"]["overall"]
     documents = report["readers"]["convrag"]["documents"]
     failures = {

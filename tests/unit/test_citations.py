@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from convrag.citations import resolve_citations
-from tests.answering.samples import source
+from tests.unit.answering.samples import source
 
 
 def test_unresolved_markers_are_removed_and_counted() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from convrag.ids import document_id_for
 from tests.api.fakes import FakeStack, client, fake_app, fake_stack
-from tests.api.routers.checks import assert_the_same_404
+from tests.unit.api.routers.checks import assert_the_same_404
 
 NOTES = ("notes.md", b"# Notes\n\nThe office opens at nine.\n", "text/markdown")
 

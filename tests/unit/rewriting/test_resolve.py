@@ -7,7 +7,7 @@ import pytest
 from convrag.rewriting.gate import gated_rewrite
 from convrag.rewriting.history import Turn
 from convrag.rewriting.resolve import contextualize
-from tests.rewriting.conftest import (
+from tests.unit.rewriting.conftest import (
     BONE_MARROW,
     BURLESQUE,
     CAPITAL_OF_FRANCE,

@@ -64,3 +64,9 @@ def test_a_run_changes_the_policy_by_name_and_is_checked_when_built() -> None:
         Context(policy={"relevance_floor": 3})
     with pytest.raises(ValueError, match="unknown retrieval policy field 'floor'"):
         Context.from_mapping({"policy": {"floor": 1}})
+
+
+def test_the_configuration_doc_describes_every_policy_field() -> None:
+    doc = (Path(__file__).parents[3] / "docs" / "configuration.md").read_text()
+    for name in default_policy().as_dict():
+        assert f"| `{name}` |" in doc, name

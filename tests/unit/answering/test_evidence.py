@@ -10,7 +10,7 @@ from convrag.retrieval.evidence import (
     sentence_evidence,
 )
 from convrag.retrieval.policy import default_policy
-from tests.answering.samples import source
+from tests.unit.answering.samples import source
 
 
 def test_the_evidence_is_the_mean_of_the_two_closest_sentences_sharing_a_word() -> None:

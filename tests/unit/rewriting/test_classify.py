@@ -6,7 +6,7 @@ import pytest
 
 from convrag.rewriting.classify import classify, split_pleasantries
 from convrag.rewriting.history import Turn
-from tests.rewriting.conftest import (
+from tests.unit.rewriting.conftest import (
     BURLESQUE,
     CAPITAL_OF_FRANCE,
     DALI,
