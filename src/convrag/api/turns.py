@@ -31,9 +31,10 @@ Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 
 This module is the run itself: the runner's books (one turn at a time per conversation),
 starting, stopping and shutting down, and each turn's task. The stream it writes (the
-events, :func:`drain`, keep-alives) is :mod:`convrag.api.turn_stream`; the replies it
-builds (the ``done`` event, :func:`answer_out`, :func:`stored_answer`) are
-:mod:`convrag.api.turn_replies`. Their public names are importable from here too.
+events, :func:`drain`, the SSE response and its keep-alives) is
+:mod:`convrag.api.turn_stream`; the replies it builds (the ``done`` event,
+:func:`answer_out`, :func:`stored_answer`) are :mod:`convrag.api.turn_replies`. Most of
+their public names are importable from here too.
 """
 
 from __future__ import annotations
@@ -62,12 +63,8 @@ from convrag.api.turn_replies import (
     stored_answer,
 )
 from convrag.api.turn_stream import (
-    KEEPALIVE,
-    KEEPALIVE_COMMENT,
-    SSE_HEADERS,
     DoneEvent,
     Event,
-    KeepAliveEvent,
     TurnEvents,
     drain,
     error_event,
@@ -82,18 +79,14 @@ from convrag.state import InputState
 
 __all__ = [
     "ANSWERED_WAIT_S",
-    "KEEPALIVE",
-    "KEEPALIVE_COMMENT",
     "NOT_STOPPED",
     "SHUTTING_DOWN",
-    "SSE_HEADERS",
     "STOP_ASK_AGAIN_S",
     "STOP_CHANNEL",
     "STOP_POLL_S",
     "STOP_WAIT_S",
     "DoneEvent",
     "Event",
-    "KeepAliveEvent",
     "TurnResult",
     "TurnRunner",
     "answer_out",
