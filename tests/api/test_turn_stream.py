@@ -103,3 +103,11 @@ def test_keep_alives_openai_chunks_and_done_are_written_with_bare_newlines() -> 
     assert keep_alive().encode() == b": keep-alive\n\n"
     assert sse_data('{"id": "x"}').encode() == b'data: {"id": "x"}\n\n'
     assert sse_data("[DONE]").encode() == b"data: [DONE]\n\n"
+
+
+def test_a_shutdown_signal_leaves_open_streams_to_the_apps_own_shutdown() -> None:
+    """sse-starlette would cut every stream at SIGTERM, before the app's shutdown ends
+    them with an ``error`` event (``shutting_down``); importing the stream turns that off."""
+    from sse_starlette.sse import AppStatus
+
+    assert not AppStatus.enable_automatic_graceful_drain

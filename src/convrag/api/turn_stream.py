@@ -151,7 +151,8 @@ def event_stream(
     minute, and proxies with a 60 s idle timeout then cut it. A client that goes away
     ends the stream (not its turn, which runs on and is stored).
 
-    A shutdown signal does not cut the stream (see below)."""
+    A shutdown signal does not cut the stream: sse-starlette's automatic drain is off
+    (above)."""
     return EventSourceResponse(
         events,
         headers={**_SSE_HEADERS, **(headers or {})},
