@@ -270,8 +270,8 @@ class Settings(BaseSettings):
         gt=0,
         allow_inf_nan=False,
         validation_alias=AliasChoices("SSE_KEEPALIVE_S"),
-        description="Seconds without an event after which a streamed answer sends an SSE "
-        "comment (`: keep-alive`), so proxies with an idle timeout keep the stream open.",
+        description="Seconds between the SSE comments (`: keep-alive`) of a streamed "
+        "answer, so proxies with an idle timeout keep the stream open while the LLM is slow.",
     )
     rate_limit_per_minute: int = Field(
         default=600,

@@ -5,8 +5,9 @@ through :class:`TurnEvents`, which turns the graph's custom stream
 (:data:`~convrag.events.GraphEvent`) into them: ``sources`` always before any ``token``,
 a ``citation`` as a resolvable marker appears, and ``repetition`` or ``reset`` to
 discard the tokens so far; the run ends it with ``done`` or ``error``. ``None`` ends the
-queue. The routes read it with :func:`drain`, which keeps an idle stream open with
-keep-alives, and write each event with :func:`sse`.
+queue. The routes read it with :func:`drain`, write each event with :func:`sse` and
+send the stream with :func:`event_stream` (sse-starlette's response, which also sends
+the keep-alives and stops the stream when the client goes away).
 
 Every event is a typed record whose ``event`` names it, the graph's
 (:mod:`convrag.events`) and the HTTP layer's own, here: :class:`CitationEvent`,
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import AppStatus
 from typing_extensions import TypedDict
 
 from convrag.api.schemas import CitationOut
@@ -70,7 +73,8 @@ class ErrorEvent(TypedDict):
 
 
 class KeepAliveEvent(TypedDict):
-    """No event for a while (:func:`drain`): not an event of the turn, never sent as one."""
+    """The turn's first event is late (a route waits for it before it opens the stream):
+    not an event of the turn, sent as :func:`keep_alive`."""
 
     event: Literal["keep-alive"]
 
@@ -98,19 +102,63 @@ def event_json(event: Event) -> str:
     return json.dumps(data, default=_jsonable)
 
 
-def sse(event: Event) -> str:
+SSE_SEP = "\n"
+"""The line ending of every event and comment the streams write: a bare newline, as
+they always have (sse-starlette's default is ``\\r\\n``)."""
+
+
+def sse(event: Event) -> ServerSentEvent:
     """``event`` as a server-sent event: its name, then its data as JSON."""
-    return f"event: {event['event']}\ndata: {event_json(event)}\n\n"
+    return ServerSentEvent(event_json(event), event=event["event"], sep=SSE_SEP)
 
 
-#: Streamed replies must reach the client token by token: no caching, no proxy buffering.
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+def sse_data(data: str) -> ServerSentEvent:
+    """A server-sent event of ``data`` alone, unnamed (an OpenAI chunk, ``[DONE]``)."""
+    return ServerSentEvent(data, sep=SSE_SEP)
 
-#: What :func:`drain` yields after ``keepalive_s`` without an event.
+
+def keep_alive() -> ServerSentEvent:
+    """The ``: keep-alive`` comment: clients skip it, proxies see bytes and keep an
+    idle stream open."""
+    return ServerSentEvent(comment="keep-alive", sep=SSE_SEP)
+
+
+# sse-starlette cuts every stream as soon as the server is told to stop, and from then
+# on cuts each new one at once in this process (its flag is never reset). The app's own
+# shutdown (convrag.api.app) lets open streams run on, and stops the turns still running
+# a second before the server's graceful period ends: their streams end with an ``error``
+# event (``shutting_down``) rather than being cut.
+AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+
+#: Streamed replies must reach the client token by token: not cached (sse-starlette's
+#: own default is ``no-store``; it also sends ``X-Accel-Buffering: no`` against proxy
+#: buffering).
+_SSE_HEADERS = {"Cache-Control": "no-cache"}
+
+#: What a route opens the stream with when the turn's first event is late.
 KEEPALIVE = KeepAliveEvent(event="keep-alive")
 
-#: An SSE comment: clients skip it, proxies see bytes and keep an idle stream open.
-KEEPALIVE_COMMENT = ": keep-alive\n\n"
+
+def event_stream(
+    events: AsyncIterable[ServerSentEvent],
+    *,
+    keepalive_s: float = 0,
+    headers: Mapping[str, str] | None = None,
+) -> EventSourceResponse:
+    """The streamed reply of ``events``, with a :func:`keep_alive` comment every
+    ``keepalive_s`` seconds (0: none): a stalled LLM can leave a stream silent for a
+    minute, and proxies with a 60 s idle timeout then cut it. A client that goes away
+    ends the stream (not its turn, which runs on and is stored).
+
+    A shutdown signal does not cut the stream: sse-starlette's automatic drain is off
+    (above)."""
+    return EventSourceResponse(
+        events,
+        headers={**_SSE_HEADERS, **(headers or {})},
+        ping=keepalive_s,
+        sep=SSE_SEP,
+        ping_message_factory=keep_alive,
+    )
 
 
 class TurnEvents:
@@ -165,28 +213,7 @@ class TurnEvents:
                 )
 
 
-async def drain(
-    queue: asyncio.Queue[Event | None], *, keepalive_s: float | None = None
-) -> AsyncIterator[Event | KeepAliveEvent]:
-    """Events until the turn ends; with ``keepalive_s``, also :data:`KEEPALIVE` each time
-    that many seconds pass without one.
-
-    A stalled LLM can leave a stream silent for a minute, and proxies with a 60 s idle
-    timeout then cut it; streaming routes answer :data:`KEEPALIVE` with
-    :data:`KEEPALIVE_COMMENT`. The pending ``queue.get()`` is waited on, not cancelled,
-    between keep-alives, so no event is lost.
-    """
-    while True:
-        if keepalive_s is None:
-            item = await queue.get()
-        else:
-            getter = asyncio.ensure_future(queue.get())
-            try:
-                while not (await asyncio.wait({getter}, timeout=keepalive_s))[0]:
-                    yield KEEPALIVE
-            finally:
-                getter.cancel()  # the client went away while waiting: stop waiting too
-            item = getter.result()
-        if item is None:
-            return
+async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event]:
+    """The turn's events until it ends."""
+    while (item := await queue.get()) is not None:
         yield item

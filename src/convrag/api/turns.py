@@ -31,9 +31,9 @@ Both routes that answer (``POST /v1/conversations/{id}/messages`` and
 
 This module is the run itself: the runner's books (one turn at a time per conversation),
 starting, stopping and shutting down, and each turn's task. The stream it writes (the
-events, :func:`drain`, keep-alives) is :mod:`convrag.api.turn_stream`; the replies it
-builds (the ``done`` event, :func:`answer_out`, :func:`stored_answer`) are
-:mod:`convrag.api.turn_replies`.
+events, :func:`drain`, the SSE response and its keep-alives) is
+:mod:`convrag.api.turn_stream`; the replies it builds (the ``done`` event,
+:func:`answer_out`, :func:`stored_answer`) are :mod:`convrag.api.turn_replies`.
 """
 
 from __future__ import annotations

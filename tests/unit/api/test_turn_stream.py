@@ -7,7 +7,7 @@ import asyncio
 
 from convrag.api.schemas import AnswerOut, CitationOut
 from convrag.api.turn_replies import done_event, state_done
-from convrag.api.turn_stream import Event, TurnEvents, error_event, sse
+from convrag.api.turn_stream import Event, TurnEvents, error_event, keep_alive, sse, sse_data
 from convrag.events import SourcesEvent, TokenEvent
 from tests.samples import cited
 
@@ -25,6 +25,11 @@ STATE = {
 }
 
 
+def wire(event: Event) -> str:
+    """The text ``event`` is sent as."""
+    return sse(event).encode().decode()
+
+
 def _events(*parts: SourcesEvent | TokenEvent) -> list[Event]:
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
     events = TurnEvents(queue)
@@ -35,7 +40,7 @@ def _events(*parts: SourcesEvent | TokenEvent) -> list[Event]:
 
 def test_a_token_before_any_sources_is_preceded_by_an_empty_sources_event() -> None:
     events = _events(TokenEvent(event="token", text="Hello", node="synthesize"))
-    assert [sse(e) for e in events] == [
+    assert [wire(e) for e in events] == [
         'event: sources\ndata: {"sources": []}\n\n',
         'event: token\ndata: {"text": "Hello", "node": "synthesize"}\n\n',
     ]
@@ -49,7 +54,7 @@ def test_a_marker_that_names_a_source_is_cited_once_as_it_first_appears() -> Non
     )
     citations = [e for e in events if e["event"] == "citation"]
     assert citations == [{"event": "citation", "marker": "[1]", "source": SOURCE}]
-    assert sse(citations[0]) == (
+    assert wire(citations[0]) == (
         'event: citation\ndata: {"marker": "[1]", "source": {"n": 1, "id": "c1", '
         '"type": "chunk", "document_id": "d1", "title": "Travel policy", "url": null, '
         '"score": 0.8125, "snippet": "Meals abroad are paid\\u2026", "page": 3, '
@@ -60,7 +65,7 @@ def test_a_marker_that_names_a_source_is_cited_once_as_it_first_appears() -> Non
 def test_the_done_event_is_written_with_its_citations_as_the_api_shows_them() -> None:
     done = state_done(STATE)
     assert done["citations"] == [CitationOut.model_validate(CITATION)]
-    assert sse(done) == (
+    assert wire(done) == (
         'event: done\ndata: {"turn_id": "t1", "answer": "Paid [1].", "citations": '
         '[{"marker": "[1]", "position": 5, "source_type": "chunk", "source_id": "c1", '
         '"document_id": "d1", "url": null, "relevance_score": 0.8125, '
@@ -83,12 +88,26 @@ def test_a_stored_answer_ends_its_stream_with_the_done_event_a_run_would_send() 
         flags={"no_answer": False},
         timings_ms={"synthesize": 12.5},
     )
-    assert sse(done_event(answer)) == sse(state_done(STATE))
+    assert wire(done_event(answer)) == wire(state_done(STATE))
 
 
 def test_an_error_event_is_its_code_and_message_cut_to_500_characters() -> None:
     event = error_event("turn_failed", "x" * 600)
-    assert sse(error_event("stopped", "stopped")) == (
+    assert wire(error_event("stopped", "stopped")) == (
         'event: error\ndata: {"code": "stopped", "message": "stopped"}\n\n'
     )
     assert len(event["message"]) == 500
+
+
+def test_keep_alives_openai_chunks_and_done_are_written_with_bare_newlines() -> None:
+    assert keep_alive().encode() == b": keep-alive\n\n"
+    assert sse_data('{"id": "x"}').encode() == b'data: {"id": "x"}\n\n'
+    assert sse_data("[DONE]").encode() == b"data: [DONE]\n\n"
+
+
+def test_a_shutdown_signal_leaves_open_streams_to_the_apps_own_shutdown() -> None:
+    """sse-starlette would cut every stream at SIGTERM, before the app's shutdown ends
+    them with an ``error`` event (``shutting_down``); importing the stream turns that off."""
+    from sse_starlette.sse import AppStatus
+
+    assert not AppStatus.enable_automatic_graceful_drain

@@ -9,9 +9,9 @@ waited for and then answered the same way, one running in another worker gets 40
 failed one runs again.
 
 The answer streams as typed server-sent events (see :mod:`convrag.api.turns`), or comes
-whole as JSON for a client that accepts only ``application/json``. A stream that has had
-no event for ``SSE_KEEPALIVE_S`` seconds (a slow LLM) gets a ``: keep-alive`` comment,
-which SSE clients skip, so that proxies with an idle timeout do not cut it.
+whole as JSON for a client that accepts only ``application/json``. A stream gets a
+``: keep-alive`` comment every ``SSE_KEEPALIVE_S`` seconds, which SSE clients skip, so
+that proxies with an idle timeout do not cut it while the LLM is slow.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response, status
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
+from sse_starlette import ServerSentEvent
 
 from convrag.api.deps import (
     MessageId,
@@ -50,11 +51,11 @@ from convrag.api.schemas import (
 from convrag.api.turn_replies import TurnResult, answer_out, done_event, stored_answer
 from convrag.api.turn_stream import (
     KEEPALIVE,
-    KEEPALIVE_COMMENT,
-    SSE_HEADERS,
     Event,
     KeepAliveEvent,
     drain,
+    event_stream,
+    keep_alive,
     sse,
 )
 from convrag.api.turns import TurnRunner, turn_context, turn_id_for
@@ -193,10 +194,10 @@ async def _reply(request: Request, answer: AnswerOut) -> Response:
     if _wants_json(request):
         return JSONResponse(answer.model_dump(mode="json"))
 
-    async def events() -> AsyncIterator[str]:
+    async def events() -> AsyncIterator[ServerSentEvent]:
         yield sse(done_event(answer))
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return event_stream(events())
 
 
 async def _joined(
@@ -284,9 +285,7 @@ async def post_message(
         return JSONResponse(answer.model_dump(mode="json"))
     keepalive = settings.sse_keepalive_s
     first = await _first_event(conversation_id, queue, task, keepalive)
-    return StreamingResponse(
-        _events(first, queue, keepalive), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    return event_stream(_events(first, queue), keepalive_s=keepalive)
 
 
 async def _first_event(
@@ -318,15 +317,15 @@ async def _first_event(
 
 
 async def _events(
-    first: Event | KeepAliveEvent | None, queue: asyncio.Queue[Event | None], keepalive: float
-) -> AsyncIterator[str]:
-    """The answer's SSE stream: ``first`` (:func:`_first_event`; None ends it at once),
-    then the turn's events, with a keep-alive comment after each quiet period."""
+    first: Event | KeepAliveEvent | None, queue: asyncio.Queue[Event | None]
+) -> AsyncIterator[ServerSentEvent]:
+    """The answer's SSE stream: ``first`` (:func:`_first_event`; None ends it at once,
+    a late one is a keep-alive comment), then the turn's events."""
     if first is None:
         return
-    yield KEEPALIVE_COMMENT if first["event"] == "keep-alive" else sse(first)
-    async for item in drain(queue, keepalive_s=keepalive):
-        yield KEEPALIVE_COMMENT if item["event"] == "keep-alive" else sse(item)
+    yield keep_alive() if first["event"] == "keep-alive" else sse(first)
+    async for item in drain(queue):
+        yield sse(item)
 
 
 @router.post(

@@ -46,9 +46,8 @@ streamed since the last reset is not the stored answer (the turn kept an earlier
 or dropped markers that cite nothing), one more ``convrag_reset`` chunk and the stored
 answer in one chunk follow: the text after the last ``convrag_reset`` is always the
 answer that was stored. The final chunk also carries that ``answer``, and the
-non-streaming reply is the stored answer alone. While no event comes for
-``SSE_KEEPALIVE_S`` seconds the stream sends ``: keep-alive`` SSE comments, which OpenAI
-clients skip.
+non-streaming reply is the stored answer alone. Every ``SSE_KEEPALIVE_S`` seconds the
+stream sends a ``: keep-alive`` SSE comment, which OpenAI clients skip.
 """
 
 from __future__ import annotations
@@ -65,10 +64,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from convrag.answering.replies import chit_chat_answer
 from convrag.api.deps import RunnerDep, ServicesDep, SettingsDep, WorkspaceDep
@@ -92,7 +92,7 @@ from convrag.api.schemas import (
     openai_route_responses,
 )
 from convrag.api.turn_replies import TurnResult, answer_out, done_data, done_event
-from convrag.api.turn_stream import KEEPALIVE_COMMENT, SSE_HEADERS, DoneEvent, Event, drain
+from convrag.api.turn_stream import DoneEvent, Event, drain, event_stream, sse_data
 from convrag.api.turns import TurnRunner, turn_context
 from convrag.config import Settings
 from convrag.context import Context
@@ -355,13 +355,11 @@ def _streamed(
     queue: asyncio.Queue[Event | None],
     settings: Settings,
     headers: dict[str, str] | None = None,
-) -> StreamingResponse:
+) -> EventSourceResponse:
     """The streamed reply of ``completion``, whose turn writes its events to ``queue``."""
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
-    chunks = completion.stream(queue, settings.sse_keepalive_s, include_usage=include_usage)
-    return StreamingResponse(
-        chunks, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
-    )
+    chunks = completion.stream(queue, include_usage=include_usage)
+    return event_stream(chunks, keepalive_s=settings.sse_keepalive_s, headers=headers)
 
 
 def _unstored_reply(body: ChatCompletionIn, text: str, settings: Settings) -> Response:
@@ -458,26 +456,25 @@ class _Completion:
             "conversation_id": self.conversation_id,
         }
 
-    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    def chunk(
+        self, delta: dict[str, Any], finish: str | None = None, **extra: Any
+    ) -> ServerSentEvent:
         """A ``chat.completion.chunk`` with ``delta`` (and ``extra`` fields), as SSE."""
         data = {
             **self._head("chat.completion.chunk"),
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             **extra,
         }
-        return f"data: {json.dumps(data, default=str)}\n\n"
+        return sse_data(json.dumps(data, default=str))
 
     async def stream(
-        self, queue: asyncio.Queue[Event | None], keepalive_s: float, *, include_usage: bool
-    ) -> AsyncIterator[str]:
+        self, queue: asyncio.Queue[Event | None], *, include_usage: bool
+    ) -> AsyncIterator[ServerSentEvent]:
         """The SSE chunks of the turn's events on ``queue``, ending with ``[DONE]``;
         with ``include_usage``, a last chunk with no choices carries ``usage`` before
         it."""
         yield self.chunk({"role": "assistant", "content": ""})
-        async for item in drain(queue, keepalive_s=keepalive_s):
-            if item["event"] == "keep-alive":
-                yield KEEPALIVE_COMMENT
-                continue
+        async for item in drain(queue):
             if item["event"] == "done" and self.remember is not None:
                 await self.remember(item["answer"])
             for out in self._chunks(item):
@@ -488,10 +485,10 @@ class _Completion:
                 "choices": [],
                 "usage": usage_of(self.counter).model_dump(),
             }
-            yield f"data: {json.dumps(last)}\n\n"
-        yield "data: [DONE]\n\n"
+            yield sse_data(json.dumps(last))
+        yield sse_data("[DONE]")
 
-    def _chunks(self, event: Event) -> list[str]:
+    def _chunks(self, event: Event) -> list[ServerSentEvent]:
         """The chunks of one of the turn's events (none for those OpenAI has no shape
         for: ``sources``, ``citation``, ``rewrite``)."""
         if event["event"] == "token":
@@ -510,10 +507,10 @@ class _Completion:
                 "code": event["code"],
                 "message": event["message"],
             }
-            return [f"data: {json.dumps({'error': error})}\n\n"]
+            return [sse_data(json.dumps({"error": error}))]
         return []
 
-    def _done(self, event: DoneEvent) -> list[str]:
+    def _done(self, event: DoneEvent) -> list[ServerSentEvent]:
         """The last chunks of an answered turn (``event``: its ``done`` event): the
         stored answer again after a ``convrag_reset`` when the draft streamed is not it,
         then the final chunk."""
