@@ -321,7 +321,7 @@ def test_a_command_from_another_directory_finds_the_store_or_names_where_it_is(
 ) -> None:
     """Without CONVRAG_DATA_DIR: the nearest .convrag holding a store, from anywhere below
     it; from a directory with none (and no per-user store), exit 2 naming the stores this
-    user has used and --new, creating nothing."""
+    user has used, how to point at one, and --new, creating nothing."""
     from convrag.data_dirs import holds_store
 
     assert _run(["keys", "list", "-w", "cli"], cli_data).returncode == 0  # a store used
@@ -337,8 +337,39 @@ def test_a_command_from_another_directory_finds_the_store_or_names_where_it_is(
     assert lost.returncode == 2, lost.stderr
     [line] = lost.stderr.splitlines()
     assert line.startswith("error: no convrag store found: CONVRAG_DATA_DIR is unset")
-    assert f"The convrag stores this user has used: {cli_data}" in line
+    assert f"Your convrag stores: {cli_data} (CONVRAG_DATA_DIR={cli_data})" in line
+    assert "CONVRAG_DATA_DIR=DIR, or cd into the folder that holds its .convrag" in line
     assert "--new" in line and not holds_store(user_dirs / "data" / "convrag")
+
+
+def test_ingesting_a_manual_skips_its_navigation_pages_and_fails_only_on_a_corrupt_file(
+    tmp_path: Path,
+) -> None:
+    """Pages of navigation alone are a note, not a failure (exit 0); a corrupt PDF beside
+    them fails the command (exit 1) naming it, the rest still ingested. The command says
+    at once that it starts the stores."""
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    (manual / "index.html").write_text(
+        "<html><head><title>Top</title></head><body><div class='header'>Next: "
+        "<a href='using.html'>Using it</a></div><nav><a href='using.html'>1 Using it</a>"
+        "</nav></body></html>"
+    )
+    (manual / "using.html").write_text(
+        "<html><head><title>Using it</title></head><body><h2>Using it</h2><p>Prepare a "
+        "call interface first, then call the function through it.</p></body></html>"
+    )
+    data = tmp_path / "data"
+    done = _run(["ingest", str(manual), "-w", "manual"], data)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 1 and json.loads(done.stdout)["skipped"] == 1
+    assert f"skipped {manual / 'index.html'}: navigation only, no text to index" in done.stderr
+    assert f"starting the stores in {data} ..." in done.stderr
+    (manual / "broken.pdf").write_bytes(b"%PDF-1.4 \x00\x01 not a pdf" * 40)
+    failed = _run(["ingest", str(manual), "-w", "manual", "-q"], data)
+    assert failed.returncode == 1
+    assert f"not ingested: {manual / 'broken.pdf'}: not a readable PDF" in failed.stderr
+    assert json.loads(failed.stdout)["unchanged"] == 1
 
 
 def test_serve_detach_runs_in_the_background_until_convrag_stop(tmp_path: Path) -> None:

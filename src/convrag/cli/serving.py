@@ -324,13 +324,14 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
     """
     from convrag.cli.base import run_command
     from convrag.cli.documents import ingest_read, read_documents, report_ingest
+    from convrag.cli.starting import starting_here
     from convrag.documents import IngestError
-    from convrag.services import open_services
 
     try:
-        docs, unreadable = read_documents([path])
+        read = read_documents([path])
     except IngestError as exc:
         raise fail(f"nothing to serve from --docs {path}: {exc}; {_docs_fix(False)}") from exc
+    docs, unreadable = read.documents, read.unreadable
     if not docs:
         why = (
             f"none of its {unreadable} document file(s) could be read (listed above); fix them, or"
@@ -340,12 +341,18 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
         raise fail(f"nothing to serve from --docs {path}: {why} {_docs_fix()}")
     keyfile = settings.data_dir / f"{workspace}.key"
 
-    async def go() -> tuple[dict[str, Any], list[tuple[str, str]], str]:
-        async with open_services(settings) as services:
-            result, gone = await ingest_read(services, workspace, docs, quiet=False)
-            return result, gone, await _workspace_key(services, workspace, keyfile)
+    first = f"starting the stores in {settings.data_dir} ..."
+    with starting_here(settings, vectors=True, first=first) as waiting:
 
-    result, gone, key = run_command(go, checked=True)  # checked before the port
+        async def go() -> tuple[dict[str, Any], list[tuple[str, str]], str]:
+            from convrag.services import open_services
+
+            async with open_services(settings, say=waiting.say) as services:
+                waiting.done()
+                result, gone = await ingest_read(services, workspace, docs, quiet=False)
+                return result, gone, await _workspace_key(services, workspace, keyfile)
+
+        result, gone, key = run_command(go, checked=True)  # checked before the port
     report_ingest(workspace, result, gone)
     print(f"workspace: {workspace}", flush=True)
     print(f"API key (also in {keyfile}): {key}", flush=True)
