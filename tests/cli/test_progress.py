@@ -27,7 +27,8 @@ async def test_an_ingests_chunks_move_against_the_total_counted_before_embedding
     await shown.chunks("b", 20, 20)
     shown.documents(2)
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("documents chunked: 0/2") and err[1].startswith("documents chunked: 2/2")
+    assert err[0].startswith("documents chunked: 0/2")
+    assert err[1].startswith("documents chunked: 2/2")
     lines = [line for line in err if line.startswith("chunks embedded")]
     counts = [line.split(": ")[1].split(" ")[0] for line in lines]
     assert counts == ["0/120", "0/120", "0/120", "64/120", "100/120", "120/120"]

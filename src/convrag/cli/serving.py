@@ -125,9 +125,6 @@ def serve(
     chat with them. While it runs, the commands on the same data directory (documents
     list, keys, ask) ask it instead of starting the stores, and answer at once.
     """
-    from convrag.server import run
-    from convrag.services import install_sigterm_handler
-
     settings = get_settings()
     workspace = _check_serve(settings, host, port, docs, workspace)
     if detach:
@@ -136,6 +133,10 @@ def serve(
     if docs is not None and workspace is not None:
         _ingest_docs(docs, workspace, settings)
         print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
+    # Imported here, not first: --docs shows its files being read at once.
+    from convrag.server import run
+    from convrag.services import install_sigterm_handler
+
     # uvicorn raises the SIGTERM it stopped on again once stopped: as an exit, not a
     # death by the signal, so that the record is removed.
     install_sigterm_handler()
@@ -153,12 +154,13 @@ def _check_serve(
     --docs naming nothing, a port in use, a data directory that cannot be written, a
     database that does not answer, or a service already running on the data directory.
     Returns the workspace --docs goes into."""
-    from convrag.llm import check_llm_model
+    if settings.effective_llm_model is not None:  # the chat models' import takes seconds
+        from convrag.llm import check_llm_model
 
-    try:
-        check_llm_model(settings)
-    except ValueError as exc:
-        raise fail(exc) from None
+        try:
+            check_llm_model(settings)
+        except ValueError as exc:
+            raise fail(exc) from None
     workspace = _docs_target(docs, workspace)
     check_store(settings)
     _check_port_free(host, port)
