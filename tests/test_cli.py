@@ -167,6 +167,7 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
         "unchanged": 1,
         "moved": 0,
         "chunks_written": 0,
+        "skipped": 0,
     }
     found = _run(["search", "annual leave days", "-w", "cli", "--json"], cli_data)
     hits = json.loads(found.stdout)
@@ -217,7 +218,8 @@ def test_ingest_into_a_log_prints_progress_lines_not_a_bar(cli_data: Path, tmp_p
     out = _run(["ingest", str(tmp_path), "-w", "cli-log"], cli_data)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
-    assert lines[-1].startswith("documents: 3/3 (100%)")
+    assert lines[-1].startswith("documents stored: 3/3 (100%)")
+    assert lines[0].startswith("reading: 0/3 files (0%)")
     assert any(line.startswith("chunks embedded: 3/3 (100%)") for line in lines), lines
     assert "\x1b[" not in out.stderr  # no terminal control codes in a log
 
@@ -561,7 +563,7 @@ def test_ingest_of_a_directory_stores_the_readable_files_and_names_the_others(
     out = _run(["ingest", str(tmp_path), "-w", "partial"], cli_data)
     assert out.returncode == 1, out.stderr
     assert json.loads(out.stdout)["added"] == 1
-    assert "empty.txt: the file is empty" in out.stderr
+    assert "empty.txt: empty file, no text to index" in out.stderr  # a note, not a failure
     assert "broken.pdf: not a readable PDF" in out.stderr
     assert "EOF marker" not in out.stderr and "Traceback" not in out.stderr
     listed = _run(["documents", "list", "-w", "partial"], cli_data)
@@ -779,8 +781,9 @@ def test_serve_docs_with_nothing_to_read_exits_2_naming_the_path_before_starting
     (empty / "blank.md").write_text("")
     out = _run(["serve", "--docs", str(empty), "-w", "x", "--port", str(free_port())], cli_data)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"error: nothing to serve from --docs {empty}: none of its 1 document" in out.stderr
-    assert "blank.md: the file is empty" in out.stderr and "notes.rtf" in out.stderr
+    blank = empty / "blank.md"
+    assert f"error: nothing to serve from --docs {empty}: {blank}: the file is empty" in out.stderr
+    assert "notes.rtf" in out.stderr
     assert "Started server process" not in out.stderr and not (cli_data / "x.key").exists()
     alone = _run(["serve", "-w", "mine", "--port", str(free_port())], cli_data)
     assert alone.returncode == 2 and "give --docs PATH with it" in alone.stderr
