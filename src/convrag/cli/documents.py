@@ -59,6 +59,11 @@ def ingest(
     path with the content of a document whose file is gone replaces it ("moved"). A file
     deleted since stays in the workspace until `convrag documents delete ID`, or until the
     directory is ingested again with --prune.
+
+    Files with nothing to index (a page of navigation alone, an empty file) are skipped
+    with a note. Exit 0 when everything that holds text went in; 1 when a file found in a
+    directory could not be read (named with its reason; the rest went in); 2 when nothing
+    was ingested (bad input, no store).
     """
     from convrag.cli.starting import starting_here
     from convrag.documents import IngestError
