@@ -50,9 +50,11 @@ stamp=".venv/.convrag-installed-${extras:-base}"
 # with_uv ARGS: install ARGS into .venv with uv (measured: a cold install in 19 s against
 # pip's 150 s, the same versions; BENCHMARKS.md), which pip installs into .venv first.
 # uv reads no pip.conf: the system's certificates (UV_SYSTEM_CERTS) are the ones pip is given.
+# --compile-bytecode, as pip does: without it each command compiled its libraries again
+# (8 s of `convrag ask`) wherever PYTHONDONTWRITEBYTECODE is set, as in many containers.
 with_uv() {
   { [ -x .venv/bin/uv ] || .venv/bin/python -m pip install --quiet --disable-pip-version-check uv; } &&
-    UV_SYSTEM_CERTS="${UV_SYSTEM_CERTS:-1}" .venv/bin/uv pip install --python .venv/bin/python "$@"
+    UV_SYSTEM_CERTS="${UV_SYSTEM_CERTS:-1}" .venv/bin/uv pip install --compile-bytecode --python .venv/bin/python "$@"
 }
 # with_pip ARGS: the same with pip, when uv cannot be had or fails.
 with_pip() {

@@ -166,6 +166,7 @@ def test_ingest_then_search_json_and_idempotent_reingest(cli_data: Path, tmp_pat
         "unchanged": 1,
         "moved": 0,
         "chunks_written": 0,
+        "skipped": 0,
     }
     found = _run(["search", "annual leave days", "-w", "cli", "--json"], cli_data)
     hits = json.loads(found.stdout)
@@ -216,7 +217,8 @@ def test_ingest_into_a_log_prints_progress_lines_not_a_bar(cli_data: Path, tmp_p
     out = _run(["ingest", str(tmp_path), "-w", "cli-log"], cli_data)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
-    assert lines[-1].startswith("documents: 3/3 (100%)")
+    assert lines[-1].startswith("documents stored: 3/3 (100%)")
+    assert lines[0].startswith("reading: 0/3 files (0%)")
     assert any(line.startswith("chunks embedded: 3/3 (100%)") for line in lines), lines
     assert "\x1b[" not in out.stderr  # no terminal control codes in a log
 
@@ -320,7 +322,7 @@ def test_a_command_from_another_directory_finds_the_store_or_names_where_it_is(
 ) -> None:
     """Without CONVRAG_DATA_DIR: the nearest .convrag holding a store, from anywhere below
     it; from a directory with none (and no per-user store), exit 2 naming the stores this
-    user has used and --new, creating nothing."""
+    user has used, how to point at one, and --new, creating nothing."""
     from convrag.data_dirs import holds_store
 
     assert _run(["keys", "list", "-w", "cli"], cli_data).returncode == 0  # a store used
@@ -336,8 +338,39 @@ def test_a_command_from_another_directory_finds_the_store_or_names_where_it_is(
     assert lost.returncode == 2, lost.stderr
     [line] = lost.stderr.splitlines()
     assert line.startswith("error: no convrag store found: CONVRAG_DATA_DIR is unset")
-    assert f"The convrag stores this user has used: {cli_data}" in line
+    assert f"Your convrag stores: {cli_data} (CONVRAG_DATA_DIR={cli_data})" in line
+    assert "CONVRAG_DATA_DIR=DIR, or cd into the folder that holds its .convrag" in line
     assert "--new" in line and not holds_store(user_dirs / "data" / "convrag")
+
+
+def test_ingesting_a_manual_skips_its_navigation_pages_and_fails_only_on_a_corrupt_file(
+    tmp_path: Path,
+) -> None:
+    """Pages of navigation alone are a note, not a failure (exit 0); a corrupt PDF beside
+    them fails the command (exit 1) naming it, the rest still ingested. The command says
+    at once that it starts the stores."""
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    (manual / "index.html").write_text(
+        "<html><head><title>Top</title></head><body><div class='header'>Next: "
+        "<a href='using.html'>Using it</a></div><nav><a href='using.html'>1 Using it</a>"
+        "</nav></body></html>"
+    )
+    (manual / "using.html").write_text(
+        "<html><head><title>Using it</title></head><body><h2>Using it</h2><p>Prepare a "
+        "call interface first, then call the function through it.</p></body></html>"
+    )
+    data = tmp_path / "data"
+    done = _run(["ingest", str(manual), "-w", "manual"], data)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["added"] == 1 and json.loads(done.stdout)["skipped"] == 1
+    assert f"skipped {manual / 'index.html'}: navigation only, no text to index" in done.stderr
+    assert f"starting the stores in {data} ..." in done.stderr
+    (manual / "broken.pdf").write_bytes(b"%PDF-1.4 \x00\x01 not a pdf" * 40)
+    failed = _run(["ingest", str(manual), "-w", "manual", "-q"], data)
+    assert failed.returncode == 1
+    assert f"not ingested: {manual / 'broken.pdf'}: not a readable PDF" in failed.stderr
+    assert json.loads(failed.stdout)["unchanged"] == 1
 
 
 def test_serve_detach_runs_in_the_background_until_convrag_stop(tmp_path: Path) -> None:
@@ -482,7 +515,7 @@ def test_ingest_of_a_directory_stores_the_readable_files_and_names_the_others(
     out = _run(["ingest", str(tmp_path), "-w", "partial"], cli_data)
     assert out.returncode == 1, out.stderr
     assert json.loads(out.stdout)["added"] == 1
-    assert "empty.txt: the file is empty" in out.stderr
+    assert "empty.txt: empty file, no text to index" in out.stderr  # a note, not a failure
     assert "broken.pdf: not a readable PDF" in out.stderr
     assert "EOF marker" not in out.stderr and "Traceback" not in out.stderr
     listed = _run(["documents", "list", "-w", "partial"], cli_data)
@@ -700,8 +733,9 @@ def test_serve_docs_with_nothing_to_read_exits_2_naming_the_path_before_starting
     (empty / "blank.md").write_text("")
     out = _run(["serve", "--docs", str(empty), "-w", "x", "--port", str(free_port())], cli_data)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"error: nothing to serve from --docs {empty}: none of its 1 document" in out.stderr
-    assert "blank.md: the file is empty" in out.stderr and "notes.rtf" in out.stderr
+    blank = empty / "blank.md"
+    assert f"error: nothing to serve from --docs {empty}: {blank}: the file is empty" in out.stderr
+    assert "notes.rtf" in out.stderr
     assert "Started server process" not in out.stderr and not (cli_data / "x.key").exists()
     alone = _run(["serve", "-w", "mine", "--port", str(free_port())], cli_data)
     assert alone.returncode == 2 and "give --docs PATH with it" in alone.stderr

@@ -679,3 +679,33 @@ async def test_a_small_upload_in_another_workspace_is_ready_while_a_large_one_st
     await services.drain()
     assert order.index("small") < len(order) - 1 - order[::-1].index("large")
     assert order.count("large") > 5
+
+
+async def test_every_batch_is_chunked_and_its_chunks_counted_before_the_first_is_embedded(
+    services: Services, workspace: str, tmp_path: Path
+) -> None:
+    """An ingest's progress knows its chunks' total before embedding starts: it never
+    grows batch by batch."""
+    docs = []
+    for i in range(3):
+        doc = tmp_path / f"part{i}.md"
+        doc.write_text(f"Part {i}. " + "Leave accrues every month. " * 30)
+        docs += load_path(doc, max_bytes=10**6)
+    events: list[tuple[str, int]] = []
+
+    async def embedded(document_id: str, done: int, total: int) -> None:
+        events.append(("embedded", done))
+
+    report = await ingest_documents(
+        services,
+        workspace,
+        docs,
+        batch_docs=1,
+        chunked=lambda n: events.append(("chunked", n)),
+        counted=lambda n: events.append(("counted", n)),
+        progress=lambda n: events.append(("stored", n)),
+        chunk_progress=embedded,
+    )
+    kinds = [kind for kind, _ in events]
+    assert kinds[:4] == ["chunked", "chunked", "chunked", "counted"]
+    assert events[3] == ("counted", report.chunks_written) and kinds.count("stored") == 3

@@ -49,12 +49,22 @@ def _registry() -> Path:
 
 def known_stores() -> list[Path]:
     """The data directories this user's commands and services have used, latest first,
-    that still hold a store."""
+    that still hold a store and belong to this user (another user's, used once, is
+    theirs to name)."""
     try:
         lines = _registry().read_text().splitlines()
     except OSError:
         return []
-    return [p for p in dict.fromkeys(Path(line) for line in lines if line) if holds_store(p)]
+    used = dict.fromkeys(Path(line) for line in lines if line)
+    return [p for p in used if holds_store(p) and owned(p)]
+
+
+def owned(path: Path) -> bool:
+    """Whether ``path`` exists and belongs to the user running this process."""
+    try:
+        return path.stat().st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def remember_store(path: Path) -> None:

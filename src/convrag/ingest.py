@@ -97,8 +97,13 @@ async def ingest_documents(
     batch_docs: int = 128,
     progress: ProgressFn | None = None,
     chunk_progress: ChunkProgressFn | None = None,
+    chunked: ProgressFn | None = None,
+    counted: ProgressFn | None = None,
 ) -> IngestReport:
-    """Ingest already-loaded documents; ``progress`` is called with documents done, and
+    """Ingest already-loaded documents: every batch is chunked first, then each is
+    embedded and stored. ``chunked`` is called with the documents of each batch once it
+    is chunked, ``counted`` once with the chunks to embed in all, before any is
+    embedded; ``progress`` with the documents of each batch stored, and
     ``chunk_progress`` with (document id, chunks embedded, chunks in all) as embedding
     goes, ``settings.ingest_slice_chunks`` at a time (see :func:`_embed_in_slices`)."""
     check_id(workspace_id)
@@ -109,13 +114,21 @@ async def ingest_documents(
     chunker = Chunker(settings.chunk_size, settings.chunk_overlap)
     report = IngestReport()
     seen: set[str] = set()
+    batches: list[_ChunkedBatch] = []
     for start in range(0, len(documents), batch_docs):
         _check_running(services)
         batch = [d for d in documents[start : start + batch_docs] if d.source not in seen]
         seen.update(d.source for d in batch)
-        await _ingest_batch(services, workspace_id, batch, chunker, report, chunk_progress)
+        batches.append(await _chunk_batch(services, workspace_id, batch, chunker, report))
+        if chunked is not None:
+            chunked(len(batch))
+    if counted is not None:
+        counted(sum(len(w.chunks) for b in batches for w in b.writes))
+    for chunked_batch in batches:
+        _check_running(services)
+        await _store_batch(services, workspace_id, chunked_batch, report, chunk_progress)
         if progress is not None:
-            progress(len(batch))
+            progress(len(chunked_batch.documents))
     if report.chunks_written:
         # Milvus Lite searches unflushed (growing) rows in Python: about 600 ms at 16k
         # rows against about 50 ms once sealed. One flush per ingest run.
@@ -127,17 +140,26 @@ async def ingest_documents(
     return report
 
 
-async def _ingest_batch(
+@dataclass(slots=True)
+class _ChunkedBatch:
+    """A batch of documents (distinct sources), chunked, not yet stored."""
+
+    documents: Sequence[SourceDocument]
+    existing: Mapping[str, tuple[str, str]]
+    """The stored (id, content hash) of those already in the workspace, by source."""
+    changed: list[tuple[SourceDocument, str, str]]
+    writes: list[DocumentWrite]
+
+
+async def _chunk_batch(
     services: Services,
     workspace_id: str,
     batch: Sequence[SourceDocument],
     chunker: Chunker,
     report: IngestReport,
-    chunk_progress: ChunkProgressFn | None,
-) -> None:
-    """Ingest one batch of documents (distinct sources), counted in ``report``: the
-    changed ones chunked, embedded and stored, and the documents of files they moved
-    from deleted."""
+) -> _ChunkedBatch:
+    """The new or changed documents of ``batch``, chunked (the unchanged are counted in
+    ``report``)."""
     existing = await services.db.documents.existing_documents(
         workspace_id, [d.source for d in batch]
     )
@@ -148,6 +170,19 @@ async def _ingest_batch(
     if changed:
         async with services.bulk.turns.turn(workspace_id):
             writes = await services.bulk.run(document_writes, chunker, changed)
+    return _ChunkedBatch(batch, existing, changed, writes)
+
+
+async def _store_batch(
+    services: Services,
+    workspace_id: str,
+    batch: _ChunkedBatch,
+    report: IngestReport,
+    chunk_progress: ChunkProgressFn | None,
+) -> None:
+    """Embed and store a chunked batch, counted in ``report``, and delete the documents
+    of files its documents moved from (found once the batches before it are stored)."""
+    changed, existing = batch.changed, batch.existing
     moved = await _moved_files(services, workspace_id, changed, existing)
     for doc, _, _ in changed:
         if doc.source in existing:
@@ -156,9 +191,9 @@ async def _ingest_batch(
             report.moved += 1
         else:
             report.added += 1
-    if writes:
+    if batch.writes:
         report.chunks_written += await _store_writes(
-            services, workspace_id, writes, existing, chunk_progress
+            services, workspace_id, batch.writes, existing, chunk_progress
         )
     for old_ids in moved.values():
         for old_id in old_ids:

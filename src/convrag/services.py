@@ -13,7 +13,7 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -154,29 +154,42 @@ def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "
 
 
 @asynccontextmanager
-async def open_services(settings: Settings) -> AsyncIterator[Services]:
+async def open_services(
+    settings: Settings, *, say: Callable[[str], None] | None = None
+) -> AsyncIterator[Services]:
     """Start/connect every store that ``settings`` name and yield the services; close
     them all on exit. The settings are the caller's (a composition root: the CLI, the
-    server, ``langgraph dev``'s graph factory), never read here."""
+    server, ``langgraph dev``'s graph factory), never read here. ``say`` is told each
+    step that may take seconds as it begins (a command shows what it waits for).
+
+    The embedding model loads in a thread from the start, while the servers start."""
     from convrag.llm import check_llm_model
 
+    tell = say or (lambda _: None)
     check_llm_model(settings)  # before any store starts: every turn would need it
     policy = load_policy(settings.retrieval_policy)  # the same: a bad file fails now
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
+    model = asyncio.get_running_loop().run_in_executor(None, get_embedder, settings)
+    # Left to finish on its own when a server fails to start: it holds nothing to close.
+    model.add_done_callback(_consumed)
     async with AsyncExitStack() as stack:
         if settings.database_url is not None:
             db_url = settings.database_url.get_secret_value()
         else:
+            tell(f"starting the embedded database (PostgreSQL in {settings.data_dir / 'pg'}) ...")
             db_url = await stack.enter_async_context(EmbeddedPostgres.running(settings.data_dir))
         is_lite = settings.is_milvus_lite
         if settings.milvus_uri is not None:
             milvus_uri = settings.milvus_uri
         else:
+            tell(f"starting the vector index (Milvus Lite in {settings.data_dir / 'milvus'}) ...")
             milvus_uri = await stack.enter_async_context(
                 ManagedMilvusLite.running(settings.data_dir)
             )
         db = await stack.enter_async_context(Database.from_url(db_url))
-        embedder = await asyncio.to_thread(get_embedder, settings)
+        if not model.done():
+            tell(f"loading the embedding model ({settings.embedding_model}) ...")
+        embedder = await model
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
         index = await stack.enter_async_context(
             VectorIndex.open(
@@ -226,6 +239,13 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         )
         stack.push_async_callback(services.stop)
         yield services
+
+
+def _consumed(future: asyncio.Future[Any]) -> None:
+    """Take a background step's outcome, so that a failure nobody awaited (the servers
+    failed first) is not logged as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 @contextmanager

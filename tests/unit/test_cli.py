@@ -44,7 +44,7 @@ def test_keys_revoke_names_every_active_key_a_name_matches_and_revokes_none(
             return True
 
     @asynccontextmanager
-    async def fake_stores(needs: str, settings: object) -> AsyncIterator[Opened]:
+    async def fake_stores(needs: str, settings: object, **_: object) -> AsyncIterator[Opened]:
         yield Opened(db=SimpleNamespace(workspaces=Keys()))  # type: ignore[arg-type]
 
     monkeypatch.setattr("convrag.cli.remote.opened_for", fake_stores)

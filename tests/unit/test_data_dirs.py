@@ -64,3 +64,17 @@ def test_an_unwritable_state_directory_only_loses_the_hint(
     monkeypatch.setenv("XDG_STATE_HOME", "/sys/convrag-cannot-write")
     remember_store(_store(tmp_path / "a"))
     assert known_stores() == []
+
+
+def test_a_store_another_user_owns_is_not_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stores named when none is found are this user's own: a directory of another
+    user's, used once, is theirs."""
+    import os
+
+    mine = _store(tmp_path / "mine")
+    remember_store(mine)
+    assert known_stores() == [mine]
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(mine).st_uid + 1)
+    assert known_stores() == []

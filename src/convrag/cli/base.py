@@ -183,20 +183,33 @@ def check_store(settings: Settings) -> None:
 
 
 def _no_store(target: Path) -> str:
-    """Why no store is used, where one was looked for, this user's stores, and the fixes."""
+    """Why no store is used, where one was looked for, this user's stores (each with the
+    way to point a command at it), and the fixes."""
     from convrag.data_dirs import LOCAL_NAME, known_stores
 
     known = known_stores()
     where = (
-        f" The convrag stores this user has used: {', '.join(map(str, known))}." if known else ""
+        f" Your convrag stores: {', '.join(f'{p} ({_point_at(p)})' for p in known)}."
+        if known
+        else ""
     )
     return (
         f"no convrag store found: CONVRAG_DATA_DIR is unset, no {LOCAL_NAME} in "
-        f"{Path.cwd()} or a parent holds one, and {target} holds none.{where} Set "
-        "CONVRAG_DATA_DIR to a store's directory or run from the directory that holds its "
-        f"{LOCAL_NAME}; or give --new (convrag --new COMMAND ...) to create an empty store "
-        f"in {target}."
+        f"{Path.cwd()} or a parent holds one, and {target} holds none.{where} Point the "
+        f"command at a store with CONVRAG_DATA_DIR=DIR, or cd into the folder that holds "
+        f"its {LOCAL_NAME}; or give --new (convrag --new COMMAND ...) to create an empty "
+        f"store in {target}."
     )
+
+
+def _point_at(store: Path) -> str:
+    """The shortest way to point a command at ``store``: ``cd`` into the folder that holds
+    it, for a ``.convrag`` (found from there), else ``CONVRAG_DATA_DIR``."""
+    from convrag.data_dirs import LOCAL_NAME
+
+    if store.name == LOCAL_NAME:
+        return f"cd {store.parent}"
+    return f"CONVRAG_DATA_DIR={store}"
 
 
 def run_command(make: Callable[[], Awaitable[T]], *, checked: bool = False) -> T:

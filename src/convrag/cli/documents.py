@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from convrag.cli.base import (
     WorkspaceOpt,
     app,
+    check_store,
     documents_app,
     err,
     fail,
@@ -26,7 +28,7 @@ from convrag.config import get_settings
 from convrag.records import SearchMode
 
 if TYPE_CHECKING:
-    from convrag.documents.base import SourceDocument
+    from convrag.documents.base import NothingToIndex, SourceDocument
     from convrag.services import Services
 
 
@@ -56,71 +58,120 @@ def ingest(
     path with the content of a document whose file is gone replaces it ("moved"). A file
     deleted since stays in the workspace until `convrag documents delete ID`, or until the
     directory is ingested again with --prune.
+
+    Files with nothing to index (a page of navigation alone, an empty file) are skipped
+    with a note. Exit 0 when everything that holds text went in; 1 when a file found in a
+    directory could not be read (named with its reason; the rest went in); 2 when nothing
+    was ingested (bad input, no store).
     """
+    from convrag.cli.starting import starting_here
     from convrag.documents.base import IngestError
-    from convrag.services import open_services
 
     roots = [p.resolve() for p in paths if p.is_dir()]
     if prune and not roots:
         raise fail("--prune needs a directory among the paths: it removes what is gone from one")
     try:
-        docs, unreadable = read_documents(paths, allow_empty=prune)
+        read = read_documents(paths, allow_empty=prune, quiet=quiet)
     except IngestError as exc:
         raise fail(exc) from exc
 
-    async def go() -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        async with open_services(get_settings()) as services:
-            return await ingest_read(
-                services, workspace, docs, quiet=quiet, prune_roots=roots if prune else None
-            )
+    settings = get_settings()
+    check_store(settings)
+    first = f"starting the stores in {settings.data_dir} ..."
+    with starting_here(settings, vectors=True, first=first, quiet=quiet) as waiting:
 
-    report_ingest(workspace, *run_command(go))
-    if unreadable:
+        async def go() -> tuple[dict[str, Any], list[tuple[str, str]]]:
+            from convrag.services import open_services
+
+            async with open_services(settings, say=waiting.say) as services:
+                waiting.done()
+                return await ingest_read(
+                    services,
+                    workspace,
+                    read.documents,
+                    quiet=quiet,
+                    prune_roots=roots if prune else None,
+                )
+
+        result, gone = run_command(go, checked=True)
+    result["skipped"] = len(read.nothing_to_index)
+    report_ingest(workspace, result, gone)
+    if read.nothing_to_index:
         err.print(
-            f"{unreadable} file(s) could not be read (listed above); fix them and run "
+            f"{len(read.nothing_to_index)} file(s) hold no text to index and were skipped "
+            "(listed above); nothing is wrong with them"
+        )
+    if read.unreadable:
+        err.print(
+            f"{read.unreadable} file(s) could not be read (listed above); fix them and run "
             "the same command again: unchanged files are not ingested twice"
         )
         raise typer.Exit(1)
 
 
+@dataclass
+class FilesRead:
+    """What :func:`read_documents` read: the documents, how many files found in a
+    directory could not be read (each said on stderr), and the files that hold nothing
+    to index (each said on stderr as skipped)."""
+
+    documents: list[SourceDocument]
+    unreadable: int = 0
+    nothing_to_index: list[NothingToIndex] = field(default_factory=list)
+
+
 def read_documents(
-    paths: list[Path], *, allow_empty: bool = False
-) -> tuple[list[SourceDocument], int]:
+    paths: list[Path], *, allow_empty: bool = False, quiet: bool = False
+) -> FilesRead:
     """The documents of ``paths`` (files, and the supported files under directories, read
-    recursively) and how many files under a directory could not be read: what ``convrag
-    ingest`` and ``convrag serve --docs`` ingest, read the same way, before any store starts.
+    recursively): what ``convrag ingest`` and ``convrag serve --docs`` ingest, read the
+    same way, before any store starts, under a progress bar of the files read.
 
     A file found in a directory that cannot be read, or is not a supported format, is
     said on stderr and left out, so that the others still go in; a directory with no
     supported file (unless ``allow_empty``), or a file named directly that cannot be
     read, raises :class:`~convrag.documents.base.IngestError`, since nothing the user asked
-    for would be ingested.
+    for would be ingested. A file that holds nothing to index (a page of navigation, an
+    empty file) is skipped with a note wherever it was found: nothing is wrong with it.
+    Unless ``allow_empty``, finding nothing else raises the first such file's reason.
     """
-    from convrag.documents.base import IngestError
+    from convrag.cli.progress import progress_bar
+    from convrag.documents.base import IngestError, NothingToIndex
     from convrag.documents.load import expand_paths, load_path
 
     settings = get_settings()
     skipped: list[Path] = []
     files = expand_paths(paths, skipped, allow_empty=allow_empty)
     named = {p.resolve() for p in paths if not p.is_dir()}
-    docs: list[SourceDocument] = []
+    read = FilesRead([])
     unreadable: list[str] = []
-    for f in files:
-        try:
-            docs += load_path(
-                f,
-                max_bytes=settings.max_file_bytes,
-                max_decompressed_bytes=settings.max_decompressed_bytes,
-                max_records=settings.max_records_per_file,
-            )
-        except IngestError as exc:
-            if f.resolve() in named:
-                raise
-            unreadable.append(str(exc))  # found in a directory: the others still go in
+    with progress_bar("files", quiet=quiet or len(files) < 2) as bar:
+        task = bar.add_task("reading", total=len(files))
+        bar.update(task, completed=0)  # at once: a large file may take a while
+        for f in files:
+            try:
+                read.documents += load_path(
+                    f,
+                    max_bytes=settings.max_file_bytes,
+                    max_decompressed_bytes=settings.max_decompressed_bytes,
+                    max_records=settings.max_records_per_file,
+                )
+            except NothingToIndex as exc:
+                read.nothing_to_index.append(exc)
+            except IngestError as exc:
+                if f.resolve() in named:
+                    raise
+                unreadable.append(str(exc))  # found in a directory: the others still go in
+            bar.advance(task)
     for problem in unreadable:
         err.print(escape(f"not ingested: {problem}"), style="yellow")
+    for empty in read.nothing_to_index:
+        err.print(escape(f"skipped {empty.path}: {empty.reason}, no text to index"), style="yellow")
     _say_skipped(skipped)
-    return docs, len(unreadable)
+    if not read.documents and not unreadable and read.nothing_to_index and not allow_empty:
+        raise read.nothing_to_index[0]
+    read.unreadable = len(unreadable)
+    return read
 
 
 def _say_skipped(skipped: list[Path]) -> None:
@@ -156,7 +207,13 @@ async def ingest_read(
     with progress_bar(quiet=quiet) as bar:
         shown = IngestProgress(bar, len(docs))
         report = await ingest_documents(
-            services, workspace, docs, progress=shown.documents, chunk_progress=shown.chunks
+            services,
+            workspace,
+            docs,
+            progress=shown.documents,
+            chunk_progress=shown.chunks,
+            chunked=shown.chunked,
+            counted=shown.counted,
         )
     result = report.as_json()
     gone = await missing_files(services, workspace)

@@ -6,7 +6,7 @@ else in this process on the stores the operation needs, started for it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +43,20 @@ def operate(name: str, **params: Any) -> Result:
         if answer is not None:
             return answer
 
-    async def here() -> Result:
-        async with opened_for(operation.needs, settings) as opened:
-            return await operation.run(opened, request)
+    from convrag.cli.starting import starting_here
 
-    return run_command(here, checked=True)
+    first = (
+        f"no convrag service is running on {settings.data_dir}: starting its stores in this "
+        "process (`convrag serve` keeps them running, and answers at once) ..."
+    )
+    with starting_here(settings, vectors=operation.needs != "database", first=first) as waiting:
+
+        async def here() -> Result:
+            async with opened_for(operation.needs, settings, say=waiting.say) as opened:
+                waiting.done()
+                return await operation.run(opened, request)
+
+        return run_command(here, checked=True)
 
 
 def _ask_service(
@@ -95,27 +104,33 @@ def _detail(text: str) -> str:
 
 
 @asynccontextmanager
-async def opened_for(needs: Needs, settings: Settings) -> AsyncIterator[Opened]:
-    """The stores an operation needs, started (or joined) for it and closed after."""
+async def opened_for(
+    needs: Needs, settings: Settings, *, say: Callable[[str], None] | None = None
+) -> AsyncIterator[Opened]:
+    """The stores an operation needs, started (or joined) for it and closed after;
+    ``say`` is told each slow step as it begins."""
+    if needs == "database":
+        async with open_database(settings, say=say) as db:
+            yield Opened(db)
+        return
     from convrag.assistant import open_assistant
     from convrag.services import open_services
 
-    if needs == "database":
-        async with open_database(settings) as db:
-            yield Opened(db)
-    elif needs == "services":
-        async with open_services(settings) as services:
+    async with open_services(settings, say=say) as services:
+        if needs == "services":
             yield Opened(services.db, services)
-    else:
-        async with open_assistant(settings) as bot:
-            yield Opened(bot.services.db, bot.services, bot)
+        else:
+            async with open_assistant(services=services) as bot:
+                yield Opened(services.db, services, bot)
 
 
 @asynccontextmanager
-async def open_database(settings: Settings) -> AsyncIterator[Database]:
+async def open_database(
+    settings: Settings, *, say: Callable[[str], None] | None = None
+) -> AsyncIterator[Database]:
     """PostgreSQL alone (the embedded one started, or joined, when no URL is set), its
     tables set up: what the key and document list commands need, without Milvus or the
-    embedder."""
+    embedder. ``say`` is told when the embedded one starts."""
     import asyncio
 
     from convrag.stores.base import SETUP_LOCK
@@ -127,6 +142,10 @@ async def open_database(settings: Settings) -> AsyncIterator[Database]:
             url = settings.database_url.get_secret_value()
         else:
             await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
+            if say is not None:
+                say(
+                    f"starting the embedded database (PostgreSQL in {settings.data_dir / 'pg'}) ..."
+                )
             url = await stack.enter_async_context(EmbeddedPostgres.running(settings.data_dir))
         db = await stack.enter_async_context(Database.from_url(url, max_size=2))
         async with db.exclusive(SETUP_LOCK):

@@ -125,9 +125,6 @@ def serve(
     chat with them. While it runs, the commands on the same data directory (documents
     list, keys, ask) ask it instead of starting the stores, and answer at once.
     """
-    from convrag.server import run
-    from convrag.services import install_sigterm_handler
-
     settings = get_settings()
     workspace = _check_serve(settings, host, port, docs, workspace)
     if detach:
@@ -136,6 +133,10 @@ def serve(
     if docs is not None and workspace is not None:
         _ingest_docs(docs, workspace, settings)
         print(f"chat page: http://{_url_host(host)}:{port}/", flush=True)
+    # Imported here, not first: --docs shows its files being read at once.
+    from convrag.server import run
+    from convrag.services import install_sigterm_handler
+
     # uvicorn raises the SIGTERM it stopped on again once stopped: as an exit, not a
     # death by the signal, so that the record is removed.
     install_sigterm_handler()
@@ -153,12 +154,13 @@ def _check_serve(
     --docs naming nothing, a port in use, a data directory that cannot be written, a
     database that does not answer, or a service already running on the data directory.
     Returns the workspace --docs goes into."""
-    from convrag.llm import check_llm_model
+    if settings.effective_llm_model is not None:  # the chat models' import takes seconds
+        from convrag.llm import check_llm_model
 
-    try:
-        check_llm_model(settings)
-    except ValueError as exc:
-        raise fail(exc) from None
+        try:
+            check_llm_model(settings)
+        except ValueError as exc:
+            raise fail(exc) from None
     workspace = _docs_target(docs, workspace)
     check_store(settings)
     _check_port_free(host, port)
@@ -324,13 +326,14 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
     """
     from convrag.cli.base import run_command
     from convrag.cli.documents import ingest_read, read_documents, report_ingest
+    from convrag.cli.starting import starting_here
     from convrag.documents.base import IngestError
-    from convrag.services import open_services
 
     try:
-        docs, unreadable = read_documents([path])
+        read = read_documents([path])
     except IngestError as exc:
         raise fail(f"nothing to serve from --docs {path}: {exc}; {_docs_fix(False)}") from exc
+    docs, unreadable = read.documents, read.unreadable
     if not docs:
         why = (
             f"none of its {unreadable} document file(s) could be read (listed above); fix them, or"
@@ -340,12 +343,18 @@ def _ingest_docs(path: Path, workspace: str, settings: Settings) -> None:
         raise fail(f"nothing to serve from --docs {path}: {why} {_docs_fix()}")
     keyfile = settings.data_dir / f"{workspace}.key"
 
-    async def go() -> tuple[dict[str, Any], list[tuple[str, str]], str]:
-        async with open_services(settings) as services:
-            result, gone = await ingest_read(services, workspace, docs, quiet=False)
-            return result, gone, await _workspace_key(services, workspace, keyfile)
+    first = f"starting the stores in {settings.data_dir} ..."
+    with starting_here(settings, vectors=True, first=first) as waiting:
 
-    result, gone, key = run_command(go, checked=True)  # checked before the port
+        async def go() -> tuple[dict[str, Any], list[tuple[str, str]], str]:
+            from convrag.services import open_services
+
+            async with open_services(settings, say=waiting.say) as services:
+                waiting.done()
+                result, gone = await ingest_read(services, workspace, docs, quiet=False)
+                return result, gone, await _workspace_key(services, workspace, keyfile)
+
+        result, gone, key = run_command(go, checked=True)  # checked before the port
     report_ingest(workspace, result, gone)
     print(f"workspace: {workspace}", flush=True)
     print(f"API key (also in {keyfile}): {key}", flush=True)

@@ -14,6 +14,19 @@ class IngestError(ValueError):
     """Bad input for ingestion; the message names the file and the problem."""
 
 
+class NothingToIndex(IngestError):
+    """A file that reads but holds no text to index: an empty file, a JSONL file without
+    records, a page of navigation alone (a manual's index pages). Nothing is wrong with
+    it and nothing can be fixed, so a folder's ingest notes it as skipped instead of
+    failing; named alone (or uploaded) it is still refused, since nothing would go in.
+    ``reason`` is the short form a summary lists ("navigation only")."""
+
+    def __init__(self, path: Path, reason: str, detail: str = "") -> None:
+        super().__init__(f"{path}: {detail or reason}")
+        self.path = path
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class SourceDocument:
     """One document before chunking.

@@ -20,6 +20,7 @@ from typing import Any
 from convrag.config import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_RECORDS
 from convrag.documents.base import (
     IngestError,
+    NothingToIndex,
     SourceDocument,
     mib,
     over_decompressed_limit,
@@ -78,7 +79,7 @@ def _read_checked(path: Path, max_bytes: int) -> bytes:
             "split the file or raise MAX_FILE_BYTES"
         )
     if size == 0:
-        raise IngestError(f"{path}: the file is empty")
+        raise NothingToIndex(path, "empty file", "the file is empty")
     return path.read_bytes()
 
 
@@ -302,7 +303,7 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     if suffix in (".jsonl", ".jsonl.gz"):
         numbered = list(_jsonl_records(path, raw, limits))
         if not numbered:
-            raise IngestError(f"{path}: no records")
+            raise NothingToIndex(path, "no records")
         # Checked once the file is read, so that the size limits speak first.
         first: dict[str, int] = {}
         for line, doc in numbered:
@@ -342,12 +343,32 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     if "\x00" in text:
         raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
     if not text.strip():
-        hint = "; a scanned PDF needs OCR first (e.g. `ocrmypdf`)" if suffix == ".pdf" else ""
-        raise IngestError(f"{path}: no text to index (empty or whitespace only){hint}")
+        raise _nothing_to_index(path, suffix, raw)
     metadata: dict[str, Any] = {"path": source, "format": suffix}
     if pages:
         metadata["pages"] = len(pages)
     return [SourceDocument(source, title, text, metadata, pages, headings_marked=marked)]
+
+
+def _nothing_to_index(path: Path, suffix: str, raw: bytes) -> NothingToIndex:
+    """Why a file that read gave no text: a page whose words are all navigation (links,
+    menus, headers: the reader drops them), else empty or whitespace only."""
+    if suffix in (".html", ".htm") and _page_words(_decode(path, raw)):
+        return NothingToIndex(
+            path, "navigation only", "no text to index (navigation only: menus and links)"
+        )
+    hint = "; a scanned PDF needs OCR first (e.g. `ocrmypdf`)" if suffix == ".pdf" else ""
+    return NothingToIndex(path, "no text", f"no text to index (empty or whitespace only){hint}")
+
+
+def _page_words(html: str) -> bool:
+    """Whether a page shows any words at all, its chrome included (not its scripts)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    for hidden in soup(["head", "script", "style", "template", "noscript"]):
+        hidden.decompose()
+    return bool(soup.get_text(" ").strip())
 
 
 def expand_paths(
