@@ -209,36 +209,45 @@ async def open_services(
             dense_engine=dense_engine_for(settings, is_lite=is_lite),
             policy=policy,
         )
-        web = None
-        if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
-            web = await stack.enter_async_context(
-                WebSearch.open(
-                    settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
-                )
-            )
-        bulk: BulkEmbedder = ThreadEmbedder(embedder)
-        if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
-            bulk = await stack.enter_async_context(
-                ProcessEmbedder.open(
-                    settings.embedding_model,
-                    settings.embedding_batch_size,
-                    threads=settings.effective_ingest_threads,
-                    niceness=settings.ingest_nice,
-                    pid_dir=settings.data_dir / INGEST_PIDS,
-                )
-            )
-        reranker = None
-        rerank_url = endpoint(settings.reranker)
-        if rerank_url is not None:
-            key = settings.reranker_api_key
-            reranker = await stack.enter_async_context(
-                HttpReranker.open(rerank_url, api_key=key.get_secret_value() if key else None)
-            )
+        web, bulk, reranker = await _optional_services(stack, settings, embedder)
         services = Services(
             settings, db, index, embedder, searcher, db_url, milvus_uri, bulk, web, reranker, policy
         )
         stack.push_async_callback(services.stop)
         yield services
+
+
+async def _optional_services(
+    stack: AsyncExitStack, settings: Settings, embedder: Embedder
+) -> tuple[WebSearch | None, BulkEmbedder, HttpReranker | None]:
+    """The web search, the ingest's embedder and the reranker that ``settings`` name,
+    each closed with ``stack``."""
+    web = None
+    if settings.serper_api_key is not None and settings.serper_api_key.get_secret_value():
+        web = await stack.enter_async_context(
+            WebSearch.open(
+                settings.serper_api_key.get_secret_value(), base_url=settings.serper_base_url
+            )
+        )
+    bulk: BulkEmbedder = ThreadEmbedder(embedder)
+    if settings.embedding_model == LOCAL_MODEL and settings.ingest_embedding == "process":
+        bulk = await stack.enter_async_context(
+            ProcessEmbedder.open(
+                settings.embedding_model,
+                settings.embedding_batch_size,
+                threads=settings.effective_ingest_threads,
+                niceness=settings.ingest_nice,
+                pid_dir=settings.data_dir / INGEST_PIDS,
+            )
+        )
+    reranker = None
+    rerank_url = endpoint(settings.reranker)
+    if rerank_url is not None:
+        key = settings.reranker_api_key
+        reranker = await stack.enter_async_context(
+            HttpReranker.open(rerank_url, api_key=key.get_secret_value() if key else None)
+        )
+    return web, bulk, reranker
 
 
 def _consumed(future: asyncio.Future[Any]) -> None:

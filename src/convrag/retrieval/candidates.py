@@ -12,7 +12,7 @@ from convrag.retrieval.fusion import RankedList, fuse
 from convrag.retrieval.planning import PlannedQuery, TurnQuery, plan_queries
 from convrag.retrieval.policy import RetrievalPolicy
 from convrag.retrieval.search import SearchResult
-from convrag.services import Services
+from convrag.retrieval.uses import WingServices
 from convrag.stores.vectors import Hit
 
 
@@ -30,7 +30,7 @@ class Candidates:
 
 async def search_planned(
     turn: TurnQuery,
-    services: Services,
+    services: WingServices,
     policy: RetrievalPolicy,
     planned: list[PlannedQuery],
     depth: int,
@@ -101,7 +101,7 @@ def keyword_candidate(
 
 
 async def find_candidates(
-    turn: TurnQuery, services: Services, policy: RetrievalPolicy, top_k: int
+    turn: TurnQuery, services: WingServices, policy: RetrievalPolicy, top_k: int
 ) -> Candidates:
     """The turn's fused candidates (see :func:`plan_queries`), reranked when a reranker
     is configured (on its failure, the fused order stands and why is recorded)."""

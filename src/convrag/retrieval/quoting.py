@@ -122,20 +122,26 @@ def extractive_answer(
     if picked:
         _continue(picked, sources, chosen_text | weak, max_sentences, repeats)
     else:
-        units = sentences(sources[0]["text"])
-        first = next(
-            (
-                u
-                for pos, u in enumerate(units)
-                if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not repeats(u)
-            ),
-            None,
-        )
+        first = _first_quotable(sources[0]["text"], repeats)
         if first is None:
             return NO_SOURCES_ANSWER
         picked = [(1, 0, first)]
     picked.sort(key=lambda x: (x[0], x[1]))
     return " ".join(f"{sent} [{n}]" for n, _, sent in picked)
+
+
+def _first_quotable(text: str, repeats: Callable[[str], bool]) -> str | None:
+    """The first sentence of ``text`` an answer may quote that says nothing repeated:
+    what is quoted when no sentence shares a word with the question."""
+    units = sentences(text)
+    return next(
+        (
+            u
+            for pos, u in enumerate(units)
+            if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not repeats(u)
+        ),
+        None,
+    )
 
 
 def _of_the_best_work(
@@ -222,9 +228,8 @@ def _drop_repeats(
     "When do they expire?" may quote the said sentence that holds "expire".
 
     The best sentence is never in ``scored`` here: a follow-up whose answer is the one
-    already given ("And her position?" of a record) still gets it. Measured with
-    ``convrag eval answers``: MTRAG ClapNQ ROUGE-L .294 → .295, cites gold .599 → .604,
-    citation precision .348 → .351; Cloud one answer closer (BENCHMARKS.md, session 12).
+    already given ("And her position?" of a record) still gets it (measured with
+    ``convrag eval answers``; the figures are in BENCHMARKS.md).
     """
     new = asked_anew(query, history)
     if not new:

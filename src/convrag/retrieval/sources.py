@@ -23,7 +23,7 @@ from convrag.retrieval.evidence import (
 )
 from convrag.retrieval.planning import TurnQuery, evidence_queries
 from convrag.retrieval.policy import RetrievalPolicy
-from convrag.services import Services
+from convrag.retrieval.uses import WingServices
 
 WebSearchMode = Literal["auto", "on", "off"]
 
@@ -95,7 +95,7 @@ class Merged:
 class Evidence:
     """Weighs whether a turn's sources say what was asked."""
 
-    def __init__(self, turn: TurnQuery, services: Services, policy: RetrievalPolicy) -> None:
+    def __init__(self, turn: TurnQuery, services: WingServices, policy: RetrievalPolicy) -> None:
         self.turn, self.services, self.policy = turn, services, policy
         self.timings: dict[str, float] = {}
 
@@ -174,7 +174,7 @@ def _ms_since(start: float) -> float:
     return round((time.perf_counter() - start) * 1000.0, 3)
 
 
-async def labelled(services: Services, workspace_id: str, kept: list[Source]) -> list[Source]:
+async def labelled(services: WingServices, workspace_id: str, kept: list[Source]) -> list[Source]:
     """``kept`` with what the hits lack (the in-process engines label theirs): a chunk's
     title, its PDF page and its section, in one lookup."""
     unlabelled = [
@@ -239,7 +239,7 @@ async def _second_look(
 async def merge_sources(
     turn: TurnQuery,
     hits: tuple[Sequence[Source], Sequence[Source], Source | None],
-    services: Services,
+    services: WingServices,
     policy: RetrievalPolicy,
     budgeted: SourceBudget,
 ) -> Merged:

@@ -131,7 +131,7 @@ _RULES: tuple[tuple[str, Callable[[Ask], str | None]], ...] = (
 )
 """The fragment rules, tried in order; the first that applies rewrites the message. Each
 was measured alone (``convrag eval rewrite --without RULE``, ``convrag eval mtrag
---without RULE``; BENCHMARKS.md, issue 31). "Tell me more" + the topic was deleted there:
+--without RULE``; the figures are in BENCHMARKS.md). "Tell me more" + the topic was dropped:
 it moved nothing on CANARD or either MTRAG domain, and a bare continuation now reuses the
 previous standalone question (:mod:`convrag.rewriting.gate`)."""
 
