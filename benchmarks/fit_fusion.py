@@ -58,9 +58,7 @@ RRF_K = default_policy().rrf_k
 """As ``convrag eval mtrag`` runs the graph: 10 passages scored, top_k 40, 80 hits a list."""
 
 
-async def _lists(
-    ev: MtragEvaluation, turn: MtragTurn, policy: RetrievalPolicy
-) -> dict[str, Any]:
+async def _lists(ev: MtragEvaluation, turn: MtragTurn, policy: RetrievalPolicy) -> dict[str, Any]:
     """The candidate lists of one turn (chunk id, passage id), and what the turn is."""
     ws = ev.workspace
     history = history_turns(turn, ws, ev.title_of)

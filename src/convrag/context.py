@@ -265,9 +265,7 @@ class Context:
                 else:
                     out[name] = read_knob(knobs[name], raw)
             except PolicyError:
-                raise ValueError(
-                    f"--set {name}={raw}: expected {fitted[name].__name__}"
-                ) from None
+                raise ValueError(f"--set {name}={raw}: expected {fitted[name].__name__}") from None
             except KnobTypeError as exc:
                 raise ValueError(f"--set {name}={raw}: expected {exc.expected}") from None
         if policy:

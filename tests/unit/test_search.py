@@ -12,16 +12,6 @@ def _hits(*ids: str, doc: str = "d") -> list[Hit]:
     return [Hit(i, doc if not i.startswith("x") else "other", i, 1.0) for i in ids]
 
 
-
-
-
-
-
-
-
-
-
-
 @pytest.mark.parametrize(
     ("message", "items"),
     [
@@ -35,10 +25,6 @@ def test_referenced_items_finds_numbered_questions(
     message: str, items: list[tuple[str, str]]
 ) -> None:
     assert referenced_items(message) == items
-
-
-
-
 
 
 def test_feedback_ranks_by_the_first_passages_neighbourhood_but_scores_stay_the_querys_cosine() -> (
