@@ -281,8 +281,8 @@ class VectorHitsUpdate(TypedDict, total=False):
 
 
 class MergeUpdate(TypedDict, total=False):
-    """What ``merge_context`` writes (as the first step of ``synthesize``): the sources,
-    and the web search to run first when the policy asks for one."""
+    """What the merge writes (``merged_sources``, the first step of ``synthesize``): the
+    sources, and the web search to run first when the policy asks for one."""
 
     sources: list[Source]
     retrieval_confidence: float
