@@ -110,6 +110,10 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
         "every_term",
         "follow_up",
         "bm25",
+        "later",
+        "margin",
+        "agreement",
+        "coverage",
         "evidence",
     }
     assert a["sentence"] > r["sentence"] and r["rarest"] > a["rarest"] == 0.0

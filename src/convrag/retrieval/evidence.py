@@ -10,6 +10,10 @@ Each function weighs by the policy it is given (the packaged one when none is).
 - ``every_term``: whether one sentence holds every word asked;
 - ``follow_up``: whether the turn is a follow-up (its query is a rewrite);
 - ``bm25``: whether the keyword list found anything at all;
+- ``later``: a later turn of a conversation that is not a follow-up;
+- ``margin``: how far the best chunk's cosine stands above the mean of the next four;
+- ``agreement``: whether the best source was found by both the dense and keyword lists;
+- ``coverage``: the share of the query's terms that the sources' text holds;
 - ``evidence``: what the relevance floor was held against (the decision itself).
 
 They are recorded with each turn, so that the decision can be fitted on them. A decision
@@ -39,6 +43,10 @@ class Signals:
     every_term: float
     follow_up: float
     bm25: float
+    later: float
+    margin: float
+    agreement: float
+    coverage: float
     evidence: float
 
     def as_dict(self) -> dict[str, float]:

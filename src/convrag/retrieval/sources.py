@@ -23,6 +23,7 @@ from convrag.retrieval.evidence import (
 )
 from convrag.retrieval.planning import TurnQuery, evidence_queries
 from convrag.retrieval.policy import RetrievalPolicy
+from convrag.retrieval.ranking import query_coverage
 from convrag.retrieval.uses import WingServices
 
 WebSearchMode = Literal["auto", "on", "off"]
@@ -165,9 +166,27 @@ class Evidence:
             every_term=float(every),
             follow_up=float(turn.follow_up),
             bm25=float(any(s.get("bm25_score") is not None for s in kept)),
+            later=float(later),
+            margin=_margin(kept),
+            agreement=float(
+                bool(kept)
+                and kept[0].get("dense_score") is not None
+                and kept[0].get("bm25_score") is not None
+            ),
+            coverage=max(query_coverage(q, "\n".join(texts)) for q in queries) if texts else 0.0,
             evidence=evidence,
         )
         return evidence, signals
+
+
+def _margin(kept: Sequence[Source]) -> float:
+    """How far the best dense cosine of ``kept`` stands above the mean of the next four
+    (0 with fewer than two)."""
+    cosines = sorted((s.get("dense_score") or 0.0 for s in kept), reverse=True)
+    if len(cosines) < 2:
+        return 0.0
+    rest = cosines[1:5]
+    return round(cosines[0] - sum(rest) / len(rest), 6)
 
 
 def _ms_since(start: float) -> float:
