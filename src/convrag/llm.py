@@ -19,6 +19,7 @@ from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 
 from convrag.config import Settings
+from convrag.failures import failure_detail, failure_text
 
 log = logging.getLogger(__name__)
 
@@ -83,36 +84,6 @@ def check_llm_model(settings: Settings) -> None:
             fix = "set OPENAI_API_KEY, or OPENAI_BASE_URL for a local OpenAI-compatible server"
         why = why or type(exc).__name__
         raise ValueError(f"LLM_MODEL {model!r} cannot be used: {why}; {fix}") from None
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status of a provider's error (openai, httpx, aiohttp), if it has one."""
-    for attr in ("status_code", "status"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int):
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    return value if isinstance(value, int) else None
-
-
-def failure_text(exc: BaseException) -> str:
-    """A failure as recorded in ``errors`` and flags, which clients see: ``timeout``, or
-    ``error: Type`` with the HTTP status when there is one (``error: APIStatusError (HTTP
-    500)``). Not the provider's message: it can quote the request, a key's prefix or an
-    internal host; :func:`failure_detail` has it for the server log."""
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    status = http_status(exc)
-    return f"error: {type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-
-
-def failure_detail(exc: BaseException) -> str:
-    """A failure with the provider's own message, one line, for the server log."""
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    message = " ".join(str(exc).split())[:500]
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 async def attempt(

@@ -248,3 +248,26 @@ async def test_a_chunked_body_over_the_limit_is_413_naming_the_setting(
         assert upload.json()["detail"] == (
             f"file: over the {size_text(limit)} limit ({limit} bytes, the server's MAX_FILE_BYTES)"
         )
+
+
+async def test_a_turn_whose_search_failed_is_a_retryable_503_not_a_not_found(
+    base_url: str, tenant: dict[str, str], services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def down(*_: object, **__: object) -> None:
+        raise ConnectionError("the vector index is down")
+
+    auth = {"Authorization": f"Bearer {tenant['key']}", "Accept": "application/json"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        conv = (await client.post(f"{base_url}/v1/conversations", headers=auth)).json()[
+            "conversation_id"
+        ]
+        monkeypatch.setattr(services.searcher, "_dense", down)
+        monkeypatch.setattr(services.searcher, "_keyword", down)
+        resp = await client.post(
+            f"{base_url}/v1/conversations/{conv}/messages",
+            json={"content": "What is Prasad Chaudhari's salary?"},
+            headers=auth,
+        )
+    assert resp.status_code == 503, resp.text
+    assert resp.headers["retry-after"].isdigit()
+    assert resp.json()["detail"] == VECTOR_INDEX_DOWN

@@ -96,12 +96,13 @@ def plain_reason(exc: BaseException) -> str:
 
     from convrag.assistant import out_of_disk
     from convrag.embeddings import EmbeddingMismatch
+    from convrag.retrieval.sources import SearchUnavailable
 
     if out_of_disk(exc):
         return DISK_FULL
     if isinstance(exc, EmbeddingMismatch):
         return str(exc)
-    if isinstance(exc, MilvusException):
+    if isinstance(exc, MilvusException | SearchUnavailable):
         return VECTOR_INDEX_DOWN
     if isinstance(exc, psycopg.DataError):
         return DATA_REFUSED

@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 
 from convrag.context import Context
 from convrag.embeddings import EmbeddingMismatch
-from convrag.llm import failure_detail, failure_text
+from convrag.failures import failure_detail, failure_text
 from convrag.services import Services
 from convrag.state import State, start_turn
 

@@ -18,7 +18,12 @@ async def retrieve_vectors(state: State, runtime: Runtime[Context]) -> VectorHit
     update = VectorHitsUpdate(
         vector_hits=found.hits, keyword_hit=found.keyword_hit, timings=found.timings
     )
+    flags: dict[str, str] = {}
+    errors: dict[str, str] = {}
     if found.rerank_failure is not None:
-        update["flags"] = {"rerank_fallback": found.rerank_failure}
-        update["errors"] = {"rerank": found.rerank_failure}
+        flags["rerank_fallback"] = errors["rerank"] = found.rerank_failure
+    if found.degraded is not None:
+        flags["search_degraded"] = errors["search"] = found.degraded
+    if flags:
+        update["flags"], update["errors"] = flags, errors
     return update

@@ -27,7 +27,12 @@ from convrag.llm import resolve_model
 from convrag.nodes._drafting import drafted, extractive_draft, fell_back, llm_draft, stream_text
 from convrag.records import sources_out
 from convrag.retrieval.planning import TurnQuery
-from convrag.retrieval.sources import SourceBudget, merge_sources, web_search_reason
+from convrag.retrieval.sources import (
+    SearchOutcome,
+    SourceBudget,
+    merge_sources,
+    web_search_reason,
+)
 from convrag.rewriting.classify import is_chit_chat
 from convrag.state import DraftUpdate, MergeUpdate, State, SynthesizeUpdate
 from convrag.text.tokens import clean
@@ -43,12 +48,17 @@ async def merged_sources(state: State, ctx: Context) -> MergeUpdate:
     turn = TurnQuery.of(state)
     policy = ctx.retrieval_policy
     hits = (state.get("document_hits", []), state.get("vector_hits", []), state.get("keyword_hit"))
+    outcome = SearchOutcome(
+        failed=(state.get("errors") or {}).get("retrieve_vectors"),
+        degraded="search_degraded" in (state.get("flags") or {}),
+    )
     merged = await merge_sources(
         turn,
         hits,
         ctx.deps,
         policy,
         SourceBudget(ctx.top_k, ctx.context_budget_chars, ctx.score_threshold),
+        outcome,
     )
     reason = web_search_reason(
         turn, merged, policy, mode=ctx.web_search, web_available=ctx.deps.web is not None

@@ -26,6 +26,8 @@ class Candidates:
     what the "not found" decision weighs alone before refusing."""
     timings: dict[str, float] = field(default_factory=dict)
     rerank_failure: str | None = None
+    degraded: str | None = None
+    """Why a search went on with one list only (``dense: timeout``), or None."""
 
 
 async def search_planned(
@@ -34,10 +36,11 @@ async def search_planned(
     policy: RetrievalPolicy,
     planned: list[PlannedQuery],
     depth: int,
+    failures: list[str],
 ) -> tuple[list[RankedList], SearchResult | None, dict[str, float]]:
     """Each planned query's hybrid list, ``depth`` deep, searched concurrently; and the
     first query's keyword top hit (``keyword_second_look``), which stays out of the
-    fusion."""
+    fusion. A list that fails is left out, why appended to ``failures``."""
     timings: dict[str, float] = {}
     searcher = services.searcher
     labels = await searcher.current_labels(turn.workspace_id)  # once for every query
@@ -54,6 +57,7 @@ async def search_planned(
             labels=labels,
             keyword_first=first and policy.keyword_second_look,
             policy=policy,
+            failures=failures,
         )
 
     found = await asyncio.gather(*(one(q, i == 0) for i, q in enumerate(planned)))
@@ -109,14 +113,18 @@ async def find_candidates(
     reranker = services.reranker
     depth = max(wanted, services.settings.rerank_top_n) if reranker else wanted
     planned = plan_queries(turn, policy)
-    lists, keyword_top, timings = await search_planned(turn, services, policy, planned, depth)
+    failures: list[str] = []
+    lists, keyword_top, timings = await search_planned(
+        turn, services, policy, planned, depth, failures
+    )
+    degraded = "; ".join(dict.fromkeys(failures)) or None
     results = fuse_planned(lists, turn, policy)[:depth]
     hits = [r.as_source() for r in results]
     candidate = keyword_candidate(results, keyword_top, top_k)
     keyword = candidate.as_source() if candidate is not None else None
     if reranker is None:
-        return Candidates(hits, keyword, timings)
+        return Candidates(hits, keyword, timings, degraded=degraded)
     reranked, failure = await rerank_sources(
         reranker, turn.query, hits, services.settings.rerank_timeout_s
     )
-    return Candidates(reranked[:wanted], keyword, timings, failure)
+    return Candidates(reranked[:wanted], keyword, timings, failure, degraded)

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from convrag.embeddings import Embedder, EmbeddingMismatch, Matrix
+from convrag.failures import failure_text
 from convrag.ids import check_id
 from convrag.records import SearchMode, Source, SourceType, section_path
 from convrag.retrieval.fusion import Fused, RankedList, fuse
@@ -288,6 +289,7 @@ class HybridSearcher:
         labels: Mapping[str, Label] | None = None,
         keyword_first: bool = False,
         policy: RetrievalPolicy | None = None,
+        failures: list[str] | None = None,
     ) -> list[SearchResult]:
         """Top ``top_k`` chunks for ``query`` in ``workspace_id``.
 
@@ -302,7 +304,9 @@ class HybridSearcher:
         of one turn read the index state once). ``keyword_first``: in hybrid mode, the
         keyword list's first hit comes too, after the ``top_k``, when the fusion ranks it
         lower (the caller decides where it goes). ``policy``: the run's, else the
-        searcher's.
+        searcher's. ``failures``: given, a hybrid search whose dense or keyword list
+        fails goes on with the other and appends why (``dense: timeout``); only when both
+        fail does it raise. Without it, any failure raises.
         """
         _check_search(workspace_id, query, top_k, mode)
         pool = candidates or max(4 * top_k, 20)
@@ -320,7 +324,8 @@ class HybridSearcher:
             timings=timings,
             feedback_weight=feedback_weight,
         )
-        lists = await _ranked_lists(mode, dense, partial(self._keyword, workspace_id, query, pool))
+        keyword = partial(self._keyword, workspace_id, query, pool)
+        lists = await _ranked_lists(mode, dense, keyword, failures)
         policy = policy or self.policy
         dense_hits, keyword_hits = lists
         fused = fuse(
@@ -368,14 +373,39 @@ async def _ranked_lists(
     mode: SearchMode,
     dense: Callable[[], Awaitable[list[Hit]]],
     keyword: Callable[[], Awaitable[list[Hit]]],
+    failures: list[str] | None = None,
 ) -> list[list[Hit]]:
     """The dense and keyword lists that ``mode`` searches (both at once in hybrid mode),
-    the other left empty."""
+    the other left empty. In hybrid mode with ``failures``, a list that fails is left
+    empty and why is appended there; when both fail, the dense list's error is raised."""
+    if mode == "hybrid" and failures is not None:
+        return await _surviving_lists(dense, keyword, failures)
     if mode == "hybrid":
         return list(await asyncio.gather(dense(), keyword()))
     if mode == "dense":
         return [await dense(), []]
     return [[], await keyword()]
+
+
+async def _surviving_lists(
+    dense: Callable[[], Awaitable[list[Hit]]],
+    keyword: Callable[[], Awaitable[list[Hit]]],
+    failures: list[str],
+) -> list[list[Hit]]:
+    """Both lists, one that fails left empty with why appended to ``failures``; the dense
+    list's error raised when both fail."""
+    found = await asyncio.gather(dense(), keyword(), return_exceptions=True)
+    errors = [f for f in found if isinstance(f, BaseException)]
+    if len(errors) == 2 or any(not isinstance(e, Exception) for e in errors):
+        raise errors[0]
+    lists: list[list[Hit]] = []
+    for name, result in zip(("dense", "keyword"), found, strict=True):
+        if isinstance(result, BaseException):
+            failures.append(f"{name}: {failure_text(result)}")
+            lists.append([])
+        else:
+            lists.append(result)
+    return lists
 
 
 def _own_scores(fused: list[SearchResult], mode: SearchMode) -> list[SearchResult]:

@@ -40,6 +40,20 @@ def needs_fresh_information(text: str) -> bool:
     return bool(_FRESH.search(text))
 
 
+class SearchUnavailable(RuntimeError):
+    """The workspace could not be searched (a store failed or ran out of time): the turn
+    fails rather than say "not found", which would blame the documents."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """How the turn's search went: ``failed``, why it found nothing because it failed
+    (None when it ran); ``degraded``, whether it went on with some of its lists only."""
+
+    failed: str | None = None
+    degraded: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class SourceBudget:
     """The run's choices about sources: how many, how much text, and the least cosine a
@@ -261,12 +275,19 @@ async def merge_sources(
     services: WingServices,
     policy: RetrievalPolicy,
     budgeted: SourceBudget,
+    outcome: SearchOutcome = SearchOutcome(),
 ) -> Merged:
     """The turn's sources from its ``hits`` (the exact items a message names, the
     vector hits, and the keyword hit for a second look), and whether to say "not found".
+
+    A search that failed, or went on with some lists and found nothing, raises
+    :class:`SearchUnavailable`; one that went on with some lists and found sources
+    answers from them, marked low confidence, never "not found".
     """
     started = time.perf_counter()
     document_hits, vector_hits, keyword_hit = hits
+    if (outcome.failed or outcome.degraded) and not document_hits and not vector_hits:
+        raise SearchUnavailable(outcome.failed or "every list of the search failed")
     seen: set[str] = set()
     merged: list[Source] = []
     vector = [h for h in vector_hits if relevant(h, budgeted.score_threshold)]
@@ -296,12 +317,13 @@ async def merge_sources(
     close = signals is not None and (
         assurance(weight, policy.relevance_floor, policy.confidence_margin) == "low"
     )
+    partial = bool(outcome.failed or outcome.degraded)
     return Merged(
         sources=kept,
         confidence=confidence,
-        abstain=weight < policy.relevance_floor,
+        abstain=weight < policy.relevance_floor and not partial,
         signals=signals,
-        low_confidence=close,
+        low_confidence=close or partial,
         timings={**evidence.timings, "merge_context": _ms_since(started)},
     )
 
