@@ -1,6 +1,7 @@
 """What the format readers share: cleaned lines, paragraphs joined into a text, headings
-and code blocks marked as Markdown does (``## Heading``, fenced code), and tables as
-Markdown rows. (The look of a line that starts a list item or a table row, which the PDF
+and code blocks marked as Markdown does (``## Heading``, fenced code), tables as
+Markdown rows, and plain typography (a ligature as its letters, an odd space as a
+space). (The look of a line that starts a list item or a table row, which the PDF
 reader and the chunker both keep on its own line, is :data:`convrag.text.lines.LIST_ITEM`.)
 
 Every reader writes its text in this small Markdown dialect, so that the chunker finds
@@ -10,6 +11,7 @@ the section headings of any format the same way (:func:`heading_of`) and never t
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
@@ -100,3 +102,26 @@ def join_blocks(blocks: Sequence[str]) -> str:
             out.append("\n" if listed else "\n\n")
         out.append(block)
     return "".join(out)
+
+
+def _typographic_table() -> dict[int, str]:
+    ligatures = [*range(0xFB00, 0xFB07), *range(0xFB13, 0xFB18)]
+    spaces = [0x00A0, *range(0x2000, 0x200B), 0x202F, 0x205F]
+    table = {c: unicodedata.normalize("NFKC", chr(c)) for c in ligatures + spaces}
+    table[0x00AD] = ""  # a soft hyphen: where a line does not break at it, it is not shown
+    table[0x2011] = "-"  # a non-breaking hyphen is a hyphen that keeps its line
+    return table
+
+
+_TYPOGRAPHIC = _typographic_table()
+"""The compatibility characters that only set type, as the plain characters they show:
+ligatures ("ﬁ" as "fi"), no-break and fixed-width spaces as a space, a soft hyphen as
+nothing, a non-breaking hyphen as "-". Full NFKC is not taken: it would also rewrite
+characters that mean something of their own ("²", "…", full-width text, "ℌ")."""
+
+
+def plain_typography(text: str) -> str:
+    """``text`` with its typographic compatibility characters (:data:`_TYPOGRAPHIC`) as
+    the characters they show, every other character as it is: a quoted "ﬁles" reads, and
+    is found, as "files"."""
+    return text.translate(_TYPOGRAPHIC)

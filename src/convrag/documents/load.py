@@ -1,10 +1,13 @@
 """Reading files into :class:`SourceDocument` objects: which formats are supported, the
 checks every file passes (size, encoding, some text), the JSONL corpus reader (which
-bounds what a ``.jsonl.gz`` file may decompress to), and the
-expansion of directories into the files under them. HTML, PDF and Word files are read by
+bounds what a ``.jsonl.gz`` file may decompress to), and the expansion of directories
+into the files under them. HTML, PDF and Word files are read by
 :mod:`convrag.documents.html`, :mod:`~convrag.documents.pdf` and
-:mod:`~convrag.documents.docx`; errors name the file and the fix. The record, the error and
-its wording of a size limit are :mod:`~convrag.documents.base`'s, which the readers share."""
+:mod:`~convrag.documents.docx`, a plain text file's title by
+:mod:`~convrag.documents.plain`; every file's text and title come out in plain typography
+(JSONL records stay as written); errors name the file and the fix. The record, the error
+and its wording of a size limit are :mod:`~convrag.documents.base`'s, which the readers
+share."""
 
 from __future__ import annotations
 
@@ -26,9 +29,11 @@ from convrag.documents.base import (
     over_decompressed_limit,
     size_text,
 )
+from convrag.documents.blocks import clean_line, plain_typography
 from convrag.documents.docx import docx_text
 from convrag.documents.html import html_text, markdown_text
 from convrag.documents.pdf import pdf_pages
+from convrag.documents.plain import text_title
 
 SUPPORTED = (
     ".txt",
@@ -313,17 +318,32 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
                     "each record needs its own _id"
                 )
         return [doc for _, doc in numbered]
-    pages: tuple[str, ...] = ()
-    title: str | None = path.stem
+    title, text, pages = _read_file(path, suffix, raw, limits)
+    if "\x00" in text:
+        raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
+    if not text.strip():
+        raise _nothing_to_index(path, suffix, raw)
+    metadata: dict[str, Any] = {"path": source, "format": suffix}
+    if pages:
+        metadata["pages"] = len(pages)
     marked = suffix != ".txt"
+    return [SourceDocument(source, title, text, metadata, pages, headings_marked=marked)]
+
+
+def _read_file(
+    path: Path, suffix: str, raw: bytes, limits: Limits
+) -> tuple[str, str, tuple[str, ...]]:
+    """A file's title, text and pages (a PDF's; none for other formats) as its format's
+    reader gives them, in plain typography (:func:`plain_typography`: a ligature as its
+    letters, an odd space as a space), whatever the format. The title is the one the
+    document gives itself, else the file's name."""
+    pages: tuple[str, ...] = ()
     if suffix == ".pdf":
-        pdf_title, page_texts = pdf_pages(path, raw)
-        pages = tuple(page_texts)
+        title, page_texts = pdf_pages(path, raw)
+        pages = tuple(plain_typography(p) for p in page_texts)
         text = "\n\n".join(p for p in pages if p)
-        title = pdf_title or path.stem
     elif suffix == ".docx":
-        doc_title, text = docx_text(path, raw, limits.decompressed)
-        title = doc_title or path.stem
+        title, text = docx_text(path, raw, limits.decompressed)
     elif suffix in (".html", ".htm"):
         # A parsed element costs about a kilobyte: a page of tags (say, nested 200,000
         # deep) expands in memory as a compressed file does, and shares its cap.
@@ -333,21 +353,14 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
                 f"{path}: {tags} tags would take over the {size_text(limits.decompressed)} limit "
                 "to parse; split the page or raise MAX_DECOMPRESSED_BYTES"
             )
-        html_title, text = html_text(_decode(path, raw))
-        title = html_title or path.stem
+        title, text = html_text(_decode(path, raw))
     elif suffix in (".md", ".markdown"):
-        md_title, text = markdown_text(_decode(path, raw))
-        title = md_title or path.stem
+        title, text = markdown_text(_decode(path, raw))
     else:
         text = _decode(path, raw)
-    if "\x00" in text:
-        raise IngestError(f"{path}: contains NUL bytes; is it a binary file?")
-    if not text.strip():
-        raise _nothing_to_index(path, suffix, raw)
-    metadata: dict[str, Any] = {"path": source, "format": suffix}
-    if pages:
-        metadata["pages"] = len(pages)
-    return [SourceDocument(source, title, text, metadata, pages, headings_marked=marked)]
+        title = text_title(text)
+    title = clean_line(plain_typography(title or "")) or path.stem
+    return title, plain_typography(text), pages
 
 
 def _nothing_to_index(path: Path, suffix: str, raw: bytes) -> NothingToIndex:

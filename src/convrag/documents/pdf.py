@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from convrag.documents.base import IngestError
-from convrag.documents.blocks import clean_line, heading_line, heading_of
+from convrag.documents.blocks import clean_line, heading_line, heading_of, plain_typography
 from convrag.text.lines import LIST_ITEM
 
 _TERMINAL = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
@@ -58,7 +58,8 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
 
     The title is the document property when it is a real title (not empty, not
     "Untitled", not a file name as exporters write it), else the largest type on the
-    first page when that page is a title page.
+    first page when that page is a title page, else the heading the text opens with
+    when it is the document's one top-level heading (:func:`_opening_heading`).
     """
     import io
     import logging
@@ -91,7 +92,23 @@ def pdf_pages(path: Path, raw: bytes) -> tuple[str | None, list[str]]:
     levels = _heading_levels(pages, body)
     joiner = Joiner.of(pages)
     texts = [_pdf_page_text(_marked(lines, levels), joiner) for lines in pages]
-    return stated or shown, _across_pages(texts, joiner)
+    return stated or shown or _opening_heading(texts), _across_pages(texts, joiner)
+
+
+def _opening_heading(texts: Sequence[str]) -> str | None:
+    """The heading a document opens with, when it is its one top-level heading (no other
+    heading is set in its type): the title of a document without a title page. A
+    document whose first heading is a section's, or whose largest headings are its
+    chapters, has none."""
+    headings = [
+        found
+        for text in texts
+        for block in text.split("\n\n")
+        if (found := heading_of(block)) is not None
+    ]
+    if not headings or headings[0][0] != 1 or sum(level == 1 for level, _ in headings) > 1:
+        return None
+    return headings[0][1]
 
 
 def _across_pages(texts: list[str], joiner: Joiner) -> list[str]:
@@ -129,12 +146,22 @@ def _page_lines(page: Any) -> list[_Line]:
     for piece, size in parts:
         for k, segment in enumerate(piece.split("\n")):
             if k:
-                lines.append(_Line(clean_line("".join(text)), _most(sizes)))
+                lines.append(_Line(_line_text(text), _most(sizes)))
                 text, sizes = [], Counter()
             text.append(segment)
             sizes[size] += len(segment.strip())
-    lines.append(_Line(clean_line("".join(text)), _most(sizes)))
+    lines.append(_Line(_line_text(text), _most(sizes)))
     return lines
+
+
+def _line_text(pieces: list[str]) -> str:
+    """A line's text, cleaned, in plain typography (a ligature as its letters); a soft
+    hyphen that ends it, where the word breaks, as a hyphen, so that the line joins the
+    next as a broken word does (:class:`Joiner`)."""
+    line = clean_line("".join(pieces))
+    if line.endswith("\xad"):
+        line = line[:-1] + "-"
+    return plain_typography(line)
 
 
 def _most(sizes: Counter[float]) -> float:

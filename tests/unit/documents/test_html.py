@@ -195,3 +195,23 @@ def test_a_readme_whose_heading_is_a_logo_is_titled_by_its_alt_text(docs_dir: Pa
         '<h1 align="center"><img src="logo.svg" alt="Chalk"></h1>\n\n> Terminal string styling\n',
     )
     assert load_path(readme, max_bytes=10**6)[0].title == "Chalk"
+
+
+def test_the_spaces_around_inline_code_stay_and_none_is_added_inside_a_word(
+    docs_dir: Path,
+) -> None:
+    html = (
+        "<p>Ninja records the build scope, <code>.ninja_log</code> holds it, and "
+        '<a href="#x"><code>ninja -t</code></a> reads it.</p>'
+        "<p><b>Ex</b>ample: the <code>fo</code>o option, <em>(see</em> <code>bar</code>).</p>"
+    )
+    markdown = (
+        "Ninja records the build scope, `.ninja_log` holds it, and [`ninja -t`](#x) reads it.\n\n"
+        "**Ex**ample: the `fo`o option, *(see* `bar`).\n"
+    )
+    for name, text in (("page.html", html), ("page.md", markdown)):
+        doc = load_path(write(docs_dir, name, text), max_bytes=10**6)[0]
+        assert doc.text == (
+            "Ninja records the build scope, .ninja_log holds it, and ninja -t reads it.\n\n"
+            "Example: the foo option, (see bar)."
+        ), name

@@ -169,6 +169,38 @@ def test_a_markdown_file_is_titled_by_its_opening_heading_else_its_file_name(
     assert load_path(plain, max_bytes=10**6)[0].title == "notes"
 
 
+def test_every_file_format_is_read_in_plain_typography_titles_included(docs_dir: Path) -> None:
+    """A ligature reads as its letters, a no-break space as a space, a soft hyphen as
+    nothing, whatever the format; "²" and "…" stay."""
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Of\ufb01ce rules"
+    document.add_paragraph("The \ufb01les \ufb02ow\u00a0here\u2026 m\u00b2.")
+    saved = io.BytesIO()
+    document.save(saved)
+    (docs_dir / "d.docx").write_bytes(saved.getvalue())
+    body = "The \ufb01les \ufb02ow{}here\u2026 m\u00b2.\n"
+    write(docs_dir, "t.txt", "# Of\ufb01ce rules\n\n" + body.format("\u00a0"))
+    write(docs_dir, "m.md", "# Of\ufb01ce rules\n\n" + body.format("&nbsp;"))
+    write(
+        docs_dir,
+        "h.html",
+        "<title>Of&#xFB01;ce rules</title><p>The &#xFB01;les "
+        "&#xFB02;o&shy;w&nbsp;here&hellip; m&sup2;.</p>",
+    )
+    for name in ("d.docx", "t.txt", "m.md", "h.html"):
+        doc = load_path(docs_dir / name, max_bytes=10**6)[0]
+        assert doc.title == "Office rules", name
+        assert "The files flow here\u2026 m\u00b2." in doc.text, name
+
+
+def test_jsonl_records_are_kept_as_written_ligatures_included(docs_dir: Path) -> None:
+    record = {"_id": "p1", "title": "Of\ufb01ce", "text": "\ufb01les\u00a0here"}
+    doc = load_path(write(docs_dir, "c.jsonl", json.dumps(record)), max_bytes=10**6)[0]
+    assert (doc.title, doc.text) == ("Of\ufb01ce", "\ufb01les\u00a0here")
+
+
 def test_jsonl_ids_and_titles_up_to_their_limits_and_paired_surrogates_load(
     docs_dir: Path,
 ) -> None:

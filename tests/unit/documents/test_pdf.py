@@ -143,3 +143,39 @@ def test_a_contents_list_on_a_page_with_text_goes_with_its_title_and_real_hyphen
         "# How-to guides\n\nWell-written guides are read most. A guide helps the user get a "
         "thing done. A how-to guide is about work, and it is unspecified what else it holds.",
     )
+
+
+def test_a_pdfs_ligatures_are_read_as_their_letters(docs_dir: Path) -> None:
+    """Helvetica's standard encoding sets "ﬁ" and "ﬂ" as glyphs of their own (bytes
+    0xAE and 0xAF), which a PDF's text layer gives as U+FB01 and U+FB02."""
+    path = docs_dir / "office.pdf"
+    path.write_bytes(pdf_bytes([["The of\xaece keeps its \xaeles where the air \xafows."]]))
+    assert load_path(path, max_bytes=10**6)[0].text == (
+        "The office keeps its files where the air flows."
+    )
+
+
+def test_a_pdf_without_a_title_is_titled_by_its_one_opening_heading(docs_dir: Path) -> None:
+    path = docs_dir / "rw-2024-final.pdf"
+    pages: list[list[str | tuple[str, int]]] = [
+        [
+            ("Remote Work Policy", 18),
+            "Staff may work remotely three days a week, with leave.",
+            "Requests go through the HR portal, which answers within two working days.",
+        ],
+        [("Equipment", 14), "The company provides a laptop and a monitor to everyone who asks."],
+    ]
+    path.write_bytes(pdf_bytes(pages, title="Untitled"))
+    assert load_path(path, max_bytes=10**6)[0].title == "Remote Work Policy"
+
+
+def test_a_pdf_whose_largest_headings_are_its_chapters_is_titled_by_its_file_name(
+    docs_dir: Path,
+) -> None:
+    path = docs_dir / "handbook.pdf"
+    pages: list[list[str | tuple[str, int]]] = [
+        [("Parking", 18), "Parking is free in lot B for every member of staff who drives in."],
+        [("Lunch", 18), "Lunch is served at noon in the canteen on the first floor."],
+    ]
+    path.write_bytes(pdf_bytes(pages))
+    assert load_path(path, max_bytes=10**6)[0].title == "handbook"
