@@ -31,7 +31,7 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from convrag.retrieval.policy import load_policy, write_policy  # noqa: E402
+from convrag.retrieval.policy import load_policy, write_policy
 
 FEATURES = (
     "confidence",
@@ -102,9 +102,7 @@ def scores(rows: Sequence[Row], refused: Sequence[bool]) -> dict[str, str]:
     def rate(label: set[str], want: bool) -> str:
         picked = [r for r, no in zip(rows, refused, strict=True) if r["answerability"] in label]
         hits = sum(
-            no == want
-            for r, no in zip(rows, refused, strict=True)
-            if r["answerability"] in label
+            no == want for r, no in zip(rows, refused, strict=True) if r["answerability"] in label
         )
         return f"{hits}/{len(picked)} ({100 * hits / max(1, len(picked)):.1f} %)"
 
