@@ -21,6 +21,7 @@ from convrag.documents.blocks import (
     markdown_rows,
     without_permalink,
 )
+from convrag.documents.hidden import unseen_test
 
 _HTML_NEVER_CONTENT = (
     "head",
@@ -217,16 +218,18 @@ def _drop_html_chrome(soup: Any) -> None:
     """Remove what is never content: scripts, styles, menus, the page's own header and
     footer (those inside an ``<article>`` or ``<main>`` hold its title and notes, and
     stay), elements named as chrome by their class or id, unless they hold the page's
-    main content or its top headings, and text no reader sees (:func:`_unseen`)."""
+    main content or its top headings, and text no reader sees
+    (:func:`~convrag.documents.hidden.unseen_test`)."""
     from bs4.element import Tag
 
+    unseen = unseen_test(soup)  # before the style sheets go
     doomed: list[Tag] = list(soup.find_all(_HTML_NEVER_CONTENT))
     doomed += [
         t for t in soup.find_all(("header", "footer")) if not t.find_parent(("article", "main"))
     ]
     doomed += soup.find_all(attrs={"role": list(_HTML_CHROME_ROLES)})
     doomed += [t for t in soup.find_all(_named_chrome) if not t.find(_CONTENT_HOLDERS)]
-    doomed += soup.find_all(_unseen)
+    doomed += soup.find_all(unseen)
     for tag in doomed:
         if not tag.decomposed:
             tag.decompose()
@@ -234,24 +237,6 @@ def _drop_html_chrome(soup: Any) -> None:
 
 _CONTENT_HOLDERS = ("main", "article", "h1", "h2")
 _NEVER_CHROME = frozenset({"body", "html", "main", "article", "h1", "h2", "h3", "h4", "h5", "h6"})
-
-
-_UNSEEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|$)"
-    r"|opacity\s*:\s*0(?:\.0*)?\s*(?:;|$)",
-    re.I,
-)
-
-
-def _unseen(tag: Any) -> bool:
-    """Whether a reader never sees an element: ``hidden``, ``aria-hidden="true"``, or an
-    inline style that hides it (no display, no visibility, zero size or opacity). Such
-    text is not the page's, and may carry instructions meant for a model only."""
-    if tag.name in ("html", "body"):
-        return False
-    if tag.has_attr("hidden") or str(tag.get("aria-hidden") or "").lower() == "true":
-        return True
-    return bool(_UNSEEN_STYLE.search(str(tag.get("style") or "")))
 
 
 def _named_chrome(tag: Any) -> bool:
