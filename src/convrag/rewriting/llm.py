@@ -69,8 +69,11 @@ class LlmRewriter:
 
     async def _decide(self, message: str, history: Sequence[HistoryTurn]) -> RewriteDecision | str:
         """The reply's decision, checked, or why there is none."""
+        fence = prompts.Fence.new()
         prompt = prompts.REWRITE_PROMPT.format(
-            history=prompts.format_history(history), question=message
+            history=prompts.format_history(history, fence=fence),
+            question=message,
+            boundary=fence.boundary,
         )
 
         async def call() -> BaseMessage:

@@ -42,7 +42,7 @@ def _request(question: str, *previous: str) -> dict[str, object]:
         for i, q in enumerate(previous, 1)
     ]
     prompt = prompts.REWRITE_PROMPT.format(
-        history=prompts.format_history(history), question=question
+        history=prompts.format_history(history), question=question, boundary="b"
     )
     return {"messages": [{"role": "user", "content": prompt}]}
 
