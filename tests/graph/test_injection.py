@@ -106,6 +106,7 @@ async def test_an_answer_that_obeys_an_instruction_in_a_source_is_refused_and_fl
     state, events = await _ask_injected(assistant, services, workspace, tmp_path, text)
     assert "reset" not in events  # nothing hijacked streamed, so nothing is taken back
     assert state["answer"].strip() != "HACKED" and "third floor" in state["answer"]
+    assert "HACKED" not in state["answer"]  # the fallback does not relay the instruction
     assert state["flags"]["answer_refused"] == (
         "the answer followed an instruction found in a source"
     )

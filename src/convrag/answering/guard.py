@@ -27,6 +27,7 @@ from typing import Literal
 
 from convrag.citations import MARKER, strip_markers
 from convrag.records import Source
+from convrag.text.sentences import split_sentences
 
 _URL = r"<?([^\s()<>]+(?:\([^\s()<>]*\))?[^\s()<>]*)>?"
 """A Markdown link destination: an URL, optionally in angle brackets, that may hold one
@@ -175,6 +176,20 @@ def directives(texts: Iterable[str]) -> list[Directive]:
             sentence = text[start : m.end()]
             found.append(Directive(payload, bool(_ADDRESSED.search(sentence))))
     return found
+
+
+def without_instructions(sources: Sequence[Source]) -> list[Source]:
+    """``sources`` less every sentence that holds an instruction to write something
+    (:func:`directives`): what an answer quotes after the model obeyed one, so that the
+    fallback never relays the instruction the checks refused."""
+    out: list[Source] = []
+    for source in sources:
+        lines = []
+        for line in source["text"].split("\n"):
+            kept = [u for u in split_sentences(line) if not directives([u])]
+            lines.append(" ".join(kept))
+        out.append({**source, "text": "\n".join(lines)})
+    return out
 
 
 def obeyed_instruction(answer: str, sources: Sequence[Source], question: str = "") -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from convrag.answering.guard import StreamGuard, obeyed_instruction
+from convrag.answering.guard import StreamGuard, obeyed_instruction, without_instructions
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.replies import (
     NO_SOURCES_ANSWER,
@@ -141,10 +141,13 @@ def _read_reply(reply: AIMessage, state: State, fence: Fence, *, searches: bool)
     return LlmDraft(failure="empty answer")
 
 
-async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) -> str:
+async def extractive_draft(
+    state: State, ctx: Context, excluded: Sequence[str], refused: str | None = None
+) -> str:
     """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences
     ranked with the embedder (in a thread: it is CPU work), or ``NO_ANSWER_TEXT`` when
-    none can be quoted."""
+    none can be quoted. ``refused``: why the LLM's answer was refused; after it obeyed an
+    instruction of a source, no sentence holding an instruction is quoted."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
         lowered = state["question"].lower()
@@ -154,6 +157,9 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
     text = NO_SOURCES_ANSWER
+    sources = state.get("sources") or []
+    if refused == OBEYED_SOURCE:
+        sources = without_instructions(sources)
     # A follow-up left as typed ("What is it?") may share no word with any sentence: its
     # history query (the message and the previous question) is asked next, as the "not
     # found" evidence weighs it.
@@ -161,7 +167,7 @@ async def extractive_draft(state: State, ctx: Context, excluded: Sequence[str]) 
         text = await asyncio.to_thread(
             extractive_answer,
             query,
-            state.get("sources") or [],
+            sources,
             history=history,
             excluded_entities=excluded,
             max_sentences=answer_length(query, ctx.answer_sentences),

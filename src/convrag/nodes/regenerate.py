@@ -42,6 +42,7 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
     regen_state: State = {**state, "excluded_entities": excluded}
     model_name = resolve_model(ctx.llm_model, ctx.deps.settings)
     fallback = DraftUpdate()
+    refused = None
     if model_name is not None:
         emit(runtime, announce)
         result = await llm_draft(regen_state, runtime, model_name, excluded, "regenerate")
@@ -49,8 +50,8 @@ async def regenerate(state: State, runtime: Runtime[Context]) -> DraftUpdate:
             return {**bookkeeping, "pending_web_query": result.web_query}
         if result.text is not None:
             return {**drafted(regen_state, result.text, extractive=False), **bookkeeping}
-        fallback = fell_back("regenerate", result.failure)
-    text = await extractive_draft(regen_state, ctx, excluded)
+        fallback, refused = fell_back("regenerate", result.failure), result.failure
+    text = await extractive_draft(regen_state, ctx, excluded, refused)
     update = drafted(regen_state, text, extractive=True)
     new = update["drafts"][-1]
     # Nothing new to cite (the same sentences again), or only something less relevant:

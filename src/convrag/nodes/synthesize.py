@@ -106,6 +106,7 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
     if state.get("classification") == "no_retrieval" and is_chit_chat(clean(state["question"])):
         model_name = None  # chit-chat gets its fixed reply, never an LLM call
     fallback = DraftUpdate()
+    refused = None
     if model_name is not None:
         result = await llm_draft(state, runtime, model_name, excluded, "synthesize")
         if result.web_query is not None:
@@ -115,8 +116,8 @@ async def draft(state: State, runtime: Runtime[Context]) -> DraftUpdate:
             if says_not_found(result.text, ctx.deps.settings.no_answer_text):
                 update["flags"] = {"no_answer": True}
             return update
-        fallback = fell_back("synthesize", result.failure)
-    text = await extractive_draft(state, ctx, excluded)
+        fallback, refused = fell_back("synthesize", result.failure), result.failure
+    text = await extractive_draft(state, ctx, excluded, refused)
     stream_text(runtime, text, "synthesize")
     if text in NOT_ANSWERED or text == ctx.deps.settings.no_answer_text:
         fallback["flags"] = {**fallback.get("flags", {}), "no_answer": True}
