@@ -220,10 +220,11 @@ class _Obeying:
 
 
 def _obeying(sources: Sequence[Source], question: str) -> list[_Obeying]:
-    """The sources' instructions to write something, weighed against ``question``."""
+    """The sources' instructions to write something, weighed against ``question``; a
+    source's title (a file name, a record's or a page's title) is untrusted text too."""
     asked = set(_words(question))
     rules = []
-    for d in directives(s["text"] for s in sources):
+    for d in directives(f"{s.get('title') or ''}.\n{s['text']}" for s in sources):
         words = tuple(_words(d.payload))
         strict = d.addressed and not set(words) <= asked
         rules.append(_Obeying(d.payload, words, strict, 3 if d.addressed else 1))
