@@ -252,6 +252,31 @@ async def test_restart_recovery_marks_old_processing_turns_and_documents_failed(
     assert await db.turns.get_turn(workspace + "-b", conv2, fresh) is None
 
 
+async def test_an_upload_whose_process_died_is_stopped_for_the_next_start_to_resume(
+    db: Database, workspace: str
+) -> None:
+    """An upload left ``processing`` by a process that is gone (killed mid-ingest) is
+    marked stopped at once, whatever its age, so the start resumes it from its saved
+    file; one whose process lives is left to it."""
+    import uuid
+    from datetime import timedelta
+
+    from convrag.stores.documents import ORPHANED_DOCUMENT
+
+    dead, live = str(uuid.uuid4()), str(uuid.uuid4())
+    for doc, name in ((dead, "dead.txt"), (live, "live.txt")):
+        await db.documents.upsert_document_status(
+            workspace, doc, f"upload:{name}", status="processing", upload_path=f"/u/{name}"
+        )
+    async with db.pool.connection() as conn:  # a liveness key no process holds
+        await conn.execute("UPDATE documents SET owner = 7 WHERE id = %s", (dead,))
+    await db.recover_interrupted(timedelta(minutes=10))
+    row = await db.documents.get_document(workspace, dead)
+    assert row is not None and (row["status"], row["error"]) == ("processing", ORPHANED_DOCUMENT)
+    assert (workspace, "/u/dead.txt") in await db.documents.stopped_uploads()
+    assert (workspace, "/u/live.txt") not in await db.documents.stopped_uploads()
+
+
 async def test_a_started_turn_is_numbered_on_start_and_history_skips_unanswered_turns(
     db: Database, workspace: str
 ) -> None:

@@ -51,7 +51,7 @@ from convrag.stores.base import (
 )
 from convrag.stores.checkpoints import WorkspaceCheckpoints
 from convrag.stores.conversations import ConversationStore
-from convrag.stores.documents import INTERRUPTED_DOCUMENT, DocumentStore
+from convrag.stores.documents import INTERRUPTED_DOCUMENT, ORPHANED_DOCUMENT, DocumentStore
 from convrag.stores.feedback import FeedbackStore
 from convrag.stores.schema import MIGRATIONS
 from convrag.stores.transcripts import TranscriptStore
@@ -336,6 +336,14 @@ class Database:
                    WHERE status = 'processing'
                      AND (updated_at < now() - %s OR NOT {owner_alive("owner")})""",
                 (INTERRUPTED_TURN, older_than),
+            )
+            # An upload whose process is gone is stopped, not failed: the start that
+            # follows resumes it from its saved file (:meth:`DocumentStore.stopped_uploads`).
+            await conn.execute(
+                f"""UPDATE documents SET interrupted = true, error = %s, updated_at = now()
+                   WHERE status = 'processing' AND NOT interrupted AND owner IS NOT NULL
+                     AND upload_path IS NOT NULL AND NOT {owner_alive("owner")}""",
+                (ORPHANED_DOCUMENT,),
             )
             docs = await conn.execute(
                 """UPDATE documents SET status = 'failed', error = %s, updated_at = now()

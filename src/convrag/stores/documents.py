@@ -17,6 +17,7 @@ INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file agai
 
 
 STOPPED_DOCUMENT = "interrupted by a shutdown: the ingest resumes when the service starts"
+ORPHANED_DOCUMENT = "interrupted (its process stopped): the ingest resumes from the saved file"
 """What a document whose ingest a shutdown stopped shows until the service resumes it."""
 
 
@@ -212,10 +213,11 @@ class DocumentStore(PooledStore):
         await self.ensure_workspace(workspace_id)
         await self.execute(
             """INSERT INTO documents (id, workspace_id, source, title, content_hash, status,
-                                      error, metadata, upload_path)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                      error, metadata, upload_path, owner)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (workspace_id, source) DO UPDATE
                SET status = EXCLUDED.status, error = EXCLUDED.error, interrupted = false,
+                   owner = EXCLUDED.owner,
                    title = EXCLUDED.title, progress_started_at = NULL, progress_at = NULL,
                    upload_path = coalesce(EXCLUDED.upload_path, documents.upload_path),
                    updated_at = now()""",
@@ -229,6 +231,7 @@ class DocumentStore(PooledStore):
                 error,
                 Jsonb(metadata or {}),
                 upload_path,
+                self.owner if status == "processing" else None,
             ),
         )
 

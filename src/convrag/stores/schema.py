@@ -193,4 +193,9 @@ MIGRATIONS: list[str] = [
         ADD COLUMN progress_started_at TIMESTAMPTZ,
         ADD COLUMN progress_started_chunks INTEGER NOT NULL DEFAULT 0,
         ADD COLUMN progress_at TIMESTAMPTZ""",
+    # The liveness key of the process ingesting a ``processing`` document (see
+    # ``Database.owner``): at a start, one whose process is gone (killed mid-ingest) is
+    # taken up again from its saved file instead of waiting to be called failed. NULL for
+    # documents from before the column, and for those no process holds.
+    """ALTER TABLE documents ADD COLUMN owner INTEGER""",
 ]
