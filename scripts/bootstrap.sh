@@ -7,15 +7,15 @@ PYTHON="${PYTHON:-python3}"
 # say MESSAGE: one line of progress, with the time of day.
 say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 # still_working WHAT: pass a command's lines through, indented, and say that WHAT is still
-# at work after 8 s without a line (pip is silent while it unpacks a large wheel).
+# at work every 2 s without a line (pip is silent while it unpacks a large wheel).
 still_working() {
   local line quiet=0
   while :; do
-    if IFS= read -r -t 8 line; then
+    if IFS= read -r -t 2 line; then
       printf '  %s\n' "$line"
       quiet=0
     elif [ $? -gt 128 ]; then
-      quiet=$((quiet + 8))
+      quiet=$((quiet + 2))
       printf '  ... %s still at work (%d s since its last line)\n' "$1" "$quiet"
     else
       break
