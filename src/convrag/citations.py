@@ -14,13 +14,6 @@ from convrag.records import Citation, Source, snippet
 MARKER = re.compile(r"\[(\d{1,3})\]")
 """A citation marker: ``[1]`` to ``[999]``."""
 
-_CLOSING = frozenset(".,;:!?)")
-"""What ends a clause, so that no space stands before it."""
-
-
-_CLOSING = frozenset(".,;:!?)")
-"""What ends a clause or a parenthesis: no space stands before it."""
-
 
 def markers(text: str) -> Iterator[re.Match[str]]:
     """Every marker in ``text``, in order."""
@@ -41,26 +34,20 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
     """Keep markers that point at a source, drop the others (and count them).
 
     Returns the cleaned answer, its citations (with positions in the cleaned text), and
-    the number of unresolved markers removed. Only a dropped marker's spaces change
-    ("B [3]." reads "B."); the answer's own text stays as written, its spacing included
-    (a quoted "scope, .ninja_log", an indented code line).
+    the number of unresolved markers removed.
     """
     unresolved = 0
-    cleaned, pos = "", 0
-    for m in MARKER.finditer(answer):
-        if 1 <= int(m.group(1)) <= len(sources):
-            continue
+
+    def keep(m: re.Match[str]) -> str:
+        nonlocal unresolved
+        n = int(m.group(1))
+        if 1 <= n <= len(sources):
+            return m.group(0)
         unresolved += 1
-        before = answer[pos : m.start()]
-        after = len(answer) - len(answer[m.end() :].lstrip(" \t"))  # past the spaces after it
-        follows = answer[after : after + 1]
-        if not follows or follows == "\n" or follows in _CLOSING:
-            # "B [3]." as "B.": no space is left before the punctuation
-            cleaned, pos = (cleaned + before).rstrip(" \t"), after
-        else:  # "A [3] and" as "A and": one run of spaces is kept
-            cleaned += before
-            pos = after if cleaned[-1:] in ("", " ", "\t") else m.end()
-    cleaned = (cleaned + answer[pos:]).strip()
+        return ""
+
+    cleaned = MARKER.sub(keep, answer)
+    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
     citations: list[Citation] = []
     for m in MARKER.finditer(cleaned):
         n = int(m.group(1))

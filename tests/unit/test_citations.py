@@ -19,17 +19,3 @@ def test_a_long_sources_snippet_ends_at_a_word_with_an_ellipsis_a_short_one_is_w
     cut, whole = (c["snippet"] for c in citations)
     assert cut.endswith("consecutive…") and len(cut) <= 300
     assert whole == "b"
-
-
-def test_an_answers_own_spacing_stays_as_quoted_when_its_markers_are_resolved() -> None:
-    answer = "Ninja records the build scope, .ninja_log holds it [1].\n\n    ninja  -t clean"
-    text, _, unresolved = resolve_citations(answer, [source("a", 1)])
-    assert text == answer and unresolved == 0
-
-
-def test_a_dropped_marker_leaves_no_space_before_punctuation_and_one_between_words() -> None:
-    text, citations, unresolved = resolve_citations(
-        "A [4] and B [1] [5] . C [6] [7], then [8]\nD [1]", [source("a", 1)]
-    )
-    assert text == "A and B [1]. C, then\nD [1]"
-    assert unresolved == 5 and [c["position"] for c in citations] == [8, text.rindex("[1]")]
