@@ -22,6 +22,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,10 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from convrag.retrieval.evidence import Signals
 from convrag.retrieval.policy import load_policy, write_policy
 
-FEATURES = (
-    "confidence",
-    "sentence",
-    "paragraph",
-    "rarest",
-    "every_term",
-    "follow_up",
-    "bm25",
-    "later",
-    "margin",
-    "agreement",
-    "coverage",
-)
+FEATURES = tuple(f.name for f in fields(Signals) if f.name != "evidence")
 """The signals the model weighs (:class:`convrag.retrieval.evidence.Signals`)."""
 ANSWER = {"ANSWERABLE", "PARTIAL"}
 REFUSE = {"UNANSWERABLE", "OFFTOPIC"}

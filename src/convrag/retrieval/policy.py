@@ -16,6 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from convrag.knobs import KnobTypeError, read_knob
+
 DEFAULT_POLICY_FILE = Path(__file__).with_name("policy.json")
 
 
@@ -168,25 +170,13 @@ def field_types() -> dict[str, type]:
 
 
 def read_value(name: str, kind: type, value: object) -> object:
-    """``value`` as a field of type ``kind``: a value of the type (an int for a float),
-    or a string that plainly reads as one ("true", "0", "3", "0.2"); else
-    :class:`PolicyError` naming what was expected."""
-    raw = value.strip().lower() if isinstance(value, str) else None
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if raw in ("true", "1", "false", "0"):
-            return raw in ("true", "1")
-    elif isinstance(value, bool):
-        pass
-    elif isinstance(value, int) or (kind is float and isinstance(value, float)):
-        return kind(value)
-    elif raw is not None:
-        try:
-            return kind(raw)
-        except ValueError:
-            pass
-    raise PolicyError(f"{name}: expected {kind.__name__}, got {value!r}")
+    """``value`` as a field of type ``kind``, read as a run's knobs are
+    (:func:`convrag.knobs.read_knob`); else :class:`PolicyError` naming what was
+    expected."""
+    try:
+        return read_knob(kind, value)
+    except KnobTypeError:
+        raise PolicyError(f"{name}: expected {kind.__name__}, got {value!r}") from None
 
 
 def read_values(values: Mapping[str, object]) -> dict[str, Any]:
