@@ -30,6 +30,7 @@ from convrag.embeddings import (
     get_embedder,
 )
 from convrag.rerank import HttpReranker, endpoint
+from convrag.retrieval.calibration import NullScales
 from convrag.retrieval.policy import RetrievalPolicy, default_policy, load_policy
 from convrag.retrieval.search import HybridSearcher
 from convrag.stores.base import SETUP_LOCK
@@ -62,6 +63,9 @@ class Services:
     sentences: RememberingEmbedder = field(init=False, repr=False, compare=False)
     """The embedder that weighs sentences against a question (the "not found" evidence
     and the no-LLM answer), remembering recent rows; rebuilt from ``embedder``."""
+    nulls: NullScales = field(init=False, repr=False, compare=False)
+    """Each workspace's null: what unrelated questions score on it (the scale the "not
+    found" model reads cosines on)."""
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
@@ -74,6 +78,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.sentences = RememberingEmbedder(self.embedder)
+        self.nulls = NullScales(self.searcher)
 
     def spawn(self, coro: Coroutine[Any, Any, None], *, ingest_of: str | None = None) -> None:
         """Run work off the hot path, keeping a reference so it is not collected.
