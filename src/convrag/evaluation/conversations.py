@@ -42,7 +42,7 @@ from convrag.assistant import Assistant, open_assistant
 from convrag.citations import strip_markers
 from convrag.context import Context
 from convrag.documents.load import load_path
-from convrag.ingest import delete_document, ingest_documents
+from convrag.ingest import IngestReport, delete_document, ingest_documents
 from convrag.services import Services
 
 KINDS = (
@@ -308,9 +308,10 @@ def set_documents(folder: Path) -> list[Path]:
 
 
 def workspace_for(folder: Path) -> str:
-    """The set's workspace: ``realconv-<folder name>`` (``realconv-dev``)."""
+    """The set's workspace: ``realconv-<folder name>`` (``realconv-dev``), at most the 64
+    characters a workspace id may have."""
     name = re.sub(r"[^a-z0-9_-]+", "-", folder.resolve().name.lower()).strip("-")
-    return f"realconv-{name or 'set'}"
+    return f"realconv-{name or 'set'}"[:64]
 
 
 class ConversationRunner:
@@ -333,9 +334,11 @@ class ConversationRunner:
         }
         self.context = Context(workspace_id=workspace, **{**knobs, **(overrides or {})})
 
-    async def prepare(self, files: Sequence[Path], progress: Progress | None = None) -> int:
+    async def prepare(
+        self, files: Sequence[Path], progress: Progress | None = None
+    ) -> IngestReport:
         """Ingest ``files`` (unchanged ones are skipped), delete the workspace's documents
-        that are no longer in the set, and load the engines; the documents in all."""
+        that are no longer in the set, and load the engines; what the ingest did."""
         services = self.bot.services
         documents = []
         for path in files:
@@ -343,7 +346,7 @@ class ConversationRunner:
                 await asyncio.to_thread(load_path, path, max_bytes=services.settings.max_file_bytes)
             )
         sources = {d.source for d in documents}
-        await ingest_documents(
+        report = await ingest_documents(
             services,
             self.workspace,
             documents,
@@ -353,7 +356,7 @@ class ConversationRunner:
             if stored["source"] not in sources:
                 await delete_document(services, self.workspace, str(stored["id"]))
         await services.searcher.warm(self.workspace)
-        return len(documents)
+        return report
 
     async def play(
         self, conversation: SetConversation
@@ -386,7 +389,7 @@ async def evaluate_conversations(
     async with open_assistant(services=services) as bot:
         runner = ConversationRunner(bot, workspace_for(folder), overrides)
         started = time.perf_counter()
-        n_docs = await runner.prepare(set_documents(folder), progress)
+        ingested = await runner.prepare(set_documents(folder), progress)
         ingest_s = time.perf_counter() - started
         for conversation in conversations:
             for index, turn, reply, seconds in await runner.play(conversation):
@@ -396,7 +399,8 @@ async def evaluate_conversations(
     return {
         "set": str(folder),
         "workspace": runner.workspace,
-        "documents": n_docs,
+        "documents": len(set_documents(folder)),
+        "ingest": ingested.as_json(),
         "conversations": len(conversations),
         "llm": runner.llm or "none",
         "context_overrides": dict(overrides or {}),
