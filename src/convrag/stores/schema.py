@@ -216,6 +216,10 @@ MIGRATIONS: list[str] = [
         data BYTEA NOT NULL,
         PRIMARY KEY (original_id, seq)
     )""",
+    # Parts stored as they are, not compressed: pglz took 0.4 s more of each 10 MiB text
+    # upload's answer (0.7 s against 0.3 s) to keep a fifth of its size; PDFs and Office
+    # files are compressed already.
+    """ALTER TABLE original_parts ALTER COLUMN data SET STORAGE EXTERNAL""",
     # Whether a document still names an original (before it is deleted) is looked up by
     # workspace and key.
     """CREATE INDEX documents_upload ON documents (workspace_id, upload_path)
