@@ -279,8 +279,8 @@ async def reread_workspace(
 async def missing_files(services: Services, workspace_id: str) -> list[tuple[str, str]]:
     """``(document id, path)`` of the workspace's documents read from a file that no
     longer exists, by path. Only documents ingested from a file count: a .jsonl record
-    is known by its ``_id``, not by its file, and an HTTP upload lives under the data
-    directory."""
+    is known by its ``_id``, not by its file, and an HTTP upload's original is kept in the
+    database."""
     missing: list[tuple[str, str]] = []
     for row in await services.db.documents.list_documents(workspace_id):
         if await file_gone(row):
