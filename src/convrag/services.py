@@ -205,6 +205,7 @@ async def open_services(
         # tables and the collection (all but the first creation fail): one at a time.
         async with db.exclusive(SETUP_LOCK):
             await db.setup()
+            await _keep_originals_shared(db, settings)
             await asyncio.to_thread(index.setup)
         searcher = HybridSearcher(
             db,
@@ -220,6 +221,15 @@ async def open_services(
         )
         stack.push_async_callback(services.stop)
         yield services
+
+
+async def _keep_originals_shared(db: Database, settings: Settings) -> None:
+    """Move into the shared store the uploads an older version kept in this data
+    directory, and delete the originals that no document names any more."""
+    moved = await db.originals.adopt_files(settings.data_dir / "uploads")
+    if moved:
+        log.info("moved %d uploaded originals from %s into the database", moved, settings.data_dir)
+    await db.originals.prune_unused()
 
 
 async def _optional_services(

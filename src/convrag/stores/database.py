@@ -5,6 +5,8 @@ attribute of :class:`Database` over the one pool:
 * :mod:`~convrag.stores.workspaces` (``workspaces``): a workspace's index state and its
   API keys;
 * :mod:`~convrag.stores.documents` (``documents``): documents and their chunks;
+* :mod:`~convrag.stores.originals` (``originals``): the uploaded files kept as their
+  documents' originals;
 * :mod:`~convrag.stores.conversations` (``conversations``): conversations, their delete
   marks and checkpoint threads;
 * :mod:`~convrag.stores.turns` (``turns``): their turns, started, answered or failed;
@@ -53,6 +55,7 @@ from convrag.stores.checkpoints import WorkspaceCheckpoints
 from convrag.stores.conversations import ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, ORPHANED_DOCUMENT, DocumentStore
 from convrag.stores.feedback import FeedbackStore
+from convrag.stores.originals import OriginalStore
 from convrag.stores.schema import MIGRATIONS
 from convrag.stores.transcripts import TranscriptStore
 from convrag.stores.turns import INTERRUPTED_TURN, TurnStore
@@ -175,6 +178,7 @@ class Database:
         run on another workspace's thread before it writes there."""
         self.workspaces = WorkspaceStore(self._shared)
         self.documents = DocumentStore(self._shared)
+        self.originals = OriginalStore(self._shared)
         self.conversations = ConversationStore(self._shared)
         self.turns = TurnStore(self._shared)
         self.feedback = FeedbackStore(self._shared)
