@@ -74,15 +74,40 @@ def chosen(add: Sequence[str], drop: Sequence[str]) -> Featurize:
     return lambda signals: {n: v for n, v in answer_features(signals).items() if n in names}
 
 
+KINDS = {
+    "off_topic": "OFFTOPIC",
+    "unanswerable": "UNANSWERABLE",
+    "underspecified": "UNDERSPECIFIED",
+}
+"""A conversation set's turn kinds as MTRAG's answerability labels (others: answerable)."""
+
+
+def _set_turns(report: dict[str, Any]) -> list[Row]:
+    """The turns of a ``convrag eval conversations --out`` report as recorded turns."""
+    return [
+        {
+            "answerability": KINDS.get(r["kind"], "ANSWERABLE"),
+            "abstained": r["no_answer"],
+            "signals": r.get("signals"),
+        }
+        for r in report["records"]
+    ]
+
+
 def load(paths: Sequence[Path]) -> list[Row]:
-    """Every fitted turn of the files, with its set and domain (from the file's name)."""
+    """Every fitted turn of the files, with its set and domain (from the file's name):
+    ``rec-SET-DOMAIN.jsonl`` (``convrag eval answers --turns``) or ``rec-SET-DOMAIN.json``
+    (``convrag eval conversations --out``, its set's turns labelled by kind)."""
     rows = []
     for path in paths:
-        match = re.match(r"rec-(.+)-([a-z]+)\.jsonl$", path.name)
+        match = re.match(r"rec-(.+)-([a-z]+)\.jsonl?$", path.name)
         if match is None:
-            raise SystemExit(f"{path}: expected a file named rec-SET-DOMAIN.jsonl")
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
+            raise SystemExit(f"{path}: expected a file named rec-SET-DOMAIN.jsonl or .json")
+        if path.suffix == ".json":
+            turns = _set_turns(json.loads(path.read_text()))
+        else:
+            turns = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in turns:
             if row.get("signals") is None or row["answerability"] not in ANSWER | REFUSE:
                 continue
             rows.append({**row, "set": match[1], "domain": match[2]})

@@ -192,6 +192,9 @@ class TurnReply:
     rewrite: str | None = None
     outcome: str | None = None
     """The reply's ``outcome`` field where the service sets one (e.g. ``ask_back``)."""
+    signals: dict[str, float] | None = None
+    """The "not found" model's signals and probability (``abstention_signals``), so that
+    the decision can be refitted on the set (``benchmarks/fit_not_found.py``)."""
 
 
 def score_turn(turn: SetTurn, reply: TurnReply) -> dict[str, Any]:
@@ -270,6 +273,7 @@ def reply_of(state: Mapping[str, Any]) -> TurnReply:
         sources=sources,
         rewrite=state.get("rewritten_query"),
         outcome=str(outcome) if outcome is not None else None,
+        signals=state.get("abstention_signals"),
     )
 
 
@@ -295,6 +299,7 @@ def turn_record(
         "section": turn.section,
         "key_facts": turn.key_facts,
         "seconds": round(seconds, 3),
+        "signals": reply.signals,
         **score_turn(turn, reply),
     }
 
