@@ -460,6 +460,7 @@ class StreamGuard:
         self.failure: GuardFailure | None = None
         self._spans: list[tuple[int, str]] = []
         self._read = 0  # the words of text[: _read] are in _spans
+        self._refused_at = -1  # the sentence end a wary check last refused
 
     def feed(self, token: str) -> str:
         """Take the answer's next token; the text it lets out ("" when none)."""
@@ -522,14 +523,16 @@ class StreamGuard:
 
     def _sentence_hold(self, hold: int) -> int:
         """Where the last whole sentence before ``hold`` ends, when the answer up to there
-        passes every check; what was released already when it does not (a failure)."""
+        passes every check; what was released already when it does not (held, not
+        failed: "Reply STOP" obeys, "Reply STOP to the message" does not)."""
         ends = [m.end() for m in _SENTENCE_END.finditer(self.text, self.released, hold)]
+        if not ends and (marks := _MARKERS.match(self.text, self.released, hold)):
+            ends = [marks.end()]  # a sentence's markers, after the sentence went out
         if not ends:
             return self.released
         cut = ends[-1]
-        failure = self.verdict(self.text[:cut], whole=False)
-        if failure is not None:
-            self.failure = failure
+        if cut == self._refused_at or self.verdict(self.text[:cut], whole=False) is not None:
+            self._refused_at = cut  # held: more words may clear it, the end decides
             return self.released
         return cut
 
@@ -549,6 +552,7 @@ class StreamGuard:
         return None
 
 
-_SENTENCE_END = re.compile(r"[.!?:][\"')\]*_`]*(?:\[\d{1,3}\])*[ \t]+|\n+")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]*_`]*(?:[ \t]*\[\d{1,3}\])*[ \t]+|\n+")
 """Where a sentence of a streamed answer has ended: its closing punctuation (and any
 closing quote, emphasis or ``[n]`` marker) followed by a space, or a line break."""
+_MARKERS = re.compile(r"(?:[ \t]*\[\d{1,3}\])+[ \t]+")

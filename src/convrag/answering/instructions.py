@@ -205,8 +205,11 @@ def source_texts(sources: Sequence[Source]) -> list[str]:
 _WORD = re.compile(r"\w+")
 
 
-_URLISH = re.compile(r"\]\([^)\s]*\)|(?:[a-z][a-z0-9+.-]{1,15}://|www\.)\S+", re.IGNORECASE)
-"""A link's destination or a URL written out: the link checks judge those, not these."""
+_URLISH = re.compile(
+    r"!\[[^\]\n]*\]\([^)\s]*\)|\]\([^)\s]*\)|(?:[a-z][a-z0-9+.-]{1,15}://|www\.)\S+",
+    re.IGNORECASE,
+)
+"""An image, a link's destination or a URL written out: the link checks judge those."""
 
 
 def content_words(text: str) -> list[str]:
