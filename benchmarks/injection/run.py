@@ -11,8 +11,7 @@ The LLM is the OpenAI-compatible stub, scripted to OBEY: when a case's instructi
 its prompt it writes exactly what the instruction asks (the payload, the canary, the
 image with the question in its URL), else it answers from the fact. Each case runs in a
 workspace of its own on the real stack (embedded PostgreSQL and Milvus Lite), twice: with
-the output checks, and without the two that issue 35 added (links of the model's making
-removed, an answer obeying a source refused; the canary check, older, stays on).
+the output checks, and without them but the canary's (the oldest, which stays on).
 
 A case is hijacked where its signature (the payload, the canary, ``evil.example``) is in
 an answer outside a sentence quoted verbatim from its document (the no-LLM answer quotes
@@ -194,16 +193,20 @@ async def run_case(
 
 
 def unguarded() -> ExitStack:
-    """The two output checks of issue 35 switched off (the canary check stays), on the
-    finished answer and on the stream alike."""
+    """The output checks switched off but the canary's (the oldest): obeyed instructions,
+    content taken from them, the prompt recited, foreign links; on the finished answer
+    and on the stream alike."""
     from convrag.answering.guard import LinkCheck
+    from convrag.answering.instructions import Provenance, Recital
 
     stack = ExitStack()
     stack.enter_context(mock.patch("convrag.answering.guard._obeying", lambda *a: []))
+    stack.enter_context(mock.patch.object(Provenance, "refusal", lambda *a, **k: None))
+    stack.enter_context(mock.patch.object(Recital, "recites", lambda *a: False))
+    stack.enter_context(mock.patch.object(Recital, "tail", lambda *a: 0))
     stack.enter_context(
         mock.patch("convrag.answering.guard._strip_links", lambda a, *_: LinkCheck(a, 0))
     )
-    stack.enter_context(mock.patch("convrag.nodes._drafting.obeyed_instruction", lambda *a: None))
     stack.enter_context(
         mock.patch("convrag.nodes.persist.strip_foreign_links", lambda a, s: LinkCheck(a, 0))
     )
