@@ -88,13 +88,11 @@ def names_every_term(
     """Whether one of the policy's ``evidence_candidates`` best sentences by words holds every
     content term of ``query``, its source's title counting as part of it ("Unused days
     carry over until 31 March." of the leave policy says what "Can I carry over unused
-    leave?" asks; on both MTRAG domains and the walkthrough no decision changed).
+    leave?" asks).
 
     On a record-style chunk ("Maria Lopez; Position: Product Manager; ...") the chunk's
     cosine, and even the sentence's, can be low while the sentence plainly says what was
-    asked. Replayed on both MTRAG domains' recordings (``benchmarks/abstention_floor.py
-    band``), letting such a sentence overrule the floor when no rare query term is missing
-    changes one decision on each, a false abstention both times.
+    asked: the "not found" model weighs this beside the cosines.
     """
     policy = policy or default_policy()
     return any(
