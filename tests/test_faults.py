@@ -32,7 +32,7 @@ from convrag.assistant import STOPPED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
 from convrag.stores.turns import INTERRUPTED_TURN
-from convrag.testing.faults import PostgresOutage
+from convrag.testing.faults import PostgresFreeze, PostgresOutage
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (
     Server,
@@ -407,6 +407,92 @@ async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_whil
         )
         assert asked.status_code == 200, asked.text
     stack.stop_and_assert_no_store_left_running()
+
+
+#: The bound on each answer while PostgreSQL is frozen: the service's own is about 1.5 s
+#: (see ``convrag.stores.stalls``); the rest is slack for a loaded machine.
+FROZEN_ANSWER_S = 4.0
+#: How long the freeze lasts.
+FREEZE_S = 10.0
+
+
+async def _timed(coro: Awaitable[httpx.Response]) -> tuple[float, httpx.Response]:
+    t0 = time.monotonic()
+    resp = await coro
+    return time.monotonic() - t0, resp
+
+
+async def test_a_frozen_postgres_gets_each_request_and_streaming_turn_an_answer_within_seconds(
+    stack: Stack,
+) -> None:
+    """Every PostgreSQL process stopped (SIGSTOP) for 10 s while a turn streams: each
+    request gets its 503 with ``Retry-After`` and ``/healthz`` its 503 within seconds,
+    not after the freeze; the streaming turn ends with an ``error`` event while the
+    freeze lasts; the turn answered before it stays stored; and once the server runs
+    again, the failed turn's conversation takes a new message (its failure, which the
+    frozen database could not take, is recorded once it answers)."""
+    server = stack.ensure_running()
+    _, headers = await _workspace_key(stack)
+    freeze = PostgresFreeze(stack.data_dir)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        answered, streaming = [await _conversation(client, server.url, headers) for _ in "ab"]
+        before = await _ask(client, server.url, answered, headers, QUESTION)
+        assert before.status_code == 200, before.text
+        stack.stub.add_rule(SLOW, Reply(content="Stripes " * 8 + "[1].", token_delay_s=0.25))
+        frozen_at: list[float] = []
+
+        async def begin_freeze() -> None:
+            if not frozen_at:
+                await asyncio.to_thread(freeze.begin)
+                frozen_at.append(time.monotonic())
+
+        url = f"{server.url}/v1/conversations/{streaming}/messages"
+        try:
+            async with (
+                asyncio.timeout(FREEZE_S + RECOVERY_TIMEOUT_S),
+                client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r,
+            ):
+                events = await _events(r, on_token=begin_freeze)
+            ended = time.monotonic()
+            names = [n for n, _ in events]
+            assert names[-1] == "error" and "done" not in names, events[-3:]
+            assert "database was unavailable" in events[-1][1], events[-1]
+            assert ended - frozen_at[0] < FREEZE_S, "the turn waited for the freeze to end"
+            replies = await asyncio.gather(
+                _timed(client.get(f"{server.url}/v1/documents", headers=headers)),
+                _timed(client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)),
+                _timed(_ask(client, server.url, answered, headers, "And on Sundays?")),
+                _timed(client.post(f"{server.url}/v1/conversations", headers=headers)),
+                _timed(client.get(f"{server.url}/healthz")),
+            )
+            assert time.monotonic() - frozen_at[0] < FREEZE_S, "the check outlasted the freeze"
+            for took, resp in replies:
+                assert resp.status_code == 503, (resp.request.url, resp.status_code, resp.text)
+                assert resp.headers["retry-after"].isdigit(), resp.request.url
+                assert took < FROZEN_ANSWER_S, (str(resp.request.url), took)
+            assert replies[-1][1].json()["postgres"] is False
+        finally:
+            await asyncio.sleep(max(0.0, FREEZE_S - (time.monotonic() - (frozen_at or [0])[0])))
+            await asyncio.to_thread(freeze.end)
+        stack.stub.reset()
+        await _wait_until_ok(client, "GET", f"{server.url}/healthz")
+        turns = await client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)
+        assert [t["status"] for t in turns.json()["turns"]] == ["done"], turns.text
+        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+        while (
+            again := await _ask(client, server.url, streaming, headers, QUESTION)
+        ).status_code == 409:
+            assert time.monotonic() < deadline, again.text
+            await asyncio.sleep(0.5)
+        assert again.status_code == 200, again.text
+        statuses = [
+            t["status"]
+            for t in (
+                await client.get(f"{server.url}/v1/conversations/{streaming}", headers=headers)
+            ).json()["turns"]
+        ]
+        assert statuses == ["failed", "done"], statuses
 
 
 async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_again(
