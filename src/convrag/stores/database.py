@@ -193,6 +193,9 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
                 return await super().getconn(min(deadline - loop.time(), self.STALL_CHECK_S))
             except PoolTimeout:
                 now = loop.time()
+                if now - began >= StallWatch.SUSPECT_AFTER_S:
+                    # A connection the pool is making may wait on a stalled server.
+                    self.stall_watch.suspect()
                 if now >= deadline or (self.unreachable and now - began >= self.OUTAGE_WAIT_S):
                     raise
 

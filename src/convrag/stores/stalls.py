@@ -59,13 +59,15 @@ class StallWatch:
         self._waiting: dict[WatchedConnection, float] = {}
         """The round trips under way: their connection, and when each began."""
         self._probing: asyncio.Task[None] | None = None
+        self._answered_at = -1e9
+        """When the last probe was answered (the loop's clock)."""
 
     def began(self, conn: WatchedConnection) -> asyncio.TimerHandle:
         """A round trip of ``conn`` begins: the server is probed if it lasts
         :attr:`SUSPECT_AFTER_S`. Cancel the handle returned when it ends (:meth:`ended`)."""
         loop = asyncio.get_running_loop()
         self._waiting[conn] = loop.time()
-        return loop.call_later(self.SUSPECT_AFTER_S, self._suspect)
+        return loop.call_later(self.SUSPECT_AFTER_S, self.suspect)
 
     def ended(self, conn: WatchedConnection, handle: asyncio.TimerHandle) -> None:
         handle.cancel()
@@ -80,9 +82,16 @@ class StallWatch:
                 asyncio.get_running_loop().time() - self._stalled_at,
             )
 
-    def _suspect(self) -> None:
-        if self._probing is None or self._probing.done():
-            self._probing = asyncio.get_running_loop().create_task(self._probe_while_waiting())
+    def suspect(self) -> None:
+        """Something has waited :attr:`SUSPECT_AFTER_S` on the server (a round trip, or a
+        caller for a connection while the pool connects): probe it, unless a probe is
+        under way or one was answered less than :attr:`SUSPECT_AFTER_S` ago."""
+        loop = asyncio.get_running_loop()
+        if self._probing is not None and not self._probing.done():
+            return
+        if loop.time() - self._answered_at < self.SUSPECT_AFTER_S:
+            return
+        self._probing = loop.create_task(self._probe_while_waiting())
 
     async def _probe_while_waiting(self) -> None:
         """Probe the server while a round trip has waited :attr:`SUSPECT_AFTER_S`; when a
@@ -92,6 +101,7 @@ class StallWatch:
         while True:
             if not await self._probe_once():
                 break
+            self._answered_at = loop.time()
             self.answered()
             long_ago = loop.time() - self.SUSPECT_AFTER_S
             if not any(began <= long_ago for began in self._waiting.values()):
