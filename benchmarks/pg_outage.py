@@ -154,12 +154,21 @@ async def _lost(base: str, key: str, answered: list[tuple[str, str]]) -> list[st
 
 
 async def run(
-    data_dir: Path, outages: list[float], clients: int, *, freeze: bool = False
+    data_dir: Path,
+    outages: list[float],
+    clients: int,
+    *,
+    freeze: bool = False,
+    server_src: str | None = None,
 ) -> dict[str, Any]:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         key = await asyncio.get_running_loop().run_in_executor(pool, prepare_samples, data_dir)
     results: list[dict[str, Any]] = []
-    with stub_process(data_dir) as stub_url, server_process(data_dir, stub_url) as handle:
+    server_env = {"PYTHONPATH": server_src} if server_src else None
+    with (
+        stub_process(data_dir) as stub_url,
+        server_process(data_dir, stub_url, extra_env=server_env) as handle,
+    ):
         load = Load(handle.base_url, key)
         tasks = [asyncio.create_task(load.client(i)) for i in range(clients)]
         await asyncio.sleep(3.0)
@@ -252,7 +261,12 @@ def main() -> None:
     outages = [float(x) for x in args.outages.split(",") if x.strip()]
     with tempfile.TemporaryDirectory(prefix="cv-pg-outage-") as tmp:
         data_dir = args.data_dir or Path(tmp)
-        report(asyncio.run(run(data_dir, outages, args.clients, freeze=args.freeze)), args.out)
+        report(
+            asyncio.run(
+                run(data_dir, outages, args.clients, freeze=args.freeze, server_src=args.server_src)
+            ),
+            args.out,
+        )
 
 
 if __name__ == "__main__":
