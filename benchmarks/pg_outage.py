@@ -254,6 +254,11 @@ def main() -> None:
         "--freeze", action="store_true", help="freeze PostgreSQL (SIGSTOP) instead of stopping it"
     )
     parser.add_argument(
+        "--server-src",
+        help="the src directory the service runs from (say an older checkout's, for a "
+        "baseline); default: this interpreter's",
+    )
+    parser.add_argument(
         "--data-dir", type=Path, help="a fresh directory for the stack (default: a temporary one)"
     )
     parser.add_argument("--out", type=Path)
