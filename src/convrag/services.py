@@ -191,7 +191,13 @@ async def open_services(
             milvus_uri = await stack.enter_async_context(
                 ManagedMilvusLite.running(settings.data_dir)
             )
-        db = await stack.enter_async_context(Database.from_url(db_url))
+        db = await stack.enter_async_context(
+            Database.from_url(
+                db_url,
+                statement_timeout_s=settings.database_statement_timeout_s,
+                lock_timeout_s=settings.database_lock_timeout_s,
+            )
+        )
         if not model.done():
             tell(f"loading the embedding model ({settings.embedding_model}) ...")
         embedder = await model
