@@ -202,7 +202,7 @@ def existing_layout(
         client.drop_collection(name)
         return None
     lacking = ""
-    if not features.has(SPARSE_MIN):
+    if layout.bm25 and not features.has(SPARSE_MIN):
         lacking = (
             f" (Milvus {features.version} cannot index a sparse field: that needs "
             f">= {named(SPARSE_MIN)})"
@@ -220,5 +220,7 @@ def _indexed(client: MilvusClient, name: str, field: str) -> bool:
 
 
 def _rows(client: MilvusClient, name: str) -> int:
-    """The collection's stored rows, as the server counts them without loading it."""
+    """The collection's rows, as the server counts them without loading it: flushed
+    first, as its count leaves out rows still in memory."""
+    client.flush(name)
     return int(client.get_collection_stats(name).get("row_count", 0))
