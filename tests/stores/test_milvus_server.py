@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 import uvicorn
 
@@ -28,7 +29,7 @@ from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services, open_services
 from convrag.stores.milvus_schema import CollectionUnusable, MilvusUnsupported
-from convrag.stores.vectors import VectorIndex
+from convrag.stores.vectors import VectorIndex, VectorRow
 from tests.graph.conftest import SAMPLES
 from tests.serving import Server, free_port, scratch_dir, spawn
 
@@ -212,7 +213,6 @@ def test_a_half_made_collection_is_made_again_when_empty_and_refused_when_it_hol
         client.create_collection(full, schema=schema)
         row = {"chunk_id": "c1", "workspace_id": "ws", "document_id": "d1", "kind": "chunk"}
         client.insert(full, [{**row, "conversation_id": "", "text": "x", "dense": [1, 0, 0, 0]}])
-        client.flush(full)
         index.collection = full
         with pytest.raises(CollectionUnusable, match="holds rows but has no index on dense"):
             index.setup()
@@ -232,3 +232,36 @@ def test_a_half_made_collection_is_made_again_when_empty_and_refused_when_it_hol
         for name in (left, full):
             client.drop_collection(name)
         client.close()
+
+
+def test_thousands_of_chunks_written_again_are_each_found_once_by_the_dense_engine(
+    milvus_uri: str,
+) -> None:
+    """At 5,200 chunks (the operator's 500 came at 5,126): a 2.3 server names the key
+    ``id`` in search results (the dense engine's ``KeyError: 'chunk_id'``), and its upsert
+    put rows in partitions no workspace's search reads; rows written again stay one."""
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(5200, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = [
+        VectorRow(f"c{i}", f"d{i // 50}", f"text {i}", v.tolist()) for i, v in enumerate(vectors)
+    ]
+    index = VectorIndex.connect(
+        milvus_uri, f"c_{uuid.uuid4().hex[:8]}", 4, is_lite=False, consistency="Bounded"
+    )
+    try:
+        index.setup()
+        index.upsert("ws", rows)
+        index.upsert("ws", rows[:200])
+        index.flush()
+        assert index.count("ws") == 5200
+        for i in (0, 2600, 5199):
+            hits = index.dense_search("ws", rows[i].vector, 3, feedback_weight=0.4)
+            assert hits[0].chunk_id == f"c{i}" and hits[0].document_id == f"d{i // 50}"
+            assert hits[0].text == f"text {i}" and hits[0].score == pytest.approx(1.0, abs=1e-3)
+        assert index.chunk_ids_of_document("ws", "d3") == [f"c{i}" for i in range(150, 200)]
+        index.delete_document("ws", "d3")
+        assert index.dense_search("ws", rows[150].vector, 1)[0].chunk_id != "c150"
+    finally:
+        index.client.drop_collection(index.collection)
+        index.client.close()

@@ -108,8 +108,10 @@ class VectorIndex:
         :meth:`setup`, see :data:`~convrag.stores.milvus_schema.UPSERT_MIN`)."""
         self._lock = threading.Lock()
         self._unflushed = 0
-        #: Seal growing rows after this many writes: Lite searches them row by row.
-        self.autoflush_rows = 2000
+        #: Seal growing rows after this many writes: Lite searches them row by row. A
+        #: server seals segments itself (a flush per 2,000 rows made small segments and
+        #: cost a second each on the 2.3.5 standalone).
+        self.autoflush_rows = 2000 if is_lite else None
 
     @classmethod
     def connect(
@@ -211,7 +213,7 @@ class VectorIndex:
                 self.client.insert(self.collection, part)
         with self._lock:
             self._unflushed += len(data)
-            due = self._unflushed >= self.autoflush_rows
+            due = self.autoflush_rows is not None and self._unflushed >= self.autoflush_rows
         if due:
             self.flush()
 
