@@ -101,7 +101,7 @@ class Settings(BaseSettings):
         description="Consistency level of Milvus searches: unset means Bounded on a Milvus "
         "server (a Strong search waits for the server's next tick, about 0.2-0.4 s) and "
         "Strong on Milvus Lite. Ingests and deletes end with one strong read, so a search "
-        "that follows finds them at any level (docs/deployment.md).",
+        "that follows finds them at any level (docs/operations.md).",
     )
     keyword_engine: KeywordEngine = Field(
         default="auto",
