@@ -17,7 +17,14 @@ Figures per outage:
 * at the end, the service gets SIGTERM: the postmaster it ran on, the restarted one,
   must be gone with it (no leaked postmaster).
 
+With ``--freeze`` the server is frozen instead (every PostgreSQL process gets SIGSTOP,
+then SIGCONT: nothing is closed or refused, every wait just waits), and the figures add,
+per kind of request, the slowest reply to a request sent while the freeze lasted (the
+time to its 503), the slowest reply to one already in flight when it began, and the
+turns answered (a 200 to a message) that are not stored ``done`` afterwards (lost).
+
     python benchmarks/pg_outage.py --outages 5,35 --out bench-out/pg-outage.json
+    python benchmarks/pg_outage.py --freeze --outages 10,40 --out bench-out/pg-freeze.json
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from bench_common import log, report, server_process, stack_pids, stub_process
 from kill_restart import QUESTIONS, prepare_samples
 
 from convrag.stores.embedded import pid_alive
-from convrag.testing.faults import PostgresOutage
+from convrag.testing.faults import PostgresFreeze, PostgresOutage
 
 KINDS = ("documents", "conversation", "message", "read", "healthz")
 
@@ -52,6 +59,8 @@ class Load:
         self.base = base
         self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
         self.replies: list[tuple[float, float, str, int, str | None]] = []
+        self.answered: list[tuple[str, str]] = []
+        """(conversation, turn) of every message answered 200."""
         self.stopping = False
 
     async def _one(
@@ -86,13 +95,15 @@ class Load:
                 if made is not None and made.status_code in (200, 201):
                     conv = made.json()["conversation_id"]
                 if conv is not None:
-                    await self._one(
+                    asked = await self._one(
                         http,
                         "message",
                         "POST",
                         f"/v1/conversations/{conv}/messages",
                         {"content": QUESTIONS[n % len(QUESTIONS)]},
                     )
+                    if asked is not None and asked.status_code == 200:
+                        self.answered.append((conv, asked.json()["turn_id"]))
                     await self._one(http, "read", "GET", f"/v1/conversations/{conv}")
                 await self._one(http, "healthz", "GET", "/healthz")
                 n += 1
@@ -109,20 +120,66 @@ def _recovery(
     return out
 
 
-async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, Any]:
+def _during(
+    replies: list[tuple[float, float, str, int, str | None]], down: float, up: float
+) -> dict[str, Any]:
+    """Per kind, the slowest reply to a request sent while the server was frozen (its
+    time to a 503), and to one in flight when the freeze began."""
+    sent = Counter[str]()
+    slowest: dict[str, float] = {}
+    in_flight: dict[str, float] = {}
+    for s, d, kind, _, _ in replies:
+        if down <= s < up:
+            sent[kind] += 1
+            slowest[kind] = max(slowest.get(kind, 0.0), round(d - s, 3))
+        elif s < down < d:
+            in_flight[kind] = max(in_flight.get(kind, 0.0), round(d - down, 3))
+    return {
+        "sent_while_frozen": dict(sent),
+        "slowest_reply_s_sent_while_frozen": slowest,
+        "slowest_reply_s_in_flight_from_freeze": in_flight,
+    }
+
+
+async def _lost(base: str, key: str, answered: list[tuple[str, str]]) -> list[str]:
+    """The turns answered 200 that are not stored ``done``."""
+    headers = {"Authorization": f"Bearer {key}"}
+    lost: list[str] = []
+    async with httpx.AsyncClient(timeout=60) as http:
+        for conv in sorted({c for c, _ in answered}):
+            turns = (await http.get(f"{base}/v1/conversations/{conv}", headers=headers)).json()
+            done = {t["id"] for t in turns["turns"] if t["status"] == "done"}
+            lost += [t for c, t in answered if c == conv and t not in done]
+    return lost
+
+
+async def run(
+    data_dir: Path,
+    outages: list[float],
+    clients: int,
+    *,
+    freeze: bool = False,
+    server_src: str | None = None,
+) -> dict[str, Any]:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         key = await asyncio.get_running_loop().run_in_executor(pool, prepare_samples, data_dir)
     results: list[dict[str, Any]] = []
-    with stub_process(data_dir) as stub_url, server_process(data_dir, stub_url) as handle:
+    server_env = {"PYTHONPATH": server_src} if server_src else None
+    with (
+        stub_process(data_dir) as stub_url,
+        server_process(data_dir, stub_url, extra_env=server_env) as handle,
+    ):
         load = Load(handle.base_url, key)
         tasks = [asyncio.create_task(load.client(i)) for i in range(clients)]
         await asyncio.sleep(3.0)
         for seconds in outages:
             first = len(load.replies)
-            log(f"outage of {seconds:.0f} s: stopping PostgreSQL")
+            log(f"outage of {seconds:.0f} s: {'freezing' if freeze else 'stopping'} PostgreSQL")
             down = time.monotonic()
             # Held down: the service's supervisor would start it again within seconds.
-            outage = PostgresOutage(data_dir)
+            outage: PostgresOutage | PostgresFreeze = (
+                PostgresFreeze(data_dir) if freeze else PostgresOutage(data_dir)
+            )
             await asyncio.to_thread(outage.begin)
             await asyncio.sleep(max(0.0, seconds - (time.monotonic() - down)))
             await asyncio.to_thread(outage.end)
@@ -153,6 +210,7 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
                     ),
                     "recovery_s": recovery,
                     "recovery_s_slowest": slowest,
+                    **_during(window, down, up),
                 }
             )
             log(f"recovered in {slowest} s; replies {dict(statuses)}")
@@ -160,6 +218,7 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
         for failed in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(failed, Exception):
                 raise failed
+        lost = await _lost(handle.base_url, key, load.answered)
         pids = stack_pids(data_dir)
         server = psutil.Process(handle.pid)
         t0 = time.perf_counter()
@@ -177,6 +236,9 @@ async def run(data_dir: Path, outages: list[float], clients: int) -> dict[str, A
         "sigterm_exit_s": round(sigterm_s, 2),
         "stores_left_running_after_sigterm": leaked,
         "total_replies": len(load.replies),
+        "mode": "freeze (SIGSTOP)" if freeze else "stop (pg_ctl stop -m fast)",
+        "turns_answered": len(load.answered),
+        "answered_turns_lost": len(lost),
     }
 
 
@@ -189,6 +251,14 @@ def main() -> None:
     )
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument(
+        "--freeze", action="store_true", help="freeze PostgreSQL (SIGSTOP) instead of stopping it"
+    )
+    parser.add_argument(
+        "--server-src",
+        help="the src directory the service runs from (say an older checkout's, for a "
+        "baseline); default: this interpreter's",
+    )
+    parser.add_argument(
         "--data-dir", type=Path, help="a fresh directory for the stack (default: a temporary one)"
     )
     parser.add_argument("--out", type=Path)
@@ -196,7 +266,12 @@ def main() -> None:
     outages = [float(x) for x in args.outages.split(",") if x.strip()]
     with tempfile.TemporaryDirectory(prefix="cv-pg-outage-") as tmp:
         data_dir = args.data_dir or Path(tmp)
-        report(asyncio.run(run(data_dir, outages, args.clients)), args.out)
+        report(
+            asyncio.run(
+                run(data_dir, outages, args.clients, freeze=args.freeze, server_src=args.server_src)
+            ),
+            args.out,
+        )
 
 
 if __name__ == "__main__":

@@ -104,6 +104,22 @@ async def checkpoint_count(services: Services, thread_id: str) -> int:
     return int(row["n"])
 
 
+async def kept_originals(services: Services, workspace_id: str) -> list[tuple[str, bytes]]:
+    """The workspace's kept upload originals, ``(file name, bytes)`` sorted by name, read
+    whole from the store's parts."""
+    async with services.db.pool.connection() as conn:
+        rows = await (
+            await conn.execute(
+                """SELECT o.filename, coalesce((SELECT string_agg(p.data, ''::bytea ORDER BY p.seq)
+                                               FROM original_parts p WHERE p.original_id = o.id),
+                                              ''::bytea) AS data
+                   FROM originals o WHERE o.workspace_id = %s""",
+                (workspace_id,),
+            )
+        ).fetchall()
+    return sorted((r["filename"], bytes(r["data"])) for r in rows)
+
+
 async def thread_rows(services: Services, thread_id: str) -> list[tuple[str, str]]:
     """Every row the checkpointer keeps for ``thread_id``, whole (as JSON text, blobs in
     hex), in a stable order: two equal lists mean the thread is byte-for-byte as it was."""

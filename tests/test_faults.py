@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import io
+import json
 import os
 import re
 import signal
@@ -32,7 +33,7 @@ from convrag.assistant import STOPPED_TURN
 from convrag.stores.database import Database
 from convrag.stores.embedded import pid_alive
 from convrag.stores.turns import INTERRUPTED_TURN
-from convrag.testing.faults import PostgresOutage
+from convrag.testing.faults import PostgresFreeze, PostgresOutage
 from convrag.testing.openai_stub import OpenAIStub, Reply
 from tests.serving import (
     Server,
@@ -59,6 +60,8 @@ SLICE = 4
 LARGE = " ".join(
     f"Rule {i}: staff on shift {i} park on level {i % 7} of garage {i % 3}." for i in range(1200)
 )
+#: An upload of about ten slices: killed after two, it has most still to embed.
+MEDIUM = LARGE[: len(LARGE) * 2 // 5]
 
 
 @dataclass
@@ -409,6 +412,92 @@ async def test_a_postgres_outage_ends_an_in_flight_turn_with_an_error_event_whil
     stack.stop_and_assert_no_store_left_running()
 
 
+#: The bound on each answer while PostgreSQL is frozen: the service's own is about 1.5 s
+#: (see ``convrag.stores.stalls``); the rest is slack for a loaded machine.
+FROZEN_ANSWER_S = 4.0
+#: How long the freeze lasts.
+FREEZE_S = 10.0
+
+
+async def _timed(coro: Awaitable[httpx.Response]) -> tuple[float, httpx.Response]:
+    t0 = time.monotonic()
+    resp = await coro
+    return time.monotonic() - t0, resp
+
+
+async def test_a_frozen_postgres_gets_each_request_and_streaming_turn_an_answer_within_seconds(
+    stack: Stack,
+) -> None:
+    """Every PostgreSQL process stopped (SIGSTOP) for 10 s while a turn streams: each
+    request gets its 503 with ``Retry-After`` and ``/healthz`` its 503 within seconds,
+    not after the freeze; the streaming turn ends with an ``error`` event while the
+    freeze lasts; the turn answered before it stays stored; and once the server runs
+    again, the failed turn's conversation takes a new message (its failure, which the
+    frozen database could not take, is recorded once it answers)."""
+    server = stack.ensure_running()
+    _, headers = await _workspace_key(stack)
+    freeze = PostgresFreeze(stack.data_dir)
+    async with httpx.AsyncClient(timeout=60) as client:
+        await _upload(client, server.url, headers, FACT)
+        answered, streaming = [await _conversation(client, server.url, headers) for _ in "ab"]
+        before = await _ask(client, server.url, answered, headers, QUESTION)
+        assert before.status_code == 200, before.text
+        stack.stub.add_rule(SLOW, Reply(content="Stripes " * 8 + "[1].", token_delay_s=0.25))
+        frozen_at: list[float] = []
+
+        async def begin_freeze() -> None:
+            if not frozen_at:
+                await asyncio.to_thread(freeze.begin)
+                frozen_at.append(time.monotonic())
+
+        url = f"{server.url}/v1/conversations/{streaming}/messages"
+        try:
+            async with (
+                asyncio.timeout(FREEZE_S + RECOVERY_TIMEOUT_S),
+                client.stream("POST", url, json={"content": QUESTION}, headers=headers) as r,
+            ):
+                events = await _events(r, on_token=begin_freeze)
+            ended = time.monotonic()
+            names = [n for n, _ in events]
+            assert names[-1] == "error" and "done" not in names, events[-3:]
+            assert "database was unavailable" in events[-1][1], events[-1]
+            assert ended - frozen_at[0] < FREEZE_S, "the turn waited for the freeze to end"
+            replies = await asyncio.gather(
+                _timed(client.get(f"{server.url}/v1/documents", headers=headers)),
+                _timed(client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)),
+                _timed(_ask(client, server.url, answered, headers, "And on Sundays?")),
+                _timed(client.post(f"{server.url}/v1/conversations", headers=headers)),
+                _timed(client.get(f"{server.url}/healthz")),
+            )
+            assert time.monotonic() - frozen_at[0] < FREEZE_S, "the check outlasted the freeze"
+            for took, resp in replies:
+                assert resp.status_code == 503, (resp.request.url, resp.status_code, resp.text)
+                assert resp.headers["retry-after"].isdigit(), resp.request.url
+                assert took < FROZEN_ANSWER_S, (str(resp.request.url), took)
+            assert replies[-1][1].json()["postgres"] is False
+        finally:
+            await asyncio.sleep(max(0.0, FREEZE_S - (time.monotonic() - (frozen_at or [0])[0])))
+            await asyncio.to_thread(freeze.end)
+        stack.stub.reset()
+        await _wait_until_ok(client, "GET", f"{server.url}/healthz")
+        turns = await client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)
+        assert [t["status"] for t in turns.json()["turns"]] == ["done"], turns.text
+        deadline = time.monotonic() + RECOVERY_TIMEOUT_S
+        while (
+            again := await _ask(client, server.url, streaming, headers, QUESTION)
+        ).status_code == 409:
+            assert time.monotonic() < deadline, again.text
+            await asyncio.sleep(0.5)
+        assert again.status_code == 200, again.text
+        statuses = [
+            t["status"]
+            for t in (
+                await client.get(f"{server.url}/v1/conversations/{streaming}", headers=headers)
+            ).json()["turns"]
+        ]
+        assert statuses == ["failed", "done"], statuses
+
+
 async def test_a_stopped_postgres_is_started_again_by_the_service_which_answers_again(
     stack: Stack,
 ) -> None:
@@ -516,6 +605,129 @@ async def test_a_large_upload_holds_no_other_workspaces_upload_and_resumes_after
     resumed = re.search(r"ingest of \S+ resumes: (\d+) of its (\d+) chunks", logged)
     assert resumed is not None, logged[-3000:]
     assert before <= int(resumed[1]) < total == int(resumed[2])
+
+
+def _children_of(pid: int) -> list[int]:
+    """``pid``'s child processes (Linux: read from ``/proc``)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(p) for p in task.read_text().split()]
+    return found
+
+
+def _ingest_children(pid: int) -> list[int]:
+    """The server's ``multiprocessing`` children: the ingest and reader children."""
+    return [
+        child
+        for child in _children_of(pid)
+        if b"multiprocessing" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
+
+
+async def _stored_chunks(stack: Stack, workspace: str, document: str) -> dict[str, Any]:
+    """What both stores hold of a document: Postgres's chunk rows (their count, distinct
+    positions and texts in order) and kept vectors, and Milvus's rows."""
+    from pymilvus import MilvusClient
+
+    async with Database.from_url(database_url(stack.data_dir), max_size=1) as db:
+        rows = await db.documents.fetch_all(
+            "SELECT position, text FROM chunks WHERE workspace_id = %s AND document_id = %s "
+            "ORDER BY position",
+            (workspace, document),
+        )
+        kept = await db.documents.fetch_all(
+            "SELECT 1 FROM ingest_vectors WHERE workspace_id = %s AND document_id = %s",
+            (workspace, document),
+        )
+    port = json.loads((stack.data_dir / "milvus" / "server.json").read_text())["port"]
+    milvus = MilvusClient(uri=f"http://127.0.0.1:{port}")
+    try:
+        hits = milvus.query(
+            "convrag_chunks",
+            filter=f'workspace_id == "{workspace}" and document_id == "{document}"',
+            output_fields=["chunk_id"],
+            limit=16_000,
+        )
+    finally:
+        milvus.close()
+    return {
+        "postgres": len(rows),
+        "positions": len({r["position"] for r in rows}),
+        "texts": [r["text"] for r in rows],
+        "kept_vectors": len(kept),
+        "milvus": len(hits),
+        "milvus_distinct": len({h["chunk_id"] for h in hits}),
+    }
+
+
+async def test_an_upload_whose_server_was_killed_mid_ingest_is_ready_after_a_restart_once(
+    stack: Stack,
+) -> None:
+    """kill -9 of the server and its ingest child while a large upload embeds (its first
+    slices kept): the next start resumes it by itself, from its kept slices, and the
+    document ends ``ready`` with every chunk once in both stores, as a clean ingest of
+    the same file stores it; no new upload."""
+    if stack.server is not None:
+        stack.stop_and_assert_no_store_left_running()
+    stack.env["INGEST_EMBEDDING"] = "process"  # the default: ingest in a child process
+    try:
+        server = stack.ensure_running()
+        logged_before = len(server.log.read_bytes())
+        killed_ws, killed_headers = await _workspace_key(stack)
+        clean_ws, clean_headers = await _workspace_key(stack)
+        async with httpx.AsyncClient(timeout=60) as client:
+            resp = await client.post(
+                f"{server.url}/v1/documents",
+                files={"file": ("medium.txt", MEDIUM.encode(), "text/plain")},
+                headers=killed_headers,
+            )
+            assert resp.status_code == 202, resp.text
+            document = resp.json()["id"]
+            path = f"/v1/documents/{document}"
+            rows = await _document_until(
+                client, server.url + path, killed_headers, lambda r: r["n_chunks"] >= 2 * SLICE
+            )
+            assert rows[-1]["status"] == "processing", rows[-1]
+            children = _ingest_children(server.proc.pid)
+            assert children, "no ingest child process"
+            for pid in [server.proc.pid, *children]:
+                os.kill(pid, signal.SIGKILL)
+            server.proc.wait(10)
+            kept = rows[-1]["n_chunks"]
+
+            url = stack.ensure_running().url
+            rows = await _document_until(
+                client, url + path, killed_headers, lambda r: r["status"] != "processing"
+            )
+            assert rows[-1]["status"] == "ready", rows[-1]
+            total = rows[-1]["n_chunks"]
+            assert total == rows[-1]["chunks_total"] > 4 * SLICE, rows[-1]
+            clean = await client.post(
+                f"{url}/v1/documents",
+                files={"file": ("medium.txt", MEDIUM.encode(), "text/plain")},
+                headers=clean_headers,
+            )
+            assert clean.status_code == 202, clean.text
+            await _document_until(
+                client,
+                f"{url}/v1/documents/{clean.json()['id']}",
+                clean_headers,
+                lambda r: r["status"] == "ready",
+            )
+        resumed = await _stored_chunks(stack, killed_ws, document)
+        reference = await _stored_chunks(stack, clean_ws, clean.json()["id"])
+        assert resumed == reference, {k: v for k, v in resumed.items() if k != "texts"}
+        assert resumed["postgres"] == resumed["milvus_distinct"] == resumed["milvus"] == total
+        assert resumed["kept_vectors"] == 0
+        logged = stack.ensure_running().log.read_bytes()[logged_before:].decode(errors="replace")
+        again = re.search(r"ingest of \S+ resumes: (\d+) of its (\d+) chunks", logged)
+        assert again is not None, logged[-3000:]
+        assert kept <= int(again[1]) < total == int(again[2])
+    finally:
+        stack.env.pop("INGEST_EMBEDDING", None)
+        stack.env["INGEST_EMBEDDING"] = "thread"
+        if stack.server is not None:
+            stack.stop_and_assert_no_store_left_running()
 
 
 # -- the server killed mid-turn ---------------------------------------------------------

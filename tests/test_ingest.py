@@ -31,6 +31,7 @@ from convrag.services import Services
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import STOPPED_DOCUMENT, ingest_pace
 from convrag.uploads import accept_upload, reread_workspace, resume_stopped_uploads
+from tests.conftest import kept_originals
 from tests.documents.samples import pdf_bytes, write
 
 EMPLOYEE = (
@@ -377,10 +378,8 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
         row = await services.db.documents.get_document(workspace, doc_id)
         assert row is not None and row["status"] == "processing"
         assert row["error"] == STOPPED_DOCUMENT
-        (saved,) = [
-            Path(p) for ws, p in await services.db.documents.stopped_uploads() if ws == workspace
-        ]
-        assert saved.read_bytes() == b"Staff park on level 2."  # kept to resume from
+        kept = [("rules.txt", b"Staff park on level 2.")]
+        assert await kept_originals(services, workspace) == kept  # kept to resume from
     finally:
         services.stopping.clear()
     assert await resume_stopped_uploads(services) >= 1
@@ -388,7 +387,7 @@ async def test_an_upload_a_shutdown_stops_is_flagged_and_resumed_at_the_next_sta
     row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "ready" and row["n_chunks"] == 1
     assert all(ws != workspace for ws, _ in await services.db.documents.stopped_uploads())
-    assert saved.is_file()  # ingested: kept as the document's original
+    assert await kept_originals(services, workspace) == kept  # ingested: its original
 
 
 async def test_processes_starting_together_resume_each_stopped_upload_once(
@@ -482,9 +481,9 @@ async def test_a_stopped_upload_whose_file_is_gone_is_marked_failed(
         await services.drain()
     finally:
         services.stopping.clear()
-    for ws, path in await services.db.documents.stopped_uploads():
-        if ws == workspace and path:
-            Path(path).unlink()
+    for ws, key in await services.db.documents.stopped_uploads():
+        if ws == workspace and key:
+            assert await services.db.originals.delete(ws, key)
     await resume_stopped_uploads(services)
     row = await services.db.documents.get_document(workspace, doc_id)
     assert row is not None and row["status"] == "failed" and "upload" in row["error"]

@@ -26,7 +26,7 @@ from convrag.ingest import ingest_documents
 from convrag.server import create_app
 from convrag.services import Services
 from convrag.testing.openai_stub import OpenAIStub, Reply
-from tests.conftest import checkpoint_count, stub_llm, use_stub_llm
+from tests.conftest import checkpoint_count, kept_originals, stub_llm, use_stub_llm
 from tests.documents.samples import docx_bytes, pdf_bytes
 from tests.graph.conftest import EMPLOYEES
 
@@ -559,9 +559,8 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
                 break
             await asyncio.sleep(0.1)
         assert doc["status"] == "ready" and doc["n_chunks"] == 1
-        uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
-        # The saved file stays as the document's original (reindex --reread reads it).
-        assert [p.name for p in uploads.rglob("*") if p.is_file()] == ["policy.md"]
+        # The file is kept as the document's original (reindex --reread reads it).
+        assert [n for n, _ in await kept_originals(services, tenant["workspace"])] == ["policy.md"]
         bad = await client.post(
             f"{base_url}/v1/documents",
             headers=_auth(tenant),
@@ -578,7 +577,7 @@ async def test_documents_upload_in_the_background_and_delete_everywhere(
         assert (
             await client.get(f"{base_url}/v1/documents/{doc_id}", headers=_auth(tenant))
         ).status_code == 404
-        assert list(uploads.rglob("*")) == []  # the original went with its document
+        assert await kept_originals(services, tenant["workspace"]) == []  # gone with it
 
 
 @pytest.fixture
@@ -608,7 +607,6 @@ GHOST = "\n\n".join(
 async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_for_good(
     base_url: str, tenant: dict[str, str], services: Services, held_ingest: asyncio.Event
 ) -> None:
-    uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
     async with httpx.AsyncClient(timeout=30) as client:
         resp = await client.post(
             f"{base_url}/v1/documents", files={"file": ("ghost.md", GHOST)}, headers=_auth(tenant)
@@ -620,8 +618,8 @@ async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_fo
         assert busy.status_code == 409, busy.text
         detail = busy.json()["detail"]
         assert "still processing" in detail and "once its status is ready or failed" in detail
-        # The saved file stays while the ingest may need it (a shutdown resumes from it).
-        assert [p.name for p in uploads.rglob("*.md")] == ["ghost.md"]
+        # The original stays while the ingest may need it (a shutdown resumes from it).
+        assert await kept_originals(services, tenant["workspace"]) == [("ghost.md", GHOST)]
         held_ingest.set()
         doc = await _until_ready(client, base_url, tenant, doc_id)
         assert doc["status"] == "ready" and doc["n_chunks"] > 1
@@ -631,13 +629,12 @@ async def test_deleting_a_processing_document_gets_409_and_once_ready_deletes_fo
         assert (await client.get(url, headers=_auth(tenant))).status_code == 404
     assert services.index.chunk_ids_of_document(tenant["workspace"], doc_id) == []
     assert await services.db.documents.get_document(tenant["workspace"], doc_id) is None
-    assert list(uploads.rglob("*")) == []
+    assert await kept_originals(services, tenant["workspace"]) == []
 
 
 async def test_an_upload_keeps_one_original_a_reupload_replaces_it_and_refused_ones_leave_nothing(
     base_url: str, tenant: dict[str, str], services: Services
 ) -> None:
-    uploads = services.settings.data_dir / "uploads" / tenant["workspace"]
     records = b'{"_id": "r-1", "text": "Lockers open at eight."}\n{"_id": "r-2", "text": "Bikes."}'
     async with httpx.AsyncClient(timeout=30) as client:
         for name, data in (
@@ -653,9 +650,11 @@ async def test_an_upload_keeps_one_original_a_reupload_replaces_it_and_refused_o
             for d in resp.json()["documents"]:
                 assert (await _until_ready(client, base_url, tenant, d["id"]))["status"] == "ready"
         await services.drain()
-        kept = sorted(p.name for p in uploads.rglob("*") if p.is_file())
-        assert kept == ["handbook.md", "records.jsonl"]
-        assert "Version two" in next(uploads.rglob("handbook.md")).read_text()
+        kept = await kept_originals(services, tenant["workspace"])
+        assert kept == [
+            ("handbook.md", b"Version two: lunch is at one."),
+            ("records.jsonl", records),
+        ]
         for name, data, code in (
             ("empty.txt", b"", 422),
             ("bad.jsonl", b'{"title": "no id"}', 422),
@@ -666,7 +665,7 @@ async def test_an_upload_keeps_one_original_a_reupload_replaces_it_and_refused_o
                 f"{base_url}/v1/documents", files={"file": (name, data)}, headers=_auth(tenant)
             )
             assert resp.status_code == code, resp.text
-    assert sorted(p.name for p in uploads.rglob("*") if p.is_file()) == kept
+    assert await kept_originals(services, tenant["workspace"]) == kept
 
 
 async def test_a_one_record_jsonl_upload_is_keyed_by_its_id_and_a_reupload_replaces_the_record(
@@ -750,7 +749,7 @@ async def test_a_jsonl_record_the_stores_cannot_hold_is_refused_up_front_naming_
     assert resp.status_code == 422, resp.text
     assert problem in resp.json()["detail"]
     assert len(listed) == 1  # the tenant's employee file alone: no record was stored
-    assert list((services.settings.data_dir / "uploads" / tenant["workspace"]).rglob("*")) == []
+    assert await kept_originals(services, tenant["workspace"]) == []
 
 
 async def test_a_reupload_answers_with_the_title_it_stores_not_the_previous_one(
@@ -1195,10 +1194,9 @@ async def test_a_300_character_filename_gets_422_naming_the_length_limit(
     assert "shorter name" in detail
 
 
-async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_stays_in_the_upload_dir(
+async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_is_kept_by_its_name(
     base_url: str, tenant: dict[str, str], services: Services, held_ingest: asyncio.Event
 ) -> None:
-    uploads = services.settings.data_dir / "uploads"
     async with httpx.AsyncClient(timeout=30) as client:
         resp = await client.post(
             f"{base_url}/v1/documents",
@@ -1207,9 +1205,8 @@ async def test_a_path_in_an_upload_filename_is_dropped_and_the_file_stays_in_the
         )
     assert resp.status_code == 202, resp.text
     assert resp.json()["source"] == "upload:passwd.txt"
-    stored = list((uploads / tenant["workspace"]).rglob("passwd.txt"))
-    assert len(stored) == 1 and stored[0].read_bytes() == b"The badge office opens at nine."
-    assert not (uploads / "etc").exists()
+    kept = await kept_originals(services, tenant["workspace"])
+    assert kept == [("passwd.txt", b"The badge office opens at nine.")]
     assert not (services.settings.data_dir / "etc").exists()
 
 

@@ -43,6 +43,15 @@ superstep and only adds protection against a killed process, which a client retr
 covers."""
 
 
+#: How long, and how often, marking a failed turn is tried again when the database did
+#: not take it (a turn that failed because the database was down).
+FAIL_AGAIN_FOR_S = 300.0
+FAIL_AGAIN_EVERY_S = 1.0
+
+#: Those tries under way (a reference keeps each task alive).
+_FAILING_LATER: set[asyncio.Task[None]] = set()
+
+
 @dataclass
 class Assistant:
     """The compiled graph bound to this process's services."""
@@ -184,7 +193,33 @@ class Assistant:
         try:
             await self.services.db.turns.fail_turn(workspace_id, turn_id, reason)
         except Exception:
-            log.warning("marking turn %s failed did not work", turn_id, exc_info=True)
+            log.warning(
+                "marking turn %s failed did not work; trying again for %.0f s",
+                turn_id,
+                FAIL_AGAIN_FOR_S,
+                exc_info=True,
+            )
+            retry = asyncio.get_running_loop().create_task(
+                self._fail_turn_later(workspace_id, turn_id, reason)
+            )
+            _FAILING_LATER.add(retry)
+            retry.add_done_callback(_FAILING_LATER.discard)
+
+    async def _fail_turn_later(self, workspace_id: str, turn_id: str, reason: str) -> None:
+        """Mark the turn ``failed`` once the database answers again, trying every
+        :data:`FAIL_AGAIN_EVERY_S` for :data:`FAIL_AGAIN_FOR_S`: left ``processing`` by a
+        live process, it would hold its conversation busy (a 409 for each new message)
+        for :data:`~convrag.stores.base.BUSY_FOR_S`."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + FAIL_AGAIN_FOR_S
+        while loop.time() < give_up:
+            await asyncio.sleep(FAIL_AGAIN_EVERY_S)
+            try:
+                await self.services.db.turns.fail_turn(workspace_id, turn_id, reason)
+            except Exception:
+                continue
+            log.info("turn %s marked failed once the database answered again", turn_id)
+            return
 
     async def settle(self, conversation_id: str) -> None:
         """After a finished turn: keep only the thread's latest checkpoint, so checkpoints

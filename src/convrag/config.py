@@ -76,6 +76,22 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "database_url"),
         description="PostgreSQL URL; unset starts an embedded server under the data directory.",
     )
+    database_statement_timeout_s: float = Field(
+        default=10.0,
+        ge=0,
+        validation_alias=AliasChoices(
+            "DATABASE_STATEMENT_TIMEOUT_S", "database_statement_timeout_s"
+        ),
+        description="PostgreSQL's statement_timeout for the service's sessions, in seconds "
+        "(0: none); migrations, ingest writes and whole-workspace loads run without it.",
+    )
+    database_lock_timeout_s: float = Field(
+        default=3.0,
+        ge=0,
+        validation_alias=AliasChoices("DATABASE_LOCK_TIMEOUT_S", "database_lock_timeout_s"),
+        description="PostgreSQL's lock_timeout for the service's sessions, in seconds "
+        "(0: none); the same work as above runs without it.",
+    )
     milvus_uri: str | None = Field(
         default=None,
         validation_alias=AliasChoices("MILVUS_URI", "milvus_uri"),

@@ -30,6 +30,7 @@ from convrag.ids import check_id, document_id_for
 from convrag.records import section_path
 from convrag.stores.base import INTERRUPTED_AFTER
 from convrag.stores.documents import DocumentWrite
+from convrag.stores.originals import is_original_key
 from convrag.stores.vectors import VectorIndex, VectorRow
 
 log = logging.getLogger(__name__)
@@ -491,9 +492,24 @@ async def delete_document(services: Services, workspace_id: str, document_id: st
         # ``metadata.path``: the saved file of an upload stored before files were
         # removed at the end of their ingest.
         for uploaded in ((row.get("metadata") or {}).get("path"), row.get("upload_path")):
-            if uploaded and not await services.db.documents.upload_in_use(workspace_id, uploaded):
-                await asyncio.to_thread(remove_upload, services.settings.data_dir, Path(uploaded))
+            if uploaded:
+                await forget_original(services, workspace_id, uploaded)
     return deleted
+
+
+async def forget_original(
+    services: Services, workspace_id: str, upload_path: str, *, unless_used: bool = True
+) -> None:
+    """Delete an upload's original, named as ``documents.upload_path`` names it: from the
+    shared store (:mod:`convrag.stores.originals`), or a file that an older version kept
+    in the data directory. With ``unless_used``, only once no document of the workspace
+    names it (the other records of a ``.jsonl`` file keep it)."""
+    if is_original_key(upload_path):
+        await services.db.originals.delete(workspace_id, upload_path, unless_used=unless_used)
+    elif not unless_used or not await services.db.documents.upload_in_use(
+        workspace_id, upload_path
+    ):
+        await asyncio.to_thread(remove_upload, services.settings.data_dir, Path(upload_path))
 
 
 def remove_upload(data_dir: Path, path: Path) -> None:

@@ -4,6 +4,8 @@ the SDK's JSON)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin
 
 
@@ -20,14 +22,16 @@ _TRUE, _FALSE = ("true", "1"), ("false", "0")
 
 def read_knob(hint: Any, value: object) -> object:
     """``value`` as a knob of type ``hint`` (``bool``, ``int``, ``float``, ``str``, an
-    optional ``str`` or a ``Literal`` of strings), or :class:`KnobTypeError` naming the
-    type expected.
+    optional ``str``, a ``Literal`` of strings or ``dict[str, float]``), or
+    :class:`KnobTypeError` naming the type expected.
 
     One rule for the CLI's ``--set`` and for contexts built from a mapping (the SDK's
     JSON): a value of the type passes (an ``int`` for a ``float`` too), and so does a
     string that plainly reads as one ("false", "0", "3", "0.2"); nothing else is guessed
     (a ``bool`` is no number, a ``float`` no ``int``).
     """
+    if get_origin(hint) is dict:
+        return _read_weights(value)
     raw = value.strip().lower() if isinstance(value, str) else None
     if hint is bool:
         if isinstance(value, bool):
@@ -55,3 +59,19 @@ def read_knob(hint: Any, value: object) -> object:
     if isinstance(value, str) or (optional and value is None):
         return value
     raise KnobTypeError("str or null" if optional else "str")
+
+
+def _read_weights(value: object) -> dict[str, float]:
+    """A mapping of names to numbers (a fitted model's weights), given as one or as its
+    JSON text."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise KnobTypeError("a JSON object of names to numbers") from None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+        for k, v in value.items()
+    ):
+        raise KnobTypeError("an object of names to numbers")
+    return {k: float(v) for k, v in value.items()}

@@ -126,10 +126,24 @@ _LOOKALIKE = re.compile(
 )
 
 
+_INVISIBLE = re.compile("[\U000e0000-\U000e007f]")
+"""Unicode tag characters: no reader sees them, yet a model reads the ASCII they shadow."""
+
+_PLACEHOLDER = re.compile(r"\{\w+\}")
+
+
+def own_text() -> str:
+    """The answer prompt's own words (the system message and the user message's frame,
+    without what fills them in): an answer that recites a long run of them recites the
+    prompt (:class:`~convrag.answering.instructions.Recital`)."""
+    return _PLACEHOLDER.sub(" ", f"{SYNTHESIS_SYSTEM}\n{SYNTHESIS_USER}\n{EXCLUSIONS}")
+
+
 def neutralise(text: str, fence: Fence) -> str:
-    """Untrusted text made inert: no copy of the boundary or canary, ``[n]`` markers
-    shown as ``(n)`` so no source can forge a citation, and look-alike headers quoted."""
-    text = text.replace(fence.boundary, "").replace(fence.canary, "")
+    """Untrusted text made inert: no copy of the boundary or canary, no invisible tag
+    characters, ``[n]`` markers shown as ``(n)`` so no source can forge a citation, and
+    look-alike headers quoted."""
+    text = _INVISIBLE.sub("", text.replace(fence.boundary, "").replace(fence.canary, ""))
     text = MARKER.sub(lambda m: f"({m.group(1)})", text)
     return _LOOKALIKE.sub(lambda m: "(quoted) " + m.group(0).lstrip(" \t>#*"), text)
 

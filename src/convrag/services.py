@@ -31,6 +31,7 @@ from convrag.embeddings import (
     get_embedder,
 )
 from convrag.rerank import HttpReranker, endpoint
+from convrag.retrieval.calibration import NullScales
 from convrag.retrieval.policy import RetrievalPolicy, default_policy, load_policy
 from convrag.retrieval.search import HybridSearcher
 from convrag.stores.base import SETUP_LOCK
@@ -63,6 +64,9 @@ class Services:
     sentences: RememberingEmbedder = field(init=False, repr=False, compare=False)
     """The embedder that weighs sentences against a question (the "not found" evidence
     and the no-LLM answer), remembering recent rows; rebuilt from ``embedder``."""
+    nulls: NullScales = field(init=False, repr=False, compare=False)
+    """Each workspace's null: what unrelated questions score on it (the scale the "not
+    found" model reads cosines on)."""
     #: Reload in-process search engines right after an ingest (long-lived processes).
     warm_after_ingest: bool = False
     background: set[asyncio.Task[None]] = field(default_factory=set)
@@ -75,6 +79,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.sentences = RememberingEmbedder(self.embedder)
+        self.nulls = NullScales(self.searcher)
 
     def spawn(self, coro: Coroutine[Any, Any, None], *, ingest_of: str | None = None) -> None:
         """Run work off the hot path, keeping a reference so it is not collected.
@@ -189,7 +194,13 @@ async def open_services(
             milvus_uri = await stack.enter_async_context(
                 ManagedMilvusLite.running(settings.data_dir)
             )
-        db = await stack.enter_async_context(Database.from_url(db_url))
+        db = await stack.enter_async_context(
+            Database.from_url(
+                db_url,
+                statement_timeout_s=settings.database_statement_timeout_s,
+                lock_timeout_s=settings.database_lock_timeout_s,
+            )
+        )
         if not model.done():
             tell(f"loading the embedding model ({settings.embedding_model}) ...")
         embedder = await model
@@ -208,6 +219,7 @@ async def open_services(
         # tables and the collection (all but the first creation fail): one at a time.
         async with db.exclusive(SETUP_LOCK):
             await db.setup()
+            await _keep_originals_shared(db, settings)
             await asyncio.to_thread(
                 partial(index.setup, bm25_required=settings.keyword_engine == "milvus")
             )
@@ -225,6 +237,15 @@ async def open_services(
         )
         stack.push_async_callback(services.stop)
         yield services
+
+
+async def _keep_originals_shared(db: Database, settings: Settings) -> None:
+    """Move into the shared store the uploads an older version kept in this data
+    directory, and delete the originals that no document names any more."""
+    moved = await db.originals.adopt_files(settings.data_dir / "uploads")
+    if moved:
+        log.info("moved %d uploaded originals from %s into the database", moved, settings.data_dir)
+    await db.originals.prune_unused()
 
 
 async def _optional_services(

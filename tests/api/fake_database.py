@@ -1,8 +1,9 @@
 """:class:`~convrag.stores.database.Database` in memory, for the routers' unit tests
 (:mod:`tests.api.fakes` serves the app over it): the same shape, one store per concept
-(``db.workspaces``, ``db.documents``, ``db.conversations``, ``db.turns``, ``db.feedback``,
-``db.transcripts``) beside the database's own methods, with the methods the routes (and
-the turn runner, and a conversation's delete) call, by the same names.
+(``db.workspaces``, ``db.documents``, ``db.originals``, ``db.conversations``,
+``db.turns``, ``db.feedback``, ``db.transcripts``) beside the database's own methods,
+with the methods the routes (and the turn runner, and a conversation's delete) call, by
+the same names.
 
 Every store reads and writes the one set of tables, :class:`FakeRows`, in plain dicts; a
 test seeds and inspects them there (``stack.db.rows.documents``), or seeds through a
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -67,6 +69,8 @@ class FakeRows:
     """Requests counted per key by the rate limit."""
     transcripts: dict[tuple[str, str], str] = field(default_factory=dict)
     """The conversation of each remembered chat, by ``(workspace, transcript hash)``."""
+    originals: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
+    """Each kept upload's ``(workspace, file name, bytes)`` by its key."""
     _clock: datetime = EPOCH
 
     def now(self) -> datetime:
@@ -471,6 +475,29 @@ class FakeDocuments:
         return True
 
 
+class FakeOriginals:
+    """The kept uploads, whole in memory."""
+
+    def __init__(self, rows: FakeRows) -> None:
+        self.rows = rows
+
+    async def save(self, workspace_id: str, path: Path) -> str:
+        key = str(uuid.uuid4())
+        self.rows.originals[key] = (workspace_id, path.name, path.read_bytes())
+        return key
+
+    async def delete(self, workspace_id: str, key: str, *, unless_used: bool = False) -> bool:
+        kept = self.rows.originals.get(key)
+        used = any(
+            r["workspace_id"] == workspace_id and r["upload_path"] == key
+            for r in self.rows.documents.values()
+        )
+        if kept is None or kept[0] != workspace_id or (unless_used and used):
+            return False
+        del self.rows.originals[key]
+        return True
+
+
 def _document_row(
     document_id: str,
     workspace_id: str,
@@ -514,6 +541,7 @@ class FakeDatabase:
         self.checkpoints = InMemorySaver()
         self.workspaces = FakeWorkspaces(self.rows)
         self.documents = FakeDocuments(self.rows)
+        self.originals = FakeOriginals(self.rows)
         self.conversations = FakeConversations(self.rows)
         self.turns = FakeTurns(self.rows)
         self.feedback = FakeFeedback(self.rows)

@@ -269,9 +269,9 @@ async def test_the_regenerate_loop_stops_at_its_bound_and_flags_the_turn(
     same = "Netflix, Amazon Studios and HBO Max lead here [1]."
     llm.add_rule("CURRENT QUESTION", Reply(content=same))
     conv = await assistant.new_conversation(seeded)
-    # The seeded documents do not cover streaming: without relevance_floor=0 the turn
+    # The seeded documents do not cover streaming: without answer_threshold=0 the turn
     # would answer "not found" before the LLM is asked.
-    ctx = Context(workspace_id=seeded, max_regenerations=2, policy={"relevance_floor": 0.0})
+    ctx = Context(workspace_id=seeded, max_regenerations=2, policy={"answer_threshold": 0.0})
     await assistant.ask(
         "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
     )
@@ -297,7 +297,7 @@ async def test_a_new_answer_after_one_regeneration_ends_the_loop(
     llm.add_rule("CURRENT QUESTION", Reply(content="Netflix, Amazon Studios and HBO Max [1]."))
     conv = await assistant.new_conversation(seeded)
     # streaming is not in the docs
-    ctx = Context(workspace_id=seeded, policy={"relevance_floor": 0.0})
+    ctx = Context(workspace_id=seeded, policy={"answer_threshold": 0.0})
     await assistant.ask(
         "Who are the top streaming executives?", conv, workspace_id=seeded, context=ctx
     )

@@ -111,7 +111,7 @@ async def test_the_answering_llm_can_call_google_search_as_a_tool(
     # Confidence threshold 0 and no "not found" floor: only the LLM's own tool call can
     # trigger the search.
     ctx = Context(
-        workspace_id=seeded, policy={"web_confidence_threshold": 0.0, "relevance_floor": 0.0}
+        workspace_id=seeded, policy={"web_confidence_threshold": 0.0, "answer_threshold": 0.0}
     )
     state = await assistant.ask(
         "Which awards did Prasad Chaudhari win?", conv, workspace_id=seeded, context=ctx

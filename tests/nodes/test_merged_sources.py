@@ -1,5 +1,5 @@
-"""The "not found" decision of the merged sources: the evidence is the closest source
-sentence."""
+"""The "not found" decision of the merged sources: the probability of the fitted model
+over the signals (the closest source sentence among them)."""
 
 from __future__ import annotations
 
@@ -68,28 +68,16 @@ async def _merged(
 async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is(
     services: Services, meals: str
 ) -> None:
-    answered = await _merged(
-        services, meals, "What is the meal allowance in Europe?", sentence_band=1.0
-    )
+    answered = await _merged(services, meals, "What is the meal allowance in Europe?")
     assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
-    refused = await _merged(services, meals, "What is the capital of France?", sentence_band=1.0)
+    refused = await _merged(services, meals, "What is the capital of France?")
     assert refused["abstain"] is True
 
 
-async def test_sentences_are_weighed_only_when_the_chunk_evidence_is_near_the_floor(
+async def test_a_zero_threshold_never_refuses_and_weighs_no_sentences(
     services: Services, meals: str
 ) -> None:
-    question = "What is the meal allowance in Europe?"
-    far = await _merged(services, meals, question, relevance_floor=0.01, sentence_band=0.1)
-    assert far["abstain"] is False and "embed_sentences" not in far["timings"]
-    near = await _merged(services, meals, question, relevance_floor=0.01, sentence_band=1.0)
-    assert near["abstain"] is False and "embed_sentences" in near["timings"]
-
-
-async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
-    services: Services, meals: str
-) -> None:
-    merged = await _merged(services, meals, "What is the capital of France?", relevance_floor=0.0)
+    merged = await _merged(services, meals, "What is the capital of France?", answer_threshold=0.0)
     assert merged["abstain"] is False and "embed_sentences" not in merged["timings"]
     assert merged["abstention_signals"] is None  # nothing weighed
 
@@ -97,10 +85,8 @@ async def test_a_zero_floor_never_refuses_and_weighs_no_sentences(
 async def test_the_signals_behind_the_decision_are_recorded_with_it(
     services: Services, meals: str
 ) -> None:
-    answered = await _merged(
-        services, meals, "What is the meal allowance in Europe?", sentence_band=1.0
-    )
-    refused = await _merged(services, meals, "What is the capital of France?", sentence_band=1.0)
+    answered = await _merged(services, meals, "What is the meal allowance in Europe?")
+    refused = await _merged(services, meals, "What is the capital of France?")
     a, r = answered["abstention_signals"], refused["abstention_signals"]
     assert set(a) == {
         "confidence",
@@ -114,71 +100,49 @@ async def test_the_signals_behind_the_decision_are_recorded_with_it(
         "margin",
         "agreement",
         "coverage",
-        "evidence",
+        "null_mean",
+        "null_spread",
+        "probability",
     }
     assert a["sentence"] > r["sentence"] and r["rarest"] > a["rarest"] == 0.0
     assert a["follow_up"] == r["follow_up"] == 0.0
+    assert a["probability"] > r["probability"]
+    assert a["null_mean"] == r["null_mean"] and a["null_spread"] > 0  # one workspace, one null
 
 
-async def test_a_decision_close_to_the_floor_is_marked_low_confidence(
+async def test_a_decision_close_to_the_threshold_is_marked_low_confidence(
     services: Services, meals: str
 ) -> None:
     question = "What is the meal allowance in Europe?"
-    clear = await _merged(services, meals, question, sentence_band=1.0, confidence_margin=0.01)
-    evidence = clear["abstention_signals"]["evidence"]
+    clear = await _merged(services, meals, question, confidence_margin=0.01)
+    probability = clear["abstention_signals"]["probability"]
     assert clear["flags"] == {} and clear["abstain"] is False
-    close = await _merged(
-        services, meals, question, sentence_band=1.0, relevance_floor=evidence - 0.01
-    )
+    close = await _merged(services, meals, question, answer_threshold=probability - 0.005)
     assert close["flags"] == {"low_confidence": True} and close["abstain"] is False
     off_topic = "What is the capital of France?"
-    far = await _merged(services, meals, off_topic, sentence_band=1.0)
-    below = far["abstention_signals"]["evidence"]
+    far = await _merged(services, meals, off_topic, confidence_margin=0.01)
+    below = far["abstention_signals"]["probability"]
     assert far["flags"] == {} and far["abstain"] is True
-    refused = await _merged(
-        services, meals, off_topic, sentence_band=1.0, relevance_floor=below + 0.01
-    )
+    refused = await _merged(services, meals, off_topic, answer_threshold=below + 0.005)
     assert refused["flags"] == {"low_confidence": True} and refused["abstain"] is True
 
 
-async def test_the_evidence_mixes_the_closest_sentence_and_the_best_chunk_by_sentence_weight(
-    services: Services, meals: str
-) -> None:
-    question = "How much is the meal allowance for a trip to Europe?"
-    mixed = {}
-    for weight in (0.0, 0.5, 1.0):
-        merged = await _merged(
-            services,
-            meals,
-            question,
-            relevance_floor=0.01,
-            rare_term_penalty=0.0,
-            sentence_band=1.0,
-            sentence_weight=weight,
-        )
-        mixed[weight] = merged["abstention_signals"]
-    chunk, sentence = mixed[1.0]["confidence"], mixed[1.0]["sentence"]
-    assert chunk != pytest.approx(sentence, abs=1e-3)  # the two differ, so the mix shows
-    assert mixed[1.0]["evidence"] == pytest.approx(sentence, abs=1e-5)
-    assert mixed[0.0]["evidence"] == pytest.approx(chunk, abs=1e-5)
-    assert mixed[0.5]["evidence"] == pytest.approx((chunk + sentence) / 2, abs=1e-5)
-
-
-async def test_a_word_no_source_holds_weighs_less_on_a_later_turn_that_is_no_follow_up(
+async def test_a_later_turn_that_is_no_follow_up_is_recorded_as_such(
     services: Services, meals: str
 ) -> None:
     question = "What is the meal allowance for a sabbatical?"  # "sabbatical": in no source
-    knobs = {"rare_term_penalty": 0.02, "later_rare_term_penalty": 0.005, "sentence_band": 1.0}
-    first = (await _merged(services, meals, question, **knobs))["abstention_signals"]
-    later = await _merged(services, meals, question, ("What is the meal allowance?",), **knobs)
-    signals = later["abstention_signals"]
-    assert first["rarest"] == signals["rarest"] > 0
-    unpenalised = first["evidence"] + 0.02 * first["rarest"]
-    assert signals["evidence"] == pytest.approx(unpenalised - 0.005 * first["rarest"], abs=1e-5)
+    first = (await _merged(services, meals, question))["abstention_signals"]
+    later = await _merged(services, meals, question, ("What is the meal allowance?",))
     follow_up = await _merged(
-        services, meals, question, ("What is the meal allowance?",), "follow_up", **knobs
+        services, meals, question, ("What is the meal allowance?",), "follow_up"
     )
-    assert follow_up["abstention_signals"]["evidence"] == pytest.approx(first["evidence"])
+    assert first["rarest"] == later["abstention_signals"]["rarest"] > 0
+    assert (first["later"], first["follow_up"]) == (0.0, 0.0)
+    assert later["abstention_signals"]["later"] == 1.0
+    assert (
+        follow_up["abstention_signals"]["later"],
+        follow_up["abstention_signals"]["follow_up"],
+    ) == (0.0, 1.0)
 
 
 SED = "--sandbox: In sandbox mode, e/w/r commands are rejected and such programs abort."
@@ -226,7 +190,8 @@ async def test_the_keyword_top_hit_is_weighed_alone_before_not_found(
     assert off["abstain"] is True and [s["id"] for s in off["sources"]] != [option]
     looked = await _looked(services, meals, question, option)
     assert looked["abstain"] is False and looked["sources"][-1]["id"] == option
-    assert looked["abstention_signals"]["evidence"] >= 0.40
+    threshold = services.policy.answer_threshold
+    assert looked["abstention_signals"]["probability"] >= threshold
 
 
 async def test_a_keyword_hit_that_does_not_answer_leaves_not_found_as_it_was(
@@ -243,11 +208,11 @@ async def test_a_keyword_hit_that_does_not_answer_leaves_not_found_as_it_was(
     assert looked["sources"] == off["sources"]
 
 
-async def test_a_chunk_of_several_paragraphs_weighs_towards_the_one_that_answers(
+async def test_a_chunk_of_several_paragraphs_is_also_weighed_by_the_one_that_answers(
     services: Services, workspace: str, tmp_path: Path
 ) -> None:
-    """``paragraph_weight`` moves the chunk's part of the evidence from its own cosine
-    towards its answering paragraph's: half way by default, not at all at 0."""
+    """The paragraph signal is the cosine of the paragraph holding the closest sentence,
+    above the whole chunk's, whose other paragraphs say something else."""
     doc = tmp_path / "history.md"
     doc.write_text(
         "Corvane was founded in 1987 in Eindhoven by two engineers from Philips. "
@@ -256,14 +221,7 @@ async def test_a_chunk_of_several_paragraphs_weighs_towards_the_one_that_answers
         "In 2009 revenue fell by 38 percent and sixty jobs were cut."
     )
     await ingest_documents(services, workspace, load_path(doc, max_bytes=10**6))
-    question = "When did Daniel Okafor leave?"
-    knobs = {"sentence_band": 1.0, "rare_term_penalty": 0.0}
-    off = (await _merged(services, workspace, question, paragraph_weight=0.0, **knobs))[
+    signals = (await _merged(services, workspace, "When did Daniel Okafor leave?"))[
         "abstention_signals"
     ]
-    half = (await _merged(services, workspace, question, **knobs))["abstention_signals"]
-    assert half["paragraph"] > half["confidence"] == pytest.approx(off["confidence"])
-    assert off["paragraph"] == pytest.approx(off["confidence"])
-    lifted = 0.5 * half["sentence"] + 0.5 * (half["confidence"] + half["paragraph"]) / 2
-    assert half["evidence"] == pytest.approx(lifted, abs=1e-5)
-    assert half["evidence"] > off["evidence"]
+    assert signals["paragraph"] > signals["confidence"]

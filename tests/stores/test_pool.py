@@ -1,10 +1,12 @@
 """The connection pool: idle connections are checked before a loan, busy ones are not; a
 caller waits a moment for a connection while the server is down, a busy pool's the
-pool's whole wait."""
+pool's whole wait; a frozen server ends every wait on it within seconds, a slow query
+on a live one runs to its end."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -13,6 +15,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres
+from convrag.stores.stalls import DatabaseStalled
+from convrag.testing.faults import PostgresFreeze
 from tests.serving import scratch_dir
 
 
@@ -110,3 +114,56 @@ async def test_a_busy_pool_keeps_a_caller_waiting_past_the_outage_wait(
         returned = asyncio.ensure_future(give_back_later())
         assert await _select_one(db) == 1
         await returned
+
+
+#: The bound on each wait while the server is frozen: the watch's own is about 1.5 s
+#: (``convrag.stores.stalls``); the rest is slack for a loaded machine.
+FROZEN_WAIT_S = 4.0
+
+
+async def test_a_frozen_server_ends_each_wait_on_it_within_seconds_then_serves_again(
+    postgres: tuple[EmbeddedPostgres, str],
+) -> None:
+    """Every PostgreSQL process stopped (SIGSTOP): a query under way and each one after
+    it fail with ``DatabaseStalled`` or ``PoolTimeout`` (a 503) within seconds, the ping
+    says False as soon, and once the server runs again the pool serves at once."""
+    pg, url = postgres
+    freeze = PostgresFreeze(pg.pgdata.parent)
+    async with Database.from_url(url, max_size=2) as db:
+        assert await _select_one(db) == 1
+        under_way = asyncio.ensure_future(db.turns.fetch_one("SELECT pg_sleep(0.3)"))
+        freeze.begin()
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(DatabaseStalled):
+                await under_way
+            assert time.monotonic() - t0 < FROZEN_WAIT_S
+            for _ in range(3):
+                t0 = time.monotonic()
+                with pytest.raises((DatabaseStalled, PoolTimeout)):
+                    await _select_one(db)
+                assert time.monotonic() - t0 < FROZEN_WAIT_S
+            t0 = time.monotonic()
+            assert await db.ping(timeout=1.5) is False
+            assert time.monotonic() - t0 < FROZEN_WAIT_S
+        finally:
+            freeze.end()
+        async with asyncio.timeout(HANG_S):
+            while not await db.ping():
+                await asyncio.sleep(0.2)
+        assert await _select_one(db) == 1
+
+
+async def test_a_slow_query_on_a_live_server_is_not_taken_for_a_stall(
+    postgres: tuple[EmbeddedPostgres, str],
+) -> None:
+    """A query that runs longer than the watch's suspicion (the server answers its
+    probe) goes on to its end: only the server's own statement_timeout ends it."""
+    _, url = postgres
+    async with Database.from_url(url, max_size=2) as db:
+        row = await db.turns.fetch_one("SELECT pg_sleep(2.5), 7 AS seven")
+        assert row is not None and row["seven"] == 7
+    async with Database.from_url(url, max_size=2, statement_timeout_s=0.5) as db:
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            await db.turns.fetch_one("SELECT pg_sleep(2.5)")
+        assert await _select_one(db) == 1

@@ -25,6 +25,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from convrag.answering.instructions import (
+    Provenance,
+    Recital,
+    hides_instruction,
+    marked_lines,
+)
 from convrag.citations import MARKER, strip_markers
 from convrag.records import Source
 from convrag.text.sentences import split_sentences
@@ -41,7 +47,11 @@ _HTML_MEDIA = re.compile(
     re.IGNORECASE,
 )
 _AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>", re.IGNORECASE)
-_BARE_URL = re.compile(r"https?://[^\s<>()\[\]\"']+", re.IGNORECASE)
+_BARE_URL = re.compile(
+    r"(?<![\w@/.-])(?:[a-z][a-z0-9+.-]{1,15}://|www\.)[^\s<>()\[\]\"'`]+", re.IGNORECASE
+)
+"""A URL written out: any scheme (``https://``, ``ftp://``) or a host starting ``www.``
+(clients turn both into links)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,7 @@ class LinkCheck:
 
 
 def _normal(url: str) -> str:
-    return url.strip().rstrip("/").lower()
+    return url.strip().rstrip("/.,;:!?").lower()
 
 
 def source_urls(sources: Sequence[Source]) -> frozenset[str]:
@@ -61,27 +71,20 @@ def source_urls(sources: Sequence[Source]) -> frozenset[str]:
     return frozenset(_normal(url) for s in sources if (url := s.get("url")))
 
 
-def quoted_urls(sources: Sequence[Source]) -> frozenset[str]:
-    """The URLs written in the sources' text: a link the model copies from a source
-    carries nothing of the conversation."""
-    return frozenset(_normal(u) for s in sources for u in _BARE_URL.findall(s["text"]))
-
-
 def strip_foreign_links(answer: str, sources: Sequence[Source]) -> LinkCheck:
-    """``answer`` without the images, links and embedded HTML media whose URL is not the
-    sources'.
+    """``answer`` without the images, links, URLs and embedded HTML media whose URL is not
+    a source's own page (a web result's address, a document's link).
 
-    An image is kept only when its URL is a source's own URL: a client fetches it by
-    itself. A link (``[text](url)``, ``<url>``, a reference definition) is kept when its
-    URL is a source's, or written in a source's text (the model copied it); otherwise its
-    text stays and its URL goes. HTML media tags (``<img>``, ``<iframe>``) always go."""
-    own = source_urls(sources)
-    return _strip_links(answer, own, own | quoted_urls(sources))
+    A URL written in a source's text is not its page: a document that links elsewhere
+    (a "verify your account" page, a script to pipe into a shell) is no reason for the
+    answer to. An image or embedded media goes whole; a link (``[text](url)``) keeps its
+    text; an autolink or reference definition goes; a URL written out (``https://...``,
+    ``www....``) goes with the sentence that holds it, which was there to point at it."""
+    return _strip_links(answer, source_urls(sources))
 
 
-def _strip_links(answer: str, own: frozenset[str], quoted: frozenset[str]) -> LinkCheck:
-    """:func:`strip_foreign_links` with the sources' URLs already gathered: ``own`` for
-    images, ``quoted`` (``own`` and those written in the sources) for links."""
+def _strip_links(answer: str, own: frozenset[str]) -> LinkCheck:
+    """:func:`strip_foreign_links` with the sources' own URLs already gathered."""
     removed = 0
 
     def image(m: re.Match[str]) -> str:
@@ -93,14 +96,14 @@ def _strip_links(answer: str, own: frozenset[str], quoted: frozenset[str]) -> Li
 
     def link(m: re.Match[str]) -> str:
         nonlocal removed
-        if _normal(m.group(2)) in quoted:
+        if _normal(m.group(2)) in own:
             return m.group(0)
         removed += 1
         return m.group(1)
 
     def bare(m: re.Match[str], keep: str = "") -> str:
         nonlocal removed
-        if _normal(m.group(1)) in quoted:
+        if _normal(m.group(1)) in own:
             return m.group(0)
         removed += 1
         return keep
@@ -110,11 +113,37 @@ def _strip_links(answer: str, own: frozenset[str], quoted: frozenset[str]) -> Li
     text = _AUTOLINK.sub(bare, text)
     text = _REFERENCE.sub(bare, text)
     text, media = _HTML_MEDIA.subn("", text)
-    removed += media
+    text, written = _without_url_sentences(text, own)
+    removed += media + written
     if removed:
         text = re.sub(r"[ \t]{2,}", " ", text)
         text = re.sub(r"\n{3,}", "\n\n", text).strip()
     return LinkCheck(text, removed)
+
+
+def _without_url_sentences(text: str, own: frozenset[str]) -> tuple[str, int]:
+    """``text`` less each sentence that writes out a URL not in ``own``, and how many such
+    URLs there were."""
+
+    def foreign(part: str) -> int:
+        return sum(_normal(u) not in own for u in _BARE_URL.findall(part))
+
+    if not foreign(text):
+        return text, 0
+    count = 0
+    lines = []
+    for line in text.split("\n"):
+        if not foreign(line):
+            lines.append(line)
+            continue
+        kept = []
+        for sentence in split_sentences(line):
+            if n := foreign(sentence):
+                count += n
+            else:
+                kept.append(sentence)
+        lines.append(" ".join(kept))
+    return "\n".join(lines), count
 
 
 _VERB = (
@@ -178,16 +207,25 @@ def directives(texts: Iterable[str]) -> list[Directive]:
     return found
 
 
-def without_instructions(sources: Sequence[Source]) -> list[Source]:
-    """``sources`` less every sentence that holds an instruction to write something
-    (:func:`directives`): what an answer quotes after the model obeyed one, so that the
-    fallback never relays the instruction the checks refused."""
+def without_instructions(sources: Sequence[Source], *, refused: bool = False) -> list[Source]:
+    """``sources`` less every unit that addresses the model
+    (:func:`~convrag.answering.instructions.is_addressed`, a blob that decodes to one
+    with it) and, once the checks ``refused`` an answer, every sentence that holds an
+    instruction to write something (:func:`directives`): what a quoted answer draws on,
+    so that it never relays an instruction, least of all the one the checks refused. A
+    line with nothing to drop is kept as written."""
     out: list[Source] = []
     for source in sources:
         lines = []
-        for line in source["text"].split("\n"):
-            kept = [u for u in split_sentences(line) if not directives([u])]
-            lines.append(" ".join(kept))
+        for written, marked in zip(
+            source["text"].split("\n"), marked_lines(source["text"]), strict=True
+        ):
+            kept = [
+                u
+                for u, hit in marked
+                if not hit and not hides_instruction(u) and not (refused and directives([u]))
+            ]
+            lines.append(written if len(kept) == len(marked) else " ".join(kept))
         out.append({**source, "text": "\n".join(lines)})
     return out
 
@@ -252,9 +290,10 @@ def _find(words: list[str], part: list[str]) -> int:
     return -1
 
 
-GuardFailure = Literal["canary", "instruction", "link"]
-"""Why :class:`StreamGuard` stopped releasing: the prompt's canary, a source's
-instruction obeyed, an image, link or HTML media tag of the model's making."""
+GuardFailure = Literal["canary", "prompt", "instruction", "link"]
+"""Why :class:`StreamGuard` stopped releasing: the prompt's canary, the prompt's own text
+recited, a source's instruction obeyed (or the answer's content taken from one), an
+image, link, URL or HTML media tag that is not a source's own page."""
 
 
 @dataclass(frozen=True)
@@ -380,22 +419,39 @@ class StreamGuard:
 
     Held back: the last word while it may still grow (up to the last whitespace), a
     Markdown image or link, an autolink, an HTML tag or a reference definition still
-    being written (:data:`_CONSTRUCTS`), an end that could grow into the prompt's canary,
-    and words that write, or may be starting to write, a source's instructed payload
-    while the answer may yet be refused for it. Once the canary is written, a finished
-    image or link is foreign (:func:`strip_foreign_links` would remove it) or the answer
-    obeys an instruction whatever follows, it releases nothing more (:attr:`failure`
-    says why); :meth:`finish` then runs the checks on the whole answer and releases the
-    held tail only when they pass. The text released is always a prefix of an answer
-    the checks accepted, so hijacked text never reaches the client.
+    being written (:data:`_CONSTRUCTS`), an end that could grow into the prompt's canary
+    or into a recital of the prompt's own text (``prompt``,
+    :class:`~convrag.answering.instructions.Recital`), and words that write, or may be
+    starting to write, a source's instructed payload while the answer may yet be refused
+    for it. When a source addresses the model (the turn is *wary*,
+    :class:`~convrag.answering.instructions.Provenance`), text goes out only by whole
+    sentences, each once the answer up to its end passes every check: a hijack that
+    begins a sentence ("Arr, matey!") is never streamed. Once the canary is written, the
+    prompt recited, a finished image, link or URL is foreign
+    (:func:`strip_foreign_links` would remove it) or the answer obeys an instruction, it
+    releases nothing more (:attr:`failure` says why); :meth:`finish` then runs the checks
+    on the whole answer and releases the held tail only when they pass. The text released
+    is always a prefix of an answer the checks accepted, so hijacked text never reaches
+    the client.
 
-    Each token costs about the new text's length: words are read once, and links are
-    checked from the start of the line the unreleased text begins on."""
+    Each token costs about the new text's length (a wary turn's about the answer's, once
+    a sentence): words are read once, and links are checked from the start of the line
+    the unreleased text begins on. ``trusted``: text the answer may draw on besides the
+    question and the sources (earlier turns, the "not found" sentence)."""
 
-    def __init__(self, sources: Sequence[Source], question: str = "", canary: str = "") -> None:
-        own = source_urls(sources)
-        self._own, self._quoted = own, own | quoted_urls(sources)
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        question: str = "",
+        canary: str = "",
+        *,
+        prompt: str = "",
+        trusted: str = "",
+    ) -> None:
+        self._own = source_urls(sources)
         self._rules = list(dict.fromkeys(_obeying(sources, question)))
+        self._provenance = Provenance.of(sources, question, trusted)
+        self._recital = Recital(prompt) if prompt else None
         self._canary = canary
         self.text = ""
         """The answer so far, released or not."""
@@ -404,6 +460,7 @@ class StreamGuard:
         self.failure: GuardFailure | None = None
         self._spans: list[tuple[int, str]] = []
         self._read = 0  # the words of text[: _read] are in _spans
+        self._refused_at = -1  # the sentence end a wary check last refused
 
     def feed(self, token: str) -> str:
         """Take the answer's next token; the text it lets out ("" when none)."""
@@ -415,7 +472,7 @@ class StreamGuard:
     def finish(self) -> str:
         """The held tail, when the whole answer passes the checks ("" otherwise)."""
         if self.failure is None:
-            self.failure = self._whole_failure()
+            self.failure = self.verdict(self.text)
         return self._release(len(self.text)) if self.failure is None else ""
 
     def _release(self, cut: int) -> str:
@@ -434,7 +491,7 @@ class StreamGuard:
         if cut <= self.released:
             return self.released
         line = text.rfind("\n", 0, self.released) + 1
-        if _strip_links(text[line:cut], self._own, self._quoted).removed:
+        if _strip_links(text[line:cut], self._own).removed:
             self.failure = "link"
             return self.released
         new = len(self._spans)
@@ -442,17 +499,60 @@ class StreamGuard:
             self._spans += _spans(text[self._read : cut], self._read)
             self._read = cut
         hold = _payload_hold(self._spans, self._rules, new, cut)
+        if hold is not None:
+            hold = self._recital_hold(new, hold)
         if hold is None:
-            self.failure = "instruction"
+            self.failure = self.failure or "instruction"
             return self.released
+        if self._provenance.wary:
+            return self._sentence_hold(hold)
         return hold
 
-    def _whole_failure(self) -> GuardFailure | None:
-        text = self.text
+    def _recital_hold(self, new: int, hold: int) -> int | None:
+        """``hold``, or where a run of words that may be reciting the prompt begins when
+        earlier; None (failure ``prompt``) once a run is long enough to be a recital."""
+        if self._recital is None:
+            return hold
+        said = [w for _, w in self._spans]
+        for end in range(max(new, 1), len(said) + 1):
+            if self._recital.tail(said[:end]) >= self._recital.n:
+                self.failure = "prompt"
+                return None
+        k = self._recital.tail(said)
+        return min(hold, self._spans[len(said) - k][0]) if k else hold
+
+    def _sentence_hold(self, hold: int) -> int:
+        """Where the last whole sentence before ``hold`` ends, when the answer up to there
+        passes every check; what was released already when it does not (held, not
+        failed: "Reply STOP" obeys, "Reply STOP to the message" does not)."""
+        ends = [m.end() for m in _SENTENCE_END.finditer(self.text, self.released, hold)]
+        if not ends and (marks := _MARKERS.match(self.text, self.released, hold)):
+            ends = [marks.end()]  # a sentence's markers, after the sentence went out
+        if not ends:
+            return self.released
+        cut = ends[-1]
+        if cut == self._refused_at or self.verdict(self.text[:cut], whole=False) is not None:
+            self._refused_at = cut  # held: more words may clear it, the end decides
+            return self.released
+        return cut
+
+    def verdict(self, text: str, *, whole: bool = True) -> GuardFailure | None:
+        """What the checks refuse ``text`` for (None: it passes), as a ``whole`` answer
+        or as the beginning of one."""
         if self._canary and self._canary in text:
             return "canary"
+        if self._recital is not None and self._recital.recites(text):
+            return "prompt"
         if _obeyed(_words(text), self._rules) is not None:
             return "instruction"
-        if _strip_links(text, self._own, self._quoted).removed:
+        if self._provenance.refusal(text, whole=whole) is not None:
+            return "instruction"
+        if _strip_links(text, self._own).removed:
             return "link"
         return None
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"')\]*_`]*(?:[ \t]*\[\d{1,3}\])*[ \t]+|\n+")
+"""Where a sentence of a streamed answer has ended: its closing punctuation (and any
+closing quote, emphasis or ``[n]`` marker) followed by a space, or a line break."""
+_MARKERS = re.compile(r"(?:[ \t]*\[\d{1,3}\])+[ \t]+")

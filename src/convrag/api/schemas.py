@@ -379,8 +379,9 @@ class AnswerOut(BaseModel):
     no_answer: bool = False
     """Nothing in the workspace was relevant enough: the answer says so and cites nothing."""
     confidence: Assurance = "high"
-    """How sure the answer (or its "not found") is: ``low`` when its evidence was close to
-    the relevance floor (``confidence_margin``), so it could have gone the other way."""
+    """How sure the answer (or its "not found") is: ``low`` when the "not found" model's
+    probability was close to its threshold (``confidence_margin``), so it could have gone
+    the other way."""
     flags: dict[str, Any]
     timings_ms: dict[str, float]
 

@@ -316,3 +316,51 @@ def eval_documents(
         raise fail(f"--corpus {corpus}: no <stem>.expect.json with its document file")
     write_json(report, out_file)
     out.print(scores_table(report))
+
+
+def _set_and_knobs(values: list[str]) -> tuple[Path, list[str]]:
+    """``--set`` values split into the conversation set's folder (the one value that is
+    a directory, or has no ``=``) and ``NAME=VALUE`` knobs; exit 2 unless one folder."""
+    folders = [v for v in values if Path(v).is_dir() or "=" not in v]
+    if len(folders) != 1:
+        found = ", ".join(folders) or "none"
+        raise fail(
+            "--set: name one conversation set folder (e.g. --set benchmarks/realconv/dev), "
+            f"beside any NAME=VALUE knobs; folders given: {found}"
+        )
+    return Path(folders[0]), [v for v in values if v != folders[0]]
+
+
+@eval_app.command("conversations")
+def eval_conversations(
+    values: Annotated[
+        list[str],
+        typer.Option(
+            "--set",
+            metavar="DIR|NAME=VALUE",
+            help="The conversation set: a folder with docs/ and conversations.jsonl "
+            "(benchmarks/realconv/dev). Given again as NAME=VALUE, a run knob of convrag's "
+            "graph or a retrieval policy field (repeatable), as for eval answers.",
+        ),
+    ],
+    out_file: OutOpt = None,
+) -> None:
+    """Conversations over real documents, played through the service: useful answers
+    (their key facts quoted), wrong "not found", refusals and ask-backs, split by first
+    turn and follow-up and by kind. With OPENAI_BASE_URL set, the configured LLM answers."""
+    from convrag.evaluation.conversations import evaluate_conversations, load_set
+    from convrag.evaluation.report import conversations_table, write_json
+
+    folder, pairs = _set_and_knobs(values)
+    try:
+        load_set(folder)
+    except ValueError as exc:
+        raise fail(exc) from exc
+    overrides = _overrides(pairs)
+    report = _evaluate(
+        lambda services, step: evaluate_conversations(
+            services, folder, overrides=overrides, progress=step
+        )
+    )
+    write_json(report, out_file)
+    out.print(conversations_table(report))

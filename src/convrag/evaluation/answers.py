@@ -250,9 +250,9 @@ async def evaluate_answers(
         "llm": model,
         "corpus_passages": n_passages,
         "ingest_seconds": round(ingest_s, 1),
-        "relevance_floor": services.policy.with_values(
+        "answer_threshold": services.policy.with_values(
             (overrides or {}).get("policy", {})
-        ).relevance_floor,
+        ).answer_threshold,
         "context_overrides": dict(overrides or {}),
         "systems": systems,
     }

@@ -253,7 +253,7 @@ class MtragEvaluation:
             knobs |= {
                 "top_k": 4 * self.depth,
                 "context_budget_chars": 10**7,
-                "policy": {"relevance_floor": 0.0},
+                "policy": {"answer_threshold": 0.0},
             }
         ctx = Context(
             workspace_id=self.workspace,

@@ -56,3 +56,39 @@ def answers_table(data: dict[str, Any]) -> str:
             f"{q['citation_precision']:.3f} | {q['retrieval_R@5']:.3f} |"
         )
     return "\n".join([head, "|---" * 11 + "|", *rows])
+
+
+_CONVERSATION_COLUMNS = (
+    ("useful", "useful"),
+    ("useful_lenient", "useful (lenient)"),
+    ("source_holds", "source holds"),
+    ("quoted_when_held", "quoted when held"),
+    ("wrong_not_found", "wrong not found"),
+    ("off_topic_refused", "off-topic refused"),
+    ("unanswerable_refused", "unanswerable refused"),
+    ("underspecified_asked_back", "asked back"),
+)
+
+
+def conversations_table(data: dict[str, Any]) -> str:
+    """One row per group of turns (all, first turns, follow-ups, each kind): each rate
+    with the turns it is counted over, "-" where none."""
+
+    def cell(rate: dict[str, Any]) -> str:
+        return "-" if rate["rate"] is None else f"{rate['rate']:.3f} ({rate['n']})"
+
+    groups = {
+        "all": data["all"],
+        "first turns": data["first_turns"],
+        "follow-ups": data["follow_ups"],
+        **{f"kind: {k}": v for k, v in data["by_kind"].items()},
+    }
+    head = "| turns | n | " + " | ".join(title for _, title in _CONVERSATION_COLUMNS) + " |"
+    rule = "|---|---|" + "---|" * len(_CONVERSATION_COLUMNS)
+    rows = [
+        f"| {name} | {g['turns']} | "
+        + " | ".join(cell(g[key]) for key, _ in _CONVERSATION_COLUMNS)
+        + " |"
+        for name, g in groups.items()
+    ]
+    return "\n".join([head, rule, *rows])

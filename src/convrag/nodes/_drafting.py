@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from convrag.answering.guard import StreamGuard, obeyed_instruction, without_instructions
+from convrag.answering.guard import StreamGuard, without_instructions
 from convrag.answering.llm import build_messages, llm_answer
 from convrag.answering.replies import (
     NO_SOURCES_ANSWER,
@@ -27,7 +27,7 @@ from convrag.context import Context
 from convrag.embeddings import cosine_to_query
 from convrag.events import ResetEvent, TokenEvent, emit
 from convrag.llm import attempt, chat_model
-from convrag.prompts import Fence
+from convrag.prompts import Fence, own_text
 from convrag.retrieval.planning import TurnQuery, evidence_queries
 from convrag.retrieval.quoting import answer_length, extractive_answer
 from convrag.retrieval.ranking import query_coverage
@@ -52,8 +52,9 @@ _REFORMAT_WORDS = (
 
 
 LEAKED_CANARY = "the answer leaked the system prompt's canary"
+RECITED_PROMPT = "the answer recited the system prompt"
 OBEYED_SOURCE = "the answer followed an instruction found in a source"
-REFUSED = frozenset({LEAKED_CANARY, OBEYED_SOURCE})
+REFUSED = frozenset({LEAKED_CANARY, RECITED_PROMPT, OBEYED_SOURCE})
 """Why an LLM answer was refused as a hijack (:mod:`convrag.answering.guard`): the turn
 answers from the sources instead, and its ``answer_refused`` flag says why."""
 
@@ -81,9 +82,14 @@ async def llm_draft(
     question = state["question"]
     rewritten = state.get("rewritten_query") or question
     fence = Fence.new()
+    history = state.get("history") or []
+    no_answer = services.settings.no_answer_text
+    trusted = "\n".join([no_answer, *(f"{t['question']}\n{t['answer']}" for t in history)])
     # Tokens go out only once the output checks pass on the answer so far: a hijacked
     # answer is refused before any of it streams.
-    guard = StreamGuard(state.get("sources") or [], question, fence.canary)
+    guard = StreamGuard(
+        state.get("sources") or [], question, fence.canary, prompt=own_text(), trusted=trusted
+    )
 
     def send(text: str) -> None:
         if text:
@@ -96,10 +102,10 @@ async def llm_draft(
         question,
         rewritten,
         state.get("sources") or [],
-        state.get("history") or [],
+        history,
         excluded,
         fence,
-        services.settings.no_answer_text,
+        no_answer,
     )
 
     async def call() -> AIMessage:
@@ -114,7 +120,7 @@ async def llm_draft(
     reply, failure = await attempt(call(), ctx.answer_timeout_s, what="the answer LLM call")
     if reply is not None:
         send(guard.finish())  # the held tail, if the whole answer passes
-        result = _read_reply(reply, state, fence, searches=bool(tools))
+        result = _read_reply(reply, state, guard, searches=bool(tools))
         if result.failure is None:
             return result
         failure = result.failure
@@ -123,19 +129,23 @@ async def llm_draft(
     return LlmDraft(failure=failure)
 
 
-def _read_reply(reply: AIMessage, state: State, fence: Fence, *, searches: bool) -> LlmDraft:
+_REFUSALS = {"canary": LEAKED_CANARY, "prompt": RECITED_PROMPT, "instruction": OBEYED_SOURCE}
+
+
+def _read_reply(reply: AIMessage, state: State, guard: StreamGuard, *, searches: bool) -> LlmDraft:
     """What the LLM's ``reply`` gives: a web search to run (when it may ``searches``), an
-    answer, or the failure that refuses it (the canary leaked, a source obeyed, empty)."""
+    answer, or the failure that refuses it (the canary leaked, the prompt recited, a
+    source obeyed, empty). A link of the model's making is no refusal: the answer is
+    stored without it."""
     tool_call = next((c for c in reply.tool_calls if c["name"] == "google_search"), None)
     question = state["question"]
     if tool_call is not None and searches:
         query = storable(str(tool_call["args"].get("query") or "")).strip()
         return LlmDraft(web_query=query or state.get("rewritten_query") or question)
     content = reply.content if isinstance(reply.content, str) else ""
-    if fence.leaked(content):
-        return LlmDraft(failure=LEAKED_CANARY)
-    if obeyed_instruction(content, state.get("sources") or [], question) is not None:
-        return LlmDraft(failure=OBEYED_SOURCE)
+    failure = guard.verdict(content)
+    if failure in _REFUSALS:
+        return LlmDraft(failure=_REFUSALS[failure])
     if content.strip():
         return LlmDraft(text=content)
     return LlmDraft(failure="empty answer")
@@ -146,8 +156,9 @@ async def extractive_draft(
 ) -> str:
     """The no-LLM answer: a greeting, a reformatted earlier answer, or quoted sentences
     ranked with the embedder (in a thread: it is CPU work), or ``NO_ANSWER_TEXT`` when
-    none can be quoted. ``refused``: why the LLM's answer was refused; after it obeyed an
-    instruction of a source, no sentence holding an instruction is quoted."""
+    none can be quoted. No source's sentence that addresses the model is quoted; after the
+    LLM's answer was ``refused`` (why), no sentence holding an instruction to write
+    something either."""
     history = state.get("history") or []
     if state.get("classification") == "no_retrieval":
         lowered = state["question"].lower()
@@ -157,9 +168,7 @@ async def extractive_draft(
     if not ctx.rag_enabled and not state.get("sources"):
         return RAG_OFF_ANSWER
     text = NO_SOURCES_ANSWER
-    sources = state.get("sources") or []
-    if refused == OBEYED_SOURCE:
-        sources = without_instructions(sources)
+    sources = without_instructions(state.get("sources") or [], refused=refused in REFUSED)
     # A follow-up left as typed ("What is it?") may share no word with any sentence: its
     # history query (the message and the previous question) is asked next, as the "not
     # found" evidence weighs it.

@@ -68,7 +68,11 @@ async def merged_sources(state: State, ctx: Context) -> MergeUpdate:
         flags={"low_confidence": True} if merged.low_confidence else {},
         retrieval_confidence=merged.confidence,
         abstain=merged.abstain,
-        abstention_signals=merged.signals.as_dict() if merged.signals is not None else None,
+        abstention_signals=(
+            {**merged.signals.as_dict(), "probability": round(merged.probability or 0.0, 6)}
+            if merged.signals is not None
+            else None
+        ),
         web_search_reason=reason,
         merged=True,
         timings=merged.timings,

@@ -56,24 +56,13 @@ class RetrievalPolicy:
     standalone_raw_query: bool
     """A turn the rules call standalone (with history) also searches its raw message."""
 
-    # -- "not found": the evidence held against the relevance floor
-    relevance_floor: float
-    """Answer "not found" when the evidence is under this and no item or web page was
-    found (0 never abstains)."""
-    sentence_weight: float
-    """The closest sentences' share of the evidence; the best chunk's cosine is the rest."""
-    sentence_band: float
-    """Sentences are weighed only when the chunk's evidence is under the floor or within
-    this above it (they cost embeddings); 1 always weighs them."""
-    paragraph_weight: float
-    """How far the chunk's share moves towards the cosine of the paragraph holding the
-    closest sentence, in a chunk of several paragraphs."""
-    rare_term_penalty: float
-    """Evidence subtracted per unit of IDF of the rarest typed term no source holds, on a
-    conversation's first turn and on follow-ups."""
-    later_rare_term_penalty: float
-    """The same on later turns that are not follow-ups, where a word the documents lack
-    is more often shorthand, a typo or a remark than a new subject."""
+    # -- "not found": one logistic model over the evidence's named features
+    answer_model: dict[str, float]
+    """The "not found" model: each feature of ``convrag.retrieval.evidence.answer_features``
+    with its weight, and ``bias``; fitted by ``benchmarks/fit_not_found.py``."""
+    answer_threshold: float
+    """Answer "not found" when the model's probability that the sources hold the answer is
+    under this and no item or web page was found (0 never abstains)."""
     lone_sentence_margin: float
     """How much closer than the mean of the two closest sentences one sentence must be
     to count alone."""
@@ -81,10 +70,11 @@ class RetrievalPolicy:
     """How many of the best sentences by words the evidence embeds and weighs."""
     keyword_second_look: bool
     """Before "not found", weigh alone the first query's best keyword hit that the fusion
-    ranked below the sources; it takes the last source place when it clears the floor."""
+    ranked below the sources; it takes the last source place when the model would answer
+    from it alone."""
     confidence_margin: float
-    """A decision whose evidence lies within this of the floor, either side, is marked
-    low confidence."""
+    """A decision whose probability lies within this of ``answer_threshold``, either
+    side, is marked low confidence."""
     web_confidence_threshold: float
     """Automatic web search runs under this retrieval confidence (best dense cosine)."""
 
@@ -134,12 +124,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "anchor_weight": (0, 4),
     "history_weight": (0, 1),
     "feedback_weight": (0, 2),
-    "relevance_floor": (0, 1),
-    "sentence_weight": (0, 1),
-    "sentence_band": (0, 1),
-    "paragraph_weight": (0, 1),
-    "rare_term_penalty": (0, 0.1),
-    "later_rare_term_penalty": (0, 0.1),
+    "answer_threshold": (0, 1),
     "lone_sentence_margin": (0, 1),
     "evidence_candidates": (1, 256),
     "confidence_margin": (0, 1),
@@ -164,8 +149,14 @@ def _problem(name: str, value: object) -> str | None:
 
 @cache
 def field_types() -> dict[str, type]:
-    """Each field of :class:`RetrievalPolicy` and its type (bool, int or float)."""
-    kinds = {"bool": bool, "int": int, "float": float}
+    """Each field of :class:`RetrievalPolicy` and its type (bool, int, float, or a
+    mapping of names to numbers: a fitted model's weights)."""
+    kinds: dict[str, type] = {
+        "bool": bool,
+        "int": int,
+        "float": float,
+        "dict[str, float]": dict[str, float],
+    }
     return {f.name: kinds[str(f.type)] for f in fields(RetrievalPolicy)}
 
 
@@ -176,7 +167,9 @@ def read_value(name: str, kind: type, value: object) -> object:
     try:
         return read_knob(kind, value)
     except KnobTypeError:
-        raise PolicyError(f"{name}: expected {kind.__name__}, got {value!r}") from None
+        raise PolicyError(
+            f"{name}: expected {getattr(kind, '__name__', kind)}, got {value!r}"
+        ) from None
 
 
 def read_values(values: Mapping[str, object]) -> dict[str, Any]:

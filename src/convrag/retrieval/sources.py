@@ -1,6 +1,6 @@
 """A turn's sources and the "not found" decision: the hits merged, deduplicated and cut to
-the budget, the evidence that they say what was asked weighed against the policy's
-relevance floor, and whether the web should be searched.
+the budget, the probability that they say what was asked (the policy's "not found"
+model), and whether the web should be searched.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from convrag.embeddings import cosine_to_query
 from convrag.records import Source, section_path
 from convrag.retrieval.evidence import (
     Signals,
+    answer_probability,
     assurance,
     names_every_term,
     paragraph_evidence,
@@ -102,7 +103,9 @@ class Merged:
     """The best dense cosine of the vector hits (1 when an item was named exactly)."""
     abstain: bool
     signals: Signals | None = None
-    """The evidence weighed, when it was (None: an exact item, or a floor of 0)."""
+    """The evidence weighed, when it was (None: an exact item, or a threshold of 0)."""
+    probability: float | None = None
+    """The "not found" model's probability that the sources hold the answer."""
     low_confidence: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -131,8 +134,6 @@ class Evidence:
         if all(c is None for c in scored):
             return None, confidence
         closest = max(confidence if c is None else c for c in scored)
-        if policy.paragraph_weight <= 0:
-            return closest, confidence
         found = [
             await asyncio.to_thread(paragraph_evidence, q, kept, similarity, policy)
             for q in queries
@@ -140,47 +141,27 @@ class Evidence:
         return closest, max([confidence, *(c for c in found if c is not None)])
 
     async def weigh(self, kept: list[Source], confidence: float) -> tuple[float, Signals]:
-        """The evidence that the relevance floor is held against, and the signals behind it.
-
-        The rarest word typed that no source holds lowers the chunks' cosine (less on a
-        later turn that is not a follow-up). Sentences cost up to ``evidence_candidates``
-        embeddings: weighed only where they can change the decision, under the floor or
-        within ``sentence_band`` above it; the evidence is then the closest sentences'
-        cosine mixed with the chunk's (``sentence_weight``), the chunk's part moved towards
-        its paragraph's cosine (``paragraph_weight``). A sentence holding every word asked,
-        with no rare word missing, lifts the evidence to the floor.
-        """
+        """The probability that ``kept`` holds the answer (the policy's ``answer_model``
+        over :func:`answer_features`), and the signals it was computed from."""
         turn, policy = self.turn, self.policy
         queries = evidence_queries(turn)
         texts = [f"{s['title'] or ''}\n{s['text']}" for s in kept]
         rarest = self.services.searcher.rarest_missing_term(
             turn.workspace_id, queries[0], texts, typed=turn.message
         )
-        later = bool(turn.history) and not turn.follow_up
-        penalty = policy.later_rare_term_penalty if later else policy.rare_term_penalty
-        evidence = confidence - penalty * rarest
-        closest: float | None = None
-        paragraph = confidence
-        if evidence < policy.relevance_floor + policy.sentence_band:
-            waited = time.perf_counter()
-            closest, paragraph = await self._sentences(queries, kept, confidence)
-            self.timings["embed_sentences"] = _ms_since(waited)
-            if closest is not None:
-                chunk = confidence + policy.paragraph_weight * (paragraph - confidence)
-                weighed = policy.sentence_weight * closest + (1 - policy.sentence_weight) * chunk
-                evidence = weighed - penalty * rarest
-        every = any(names_every_term(query, kept, policy) for query in queries)
-        if evidence < policy.relevance_floor and rarest == 0.0 and every:
-            evidence = policy.relevance_floor  # a sentence says every word asked
+        waited = time.perf_counter()
+        closest, paragraph = await self._sentences(queries, kept, confidence)
+        self.timings["embed_sentences"] = _ms_since(waited)
+        null = await self.services.nulls.of(turn.workspace_id)
         signals = Signals(
             confidence=confidence,
             sentence=confidence if closest is None else closest,
             paragraph=paragraph,
             rarest=rarest,
-            every_term=float(every),
+            every_term=float(any(names_every_term(query, kept, policy) for query in queries)),
             follow_up=float(turn.follow_up),
             bm25=float(any(s.get("bm25_score") is not None for s in kept)),
-            later=float(later),
+            later=float(bool(turn.history) and not turn.follow_up),
             margin=_margin(kept),
             agreement=float(
                 bool(kept)
@@ -188,9 +169,10 @@ class Evidence:
                 and kept[0].get("bm25_score") is not None
             ),
             coverage=max(query_coverage(q, "\n".join(texts)) for q in queries) if texts else 0.0,
-            evidence=evidence,
+            null_mean=null.mean,
+            null_spread=null.spread,
         )
-        return evidence, signals
+        return answer_probability(signals, policy.answer_model), signals
 
 
 def _margin(kept: Sequence[Source]) -> float:
@@ -236,8 +218,8 @@ async def _second_look(
     evidence: Evidence, keyword_hit: Source | None, budgeted: SourceBudget, first: Weighed
 ) -> Weighed:
     """Before "not found": the first query's keyword top hit, which the fusion ranked
-    below the sources, weighed alone, by its own cosine and sentences; when it reaches
-    the floor it takes the last source place.
+    below the sources, weighed alone, by its own cosine and sentences; when the model
+    would answer from it alone it takes the last source place.
 
     The keyword list weighs little in the fusion, so the passage that alone names an
     option or identifier asked about ("What does --sandbox mode reject?") can rank below
@@ -259,7 +241,7 @@ async def _second_look(
     similarity = cosine_to_query(services.sentences)
     (own,) = await asyncio.to_thread(similarity, query, [text])
     weight, signals = await evidence.weigh([hit], own)
-    if weight < policy.relevance_floor:
+    if weight < policy.answer_threshold:
         return first
     other = budget(
         [*kept[: budgeted.top_k - 1], hit],
@@ -306,23 +288,24 @@ async def merge_sources(
     if document_hits:
         confidence = max(confidence, 1.0)
         weight = confidence
-    elif policy.relevance_floor <= 0.0:
+    elif policy.answer_threshold <= 0.0:
         weight = confidence  # never abstains: no evidence to weigh
     else:
         weight, signals = await evidence.weigh(kept, confidence)
-        if weight < policy.relevance_floor:
+        if weight < policy.answer_threshold:
             kept, weight, signals = await _second_look(
                 evidence, keyword_hit, budgeted, (kept, weight, signals)
             )
     close = signals is not None and (
-        assurance(weight, policy.relevance_floor, policy.confidence_margin) == "low"
+        assurance(weight, policy.answer_threshold, policy.confidence_margin) == "low"
     )
     partial = bool(outcome.failed or outcome.degraded)
     return Merged(
         sources=kept,
         confidence=confidence,
-        abstain=weight < policy.relevance_floor and not partial,
+        abstain=weight < policy.answer_threshold and not partial,
         signals=signals,
+        probability=weight if signals is not None else None,
         low_confidence=close or partial,
         timings={**evidence.timings, "merge_context": _ms_since(started)},
     )

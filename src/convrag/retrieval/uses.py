@@ -8,6 +8,7 @@ from typing import Protocol
 from convrag.config import Settings
 from convrag.embeddings import Embedder
 from convrag.rerank import HttpReranker
+from convrag.retrieval.calibration import NullScales
 from convrag.retrieval.search import HybridSearcher
 from convrag.stores.database import Database
 
@@ -27,6 +28,10 @@ class WingServices(Protocol):
     @property
     def sentences(self) -> Embedder:
         """The embedder that weighs sentences against a question."""
+
+    @property
+    def nulls(self) -> NullScales:
+        """Each workspace's null (:mod:`convrag.retrieval.calibration`)."""
 
     @property
     def reranker(self) -> HttpReranker | None: ...

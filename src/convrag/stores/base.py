@@ -107,6 +107,15 @@ async def fetch_all(
     return await (await conn.execute(query, params)).fetchall()
 
 
+async def without_timeouts(conn: AsyncConnection[DictRow]) -> None:
+    """Lift the session's ``statement_timeout`` and ``lock_timeout`` for the rest of the
+    transaction on ``conn``: for the work that may rightly take longer than a request's
+    queries (an ingest's writes, a workspace's chunks loaded whole, a reindex)."""
+    await conn.execute(
+        "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true)"
+    )
+
+
 async def fetch_bool(conn: AsyncConnection[DictRow], query: str, *params: object) -> bool:
     """The boolean that a one-row, one-column ``query`` returns."""
     row = await fetch_one(conn, query, params)
@@ -172,6 +181,15 @@ class PooledStore:
     ) -> list[DictRow]:
         """Every row of ``query`` on a connection of the pool's."""
         async with self.pool.connection() as conn:
+            return await fetch_all(conn, query, params)
+
+    async def fetch_all_unhurried(
+        self, query: QueryNoTemplate, params: Params | None = None
+    ) -> list[DictRow]:
+        """:meth:`fetch_all` for a query that may take long: without the session's
+        time-outs (:func:`without_timeouts`)."""
+        async with self.pool.connection() as conn, conn.transaction():
+            await without_timeouts(conn)
             return await fetch_all(conn, query, params)
 
     async def execute(self, query: QueryNoTemplate, params: Params | None = None) -> int:

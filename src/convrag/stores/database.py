@@ -5,6 +5,8 @@ attribute of :class:`Database` over the one pool:
 * :mod:`~convrag.stores.workspaces` (``workspaces``): a workspace's index state and its
   API keys;
 * :mod:`~convrag.stores.documents` (``documents``): documents and their chunks;
+* :mod:`~convrag.stores.originals` (``originals``): the uploaded files kept as their
+  documents' originals;
 * :mod:`~convrag.stores.conversations` (``conversations``): conversations, their delete
   marks and checkpoint threads;
 * :mod:`~convrag.stores.turns` (``turns``): their turns, started, answered or failed;
@@ -53,7 +55,9 @@ from convrag.stores.checkpoints import WorkspaceCheckpoints
 from convrag.stores.conversations import ConversationStore
 from convrag.stores.documents import INTERRUPTED_DOCUMENT, ORPHANED_DOCUMENT, DocumentStore
 from convrag.stores.feedback import FeedbackStore
+from convrag.stores.originals import OriginalStore
 from convrag.stores.schema import MIGRATIONS
+from convrag.stores.stalls import StallWatch, WatchedConnection
 from convrag.stores.transcripts import TranscriptStore
 from convrag.stores.turns import INTERRUPTED_TURN, TurnStore
 from convrag.stores.workspaces import WorkspaceStore
@@ -82,6 +86,48 @@ CONNECT_TIMEOUT_S = 5
 """How long the pool waits for a new connection to the server before it takes it for
 unreachable (and callers stop waiting for connections, see :class:`_Pool`)."""
 
+STATEMENT_TIMEOUT_S = 10.0
+"""The server's ``statement_timeout`` for the pool's sessions unless the caller sets
+another (``DATABASE_STATEMENT_TIMEOUT_S``): a query of a request or a turn takes
+milliseconds; the long ones (migrations, an ingest's writes, loading a workspace's
+chunks) lift it for their transaction (:func:`~convrag.stores.base.without_timeouts`)."""
+
+LOCK_TIMEOUT_S = 3.0
+"""The server's ``lock_timeout`` likewise (``DATABASE_LOCK_TIMEOUT_S``)."""
+
+#: TCP settings of every connection to a server over the network (ignored on a Unix
+#: socket): a peer that stops answering (a frozen host, a lost network) is noticed by
+#: the kernel within seconds, not the system's default of minutes or hours. The
+#: :class:`~convrag.stores.stalls.StallWatch` ends the waits on it sooner still.
+TCP_SETTINGS: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,  # ms: unacknowledged data for this long breaks the connection
+}
+
+
+def session_settings(url: str, statement_timeout_s: float, lock_timeout_s: float) -> dict[str, Any]:
+    """The connection parameters every session of the pool gets: the server-side time-outs
+    (``0`` for none) added to the URL's own ``options``, the connect time-out and
+    :data:`TCP_SETTINGS` (the URL's own values win)."""
+    given = psycopg.conninfo.conninfo_to_dict(url)
+    options = " ".join(
+        part
+        for part in (
+            str(given.get("options") or ""),
+            f"-c statement_timeout={round(statement_timeout_s * 1000)}",
+            f"-c lock_timeout={round(lock_timeout_s * 1000)}",
+        )
+        if part
+    )
+    settings = {k: v for k, v in TCP_SETTINGS.items() if k not in given}
+    # A server that does not answer (a lost network) counts as unreachable after
+    # this, rather than after the operating system's own time-out.
+    settings["connect_timeout"] = given.get("connect_timeout") or CONNECT_TIMEOUT_S
+    return {**settings, "options": options}
+
 
 class _CappedBackoff(AttemptWithBackoff):
     """psycopg_pool's reconnect back-off, capped: its doubling delay reaches 30 s and
@@ -109,26 +155,52 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     held an in-flight turn 30 s and more before its ``error`` event, and every request
     10 s before its 503. A pool that is only busy keeps its callers waiting up to
     ``timeout``.
+
+    A server that stalls (stopped, not dead) is told apart by :attr:`stall_watch`:
+    while it stalls, the pool lends no connection (:class:`PoolTimeout` at once).
     """
 
     CHECK_IDLE_S = 1.0
     OUTAGE_WAIT_S = 1.0
+    STALL_CHECK_S = 0.25
 
     def __init__(self, conninfo: str, **kwargs: Any) -> None:
         self._returned_at: WeakKeyDictionary[AsyncConnection[DictRow], float] = WeakKeyDictionary()
         self.unreachable = False
         """Whether the last attempt to connect failed (and none has succeeded since)."""
-        super().__init__(conninfo, check=self._check_if_idle, reset=self._note_return, **kwargs)
+        self.stall_watch = StallWatch(conninfo, kwargs.get("kwargs") or {})
+        super().__init__(
+            conninfo,
+            check=self._check_if_idle,
+            reset=self._note_return,
+            configure=self._watch,
+            connection_class=WatchedConnection,
+            **kwargs,
+        )
+
+    async def _watch(self, conn: AsyncConnection[DictRow]) -> None:
+        if isinstance(conn, WatchedConnection):
+            conn.stall_watch = self.stall_watch
 
     async def getconn(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
-        wait = self.timeout if timeout is None else timeout
-        first = min(wait, self.OUTAGE_WAIT_S)
-        try:
-            return await super().getconn(first)
-        except PoolTimeout:
-            if self.unreachable or wait <= first:
-                raise
-        return await super().getconn(wait - first)
+        """A connection within ``timeout`` (the pool's by default), waited for in slices
+        of :attr:`STALL_CHECK_S`: a caller stops waiting once the server is found stalled,
+        or unreachable for :attr:`OUTAGE_WAIT_S`."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        deadline = began + (self.timeout if timeout is None else timeout)
+        while True:
+            if self.stall_watch.stalled:
+                raise PoolTimeout("the database server does not answer (stalled)")
+            try:
+                return await super().getconn(min(deadline - loop.time(), self.STALL_CHECK_S))
+            except PoolTimeout:
+                now = loop.time()
+                if now - began >= StallWatch.SUSPECT_AFTER_S:
+                    # A connection the pool is making may wait on a stalled server.
+                    self.stall_watch.suspect()
+                if now >= deadline or (self.unreachable and now - began >= self.OUTAGE_WAIT_S):
+                    raise
 
     async def _connect(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
         try:
@@ -153,6 +225,10 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
             attempt or _CappedBackoff(timeout=self.reconnect_timeout), growing
         )
 
+    async def close(self, timeout: float = 5.0) -> None:
+        await self.stall_watch.close()
+        await super().close(timeout)
+
 
 class Database:
     """Async access to the convrag schema through one psycopg connection pool.
@@ -175,6 +251,7 @@ class Database:
         run on another workspace's thread before it writes there."""
         self.workspaces = WorkspaceStore(self._shared)
         self.documents = DocumentStore(self._shared)
+        self.originals = OriginalStore(self._shared)
         self.conversations = ConversationStore(self._shared)
         self.turns = TurnStore(self._shared)
         self.feedback = FeedbackStore(self._shared)
@@ -201,7 +278,9 @@ class Database:
         owner = secrets.randbelow(2**31 - 2) + 1
 
         async def lock() -> AsyncConnection[Any]:
-            conn = await AsyncConnection.connect(url, autocommit=True)
+            conn = await AsyncConnection.connect(
+                url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            )
             await conn.execute("SELECT pg_advisory_lock(%s, %s)", (OWNER_LOCKS, owner))
             return conn
 
@@ -232,7 +311,16 @@ class Database:
 
     @classmethod
     @asynccontextmanager
-    async def from_url(cls, url: str, *, max_size: int = 10) -> AsyncIterator[Database]:
+    async def from_url(
+        cls,
+        url: str,
+        *,
+        max_size: int = 10,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
+    ) -> AsyncIterator[Database]:
+        """The database at ``url``; its sessions run with the server-side time-outs given
+        (0: none)."""
         await first_connection(url)
         pool: AsyncConnectionPool[AsyncConnection[DictRow]] = _Pool(
             url,
@@ -243,11 +331,8 @@ class Database:
                 "autocommit": True,
                 "prepare_threshold": 0,
                 "row_factory": dict_row,
-                # A server that does not answer (a lost network) counts as unreachable
-                # after this, rather than after the operating system's own time-out.
-                "connect_timeout": CONNECT_TIMEOUT_S,
+                **session_settings(url, statement_timeout_s, lock_timeout_s),
             },
-            connection_class=AsyncConnection[DictRow],
             # An idle connection is checked before it is lent, so one broken by a restart
             # is replaced instead of failing a request; waiting for one is bounded, and a
             # lost server is retried every few seconds, not with a long back-off.
@@ -264,9 +349,20 @@ class Database:
 
     async def setup(self) -> int:
         """Apply the migrations not yet applied, and the checkpointer's own; returns how
-        many of ours ran. Safe to call often."""
-        ran = await self._migrate()
-        await self.checkpoints.setup()
+        many of ours ran. Safe to call often.
+
+        They run without the sessions' time-outs: a migration may rewrite a large table,
+        and waits for other starting processes' migrations (their advisory lock)."""
+        async with self.pool.connection() as conn:
+            await conn.execute("SET statement_timeout = 0")
+            await conn.execute("SET lock_timeout = 0")
+            try:
+                ran = await self._migrate(conn)
+                await WorkspaceCheckpoints(conn).setup()
+            finally:
+                # Back to the session's own values (its connection's options).
+                await conn.execute("RESET statement_timeout")
+                await conn.execute("RESET lock_timeout")
         return ran
 
     async def delete_checkpoints(self, conversation_id: str) -> None:
@@ -303,8 +399,9 @@ class Database:
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (lock_id,))
 
-    async def _migrate(self) -> int:
-        async with self.pool.connection() as conn, conn.transaction():
+    @staticmethod
+    async def _migrate(conn: AsyncConnection[DictRow]) -> int:
+        async with conn.transaction():
             # Several processes may start at once: serialise them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATIONS_LOCK,))
             await conn.execute(MIGRATIONS[0])
@@ -354,10 +451,16 @@ class Database:
             return turns.rowcount, docs.rowcount
 
     async def ping(self, *, timeout: float = 2.0) -> bool:
-        """Whether Postgres answers a query; waits at most ``timeout`` s for a connection."""
-        try:
-            async with self.pool.connection(timeout=timeout) as conn:
-                await conn.execute("SELECT 1")
-        except Exception:
+        """Whether Postgres answers a query within ``timeout`` s, the wait for a connection
+        included. Returns by then whatever the server does: a query still waiting is left
+        to end on its own (cancelling a wait on a stalled server waits for the server)."""
+        attempt = asyncio.get_running_loop().create_task(self._select_one(timeout))
+        done, _ = await asyncio.wait({attempt}, timeout=timeout)
+        if not done:
+            attempt.add_done_callback(lambda t: t.cancelled() or t.exception())
             return False
-        return True
+        return not attempt.cancelled() and attempt.exception() is None
+
+    async def _select_one(self, timeout: float) -> None:
+        async with self.pool.connection(timeout=timeout) as conn:
+            await conn.execute("SELECT 1")

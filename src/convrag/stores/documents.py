@@ -10,7 +10,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from convrag.ids import is_uuid
-from convrag.stores.base import After, PooledStore, fetch_all, fetch_one
+from convrag.stores.base import After, PooledStore, fetch_all, fetch_one, without_timeouts
 
 INTERRUPTED_DOCUMENT = "interrupted: the service restarted; upload the file again"
 """The reason restart recovery gives a document left ``processing`` by a dead process."""
@@ -345,6 +345,7 @@ class DocumentStore(PooledStore):
             return
         await self.ensure_workspace(workspace_id)
         async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await without_timeouts(conn)  # a large file writes tens of thousands of rows
             await cur.executemany(
                 """INSERT INTO documents (id, workspace_id, source, title, content_hash, metadata,
                                           status, n_chunks, chunks_total)
@@ -408,6 +409,7 @@ class DocumentStore(PooledStore):
         if not is_uuid(document_id):
             return False
         async with self.pool.connection() as conn, conn.transaction():
+            await without_timeouts(conn)  # its chunks go with it
             cur = await conn.execute(
                 "DELETE FROM documents WHERE workspace_id = %s AND id = %s",
                 (workspace_id, document_id),
@@ -425,7 +427,7 @@ class DocumentStore(PooledStore):
     async def chunk_rows(self, workspace_id: str) -> list[IndexedChunk]:
         """Every chunk of a workspace with what the in-process search engines load: its
         text, its stored vector, and the labels its hits carry (title, PDF page)."""
-        rows = await self.fetch_all(
+        rows = await self.fetch_all_unhurried(
             """SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
                       c.embedding, d.title, (c.metadata->>'page')::int AS page,
                       c.metadata->'heading' AS heading

@@ -198,4 +198,30 @@ MIGRATIONS: list[str] = [
     # taken up again from its saved file instead of waiting to be called failed. NULL for
     # documents from before the column, and for those no process holds.
     """ALTER TABLE documents ADD COLUMN owner INTEGER""",
+    # Uploaded files kept as their documents' originals, shared by every process on the
+    # database (``stores.originals``): a document names its original by id in
+    # ``upload_path``; the bytes are parts of at most 1 MiB, written and read one at a
+    # time. Gone with their workspace. Files an older version kept in a data directory
+    # are moved in at that directory's next start (``OriginalStore.adopt_files``).
+    """CREATE TABLE originals (
+        id UUID PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        filename TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+    """CREATE TABLE original_parts (
+        original_id UUID NOT NULL REFERENCES originals(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (original_id, seq)
+    )""",
+    # Parts stored as they are, not compressed: pglz took 0.4 s more of each 10 MiB text
+    # upload's answer (0.7 s against 0.3 s) to keep a fifth of its size; PDFs and Office
+    # files are compressed already.
+    """ALTER TABLE original_parts ALTER COLUMN data SET STORAGE EXTERNAL""",
+    # Whether a document still names an original (before it is deleted) is looked up by
+    # workspace and key.
+    """CREATE INDEX documents_upload ON documents (workspace_id, upload_path)
+        WHERE upload_path IS NOT NULL""",
 ]

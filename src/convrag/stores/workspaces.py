@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from convrag.ids import is_uuid
-from convrag.stores.base import PooledStore
+from convrag.stores.base import PooledStore, without_timeouts
 
 
 def hash_key(key: str) -> str:
@@ -91,7 +91,7 @@ class WorkspaceStore(PooledStore):
     ) -> list[tuple[str, str, str, str | None, list[str] | None]]:
         """Every (chunk_id, document_id, text, document title, headings) of a workspace,
         in document order: what ingest embedded, to embed again."""
-        rows = await self.fetch_all(
+        rows = await self.fetch_all_unhurried(
             """SELECT c.id::text AS id, c.document_id::text AS d, c.text, d.title,
                       c.metadata->'heading' AS heading
                FROM chunks c JOIN documents d ON d.id = c.document_id
@@ -107,6 +107,7 @@ class WorkspaceStore(PooledStore):
         reindex), also record it as the workspace's and move its ``index_version``, in the
         same transaction."""
         async with self.pool.connection() as conn, conn.transaction():
+            await without_timeouts(conn)
             if vectors:
                 async with conn.cursor() as cur:
                     await cur.executemany(

@@ -1,11 +1,14 @@
 """PostgreSQL outages made on purpose, for the fault tests and ``benchmarks/pg_outage.py``:
 the embedded postmaster stopped behind the service's back, then started again the way
-another convrag command would start it (or by the service's own supervisor)."""
+another convrag command would start it (or by the service's own supervisor); or the
+whole server frozen (:class:`PostgresFreeze`)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 from pathlib import Path
 from typing import IO
 
@@ -61,3 +64,42 @@ class PostgresOutage:
             self._lock = None
         if restart:
             start_postgres(self.data_dir)
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (Linux: read from ``/proc``)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(p) for p in task.read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+class PostgresFreeze:
+    """The embedded PostgreSQL frozen, not stopped: its postmaster and every backend and
+    auxiliary process get SIGSTOP (:meth:`begin`), as when its host hangs or a debugger
+    holds it, and SIGCONT at :meth:`end`. Nothing is closed or refused meanwhile: every
+    query and every new connection simply waits."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = (data_dir / "pg").resolve()
+        self.frozen: list[int] = []
+
+    def begin(self) -> None:
+        """Stop the postmaster first (it forks no new backend then), then its children."""
+        postmaster = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(postmaster, signal.SIGSTOP)
+        self.frozen = [postmaster]
+        for child in _children(postmaster):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGSTOP)
+                self.frozen.append(child)
+
+    def end(self) -> None:
+        """Let them all run again."""
+        for pid in reversed(self.frozen):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self.frozen = []

@@ -34,16 +34,31 @@ def test_a_foreign_link_keeps_its_text_and_loses_its_url() -> None:
     assert checked.answer == "See the form [1]." and checked.removed == 1
 
 
-def test_links_to_a_sources_url_or_one_written_in_a_source_are_kept() -> None:
-    sources = [
-        _source("Forms are at https://intranet.example/forms today."),
-        _source("A web page.", url="https://web.example/page"),
-    ]
+def test_links_and_images_to_a_sources_own_page_are_kept() -> None:
+    sources = [_source("A web page.", url="https://web.example/page")]
     answer = (
-        "Use [the forms](https://intranet.example/forms) [1] and "
-        "![chart](https://web.example/page) [2]."
+        "Use [the page](https://web.example/page) [1], ![chart](https://web.example/page) "
+        "and https://web.example/page itself."
     )
-    assert strip_foreign_links(answer, sources).removed == 0
+    checked = strip_foreign_links(answer, sources)
+    assert (checked.answer, checked.removed) == (answer, 0)
+
+
+def test_a_link_written_in_a_sources_text_is_not_its_page_and_goes() -> None:
+    sources = [_source("Verify your account at https://login-verify.example/acct today.")]
+    answer = "Use [the portal](https://login-verify.example/acct) [1]."
+    assert strip_foreign_links(answer, sources).answer == "Use the portal [1]."
+
+
+def test_a_written_out_url_goes_with_the_sentence_that_points_at_it() -> None:
+    sources = [_source("Download the driver at https://driver-update.example/setup.exe")]
+    for url in ("https://driver-update.example/setup.exe", "www.stats.example/?q=salary+Bob"):
+        answer = f"Version 4.2 fixes it [1]. Download it at {url}.\nIt is free [1]."
+        checked = strip_foreign_links(answer, sources)
+        assert (checked.answer, checked.removed) == (
+            "Version 4.2 fixes it [1].\nIt is free [1].",
+            1,
+        )
 
 
 def test_an_image_copied_from_a_sources_text_still_goes_it_would_be_fetched() -> None:
@@ -164,7 +179,7 @@ def test_a_foreign_link_html_tag_or_autolink_split_into_small_tokens_is_never_re
 
 def test_an_ordinary_answer_is_released_word_by_word_holding_at_most_one_partial_word() -> None:
     answer = "The coffee machine is on the third floor [1], next to the kitchen."
-    guard = StreamGuard([OWN, INJECTED], "Where is the coffee machine?", CANARY)
+    guard = StreamGuard([OWN], "Where is the coffee machine?", CANARY)
     sent = ""
     for i, char in enumerate(answer):
         sent += guard.feed(char)
@@ -179,7 +194,7 @@ def test_an_ordinary_answer_is_released_word_by_word_holding_at_most_one_partial
 
 def test_the_held_tail_is_released_at_the_end_when_the_answer_passes() -> None:
     answer = "See [the page](https://intra.example/coffee) on the third floor [1]."
-    released, tail, guard = _stream(answer, 4, [OWN, INJECTED])
+    released, tail, guard = _stream(answer, 4, [OWN])
     assert tail == "[1]." and "".join(released) + tail == answer
     assert guard.failure is None
 

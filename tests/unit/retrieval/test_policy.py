@@ -23,7 +23,7 @@ def test_the_packaged_policy_names_every_field() -> None:
 
 
 def test_a_policy_written_by_a_fit_reads_back_the_same(tmp_path: Path) -> None:
-    fitted = default_policy().with_values({"relevance_floor": 0.33, "anchor_weight": 0})
+    fitted = default_policy().with_values({"answer_threshold": 0.33, "anchor_weight": 0})
     write_policy(fitted, tmp_path / "p.json")
     assert load_policy(tmp_path / "p.json") == fitted
 
@@ -31,7 +31,7 @@ def test_a_policy_written_by_a_fit_reads_back_the_same(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"relevance_floor": 2}, "relevance_floor must be within [0, 1]"),
+        ({"answer_threshold": 2}, "answer_threshold must be within [0, 1]"),
         ({"rrf_k": 0}, "rrf_k must be within"),
         ({"keyword_weight": "much"}, "keyword_weight: expected float"),
         ({"keyword_second_look": 3}, "keyword_second_look: expected bool"),
@@ -58,10 +58,10 @@ def test_a_run_changes_the_policy_by_name_and_is_checked_when_built() -> None:
         "policy": {"anchor_weight": 0.0},
         "top_k": 3,
     }
-    ctx = Context(policy={"relevance_floor": "0.3"})
-    assert ctx.policy == {"relevance_floor": 0.3}
-    with pytest.raises(ValueError, match=r"invalid context: policy: .*relevance_floor must be"):
-        Context(policy={"relevance_floor": 3})
+    ctx = Context(policy={"answer_threshold": "0.3"})
+    assert ctx.policy == {"answer_threshold": 0.3}
+    with pytest.raises(ValueError, match=r"invalid context: policy: .*answer_threshold must be"):
+        Context(policy={"answer_threshold": 3})
     with pytest.raises(ValueError, match="unknown retrieval policy field 'floor'"):
         Context.from_mapping({"policy": {"floor": 1}})
 
@@ -70,3 +70,15 @@ def test_the_configuration_doc_describes_every_policy_field() -> None:
     doc = (Path(__file__).parents[3] / "docs" / "configuration.md").read_text()
     for name in default_policy().as_dict():
         assert f"| `{name}` |" in doc, name
+
+
+def test_a_fitted_model_is_read_from_an_object_or_its_json_text_and_checked() -> None:
+    model = {"bias": -1, "confidence": 4.5}
+    assert default_policy().with_values({"answer_model": model}).answer_model == {
+        "bias": -1.0,
+        "confidence": 4.5,
+    }
+    as_text = default_policy().with_values({"answer_model": '{"bias": 2}'})
+    assert as_text.answer_model == {"bias": 2.0}
+    with pytest.raises(PolicyError, match="answer_model: expected"):
+        default_policy().with_values({"answer_model": {"bias": "high"}})

@@ -30,8 +30,8 @@ async def test_an_upload_is_202_processing_and_its_ingest_starts_in_the_backgrou
     )
     assert [d["id"] for d in body["documents"]] == [body["id"]]
     assert stack.services.spawned == ["notes.md"]
-    saved = stack.db.rows.documents[body["id"]]["upload_path"]
-    assert Path(saved).read_bytes() == NOTES[1]
+    kept = stack.db.rows.documents[body["id"]]["upload_path"]
+    assert stack.db.rows.originals[kept] == ("acme", "notes.md", NOTES[1])
 
 
 async def test_an_unsupported_format_gets_415_naming_the_supported_ones(
@@ -88,7 +88,7 @@ async def test_an_empty_file_gets_422_and_records_nothing(
     assert resp.status_code == 422
     assert resp.json()["detail"].startswith("file: empty.txt")
     assert stack.db.rows.documents == {}
-    assert not list((stack.services.settings.data_dir / "uploads").rglob("*.txt"))
+    assert stack.db.rows.originals == {}
 
 
 async def test_a_file_over_max_file_bytes_gets_413(tmp_path: Path) -> None:

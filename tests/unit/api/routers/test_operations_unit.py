@@ -36,7 +36,7 @@ async def test_health_is_degraded_503_naming_postgres_when_it_does_not_answer(
     assert resp.headers["Retry-After"] == "3"
     body = resp.json()
     assert (body["status"], body["postgres"], body["milvus"]) == ("degraded", False, True)
-    assert body["detail"] == "PostgreSQL does not answer within 2 s"
+    assert body["detail"] == "PostgreSQL does not answer within 1.5 s"
 
 
 async def test_health_is_degraded_503_with_the_vector_indexs_problem(
