@@ -237,7 +237,7 @@ def services_with_dense_engine(services: Any, engine: str) -> Any:
         services.db,
         services.index,
         services.embedder,
-        keyword_engine=keyword_engine_for(services.settings, is_lite=services.index.is_lite),
+        keyword_engine=keyword_engine_for(services.settings, services.index),
         dense_engine=engine,  # type: ignore[arg-type]
         policy=services.policy,
     )

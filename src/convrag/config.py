@@ -34,6 +34,7 @@ DEFAULT_MAX_RECORDS = 200_000
 
 KeywordEngine = Literal["auto", "bm25s", "milvus"]
 DenseEngine = Literal["auto", "numpy", "milvus"]
+MilvusConsistency = Literal["Strong", "Bounded", "Session", "Eventually"]
 
 MAX_TTL_DAYS = 36500
 """The longest ``CONVERSATION_TTL_DAYS`` (100 years): past it, the cut-off date would
@@ -110,11 +111,20 @@ class Settings(BaseSettings):
         default="convrag_chunks",
         validation_alias=AliasChoices("MILVUS_COLLECTION", "milvus_collection"),
     )
+    milvus_consistency: MilvusConsistency | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MILVUS_CONSISTENCY", "milvus_consistency"),
+        description="Consistency level of Milvus searches: unset means Bounded on a Milvus "
+        "server (a Strong search waits for the server's next tick, about 0.2-0.4 s) and "
+        "Strong on Milvus Lite. Ingests and deletes end with one strong read, so a search "
+        "that follows finds them at any level (docs/operations.md).",
+    )
     keyword_engine: KeywordEngine = Field(
         default="auto",
         validation_alias=AliasChoices("KEYWORD_ENGINE", "keyword_engine"),
-        description="BM25 engine: 'bm25s' in process, 'milvus' server-side; 'auto' picks bm25s "
-        "on Milvus Lite (about 150x faster there) and milvus on a real server.",
+        description="BM25 engine: 'bm25s' in process, 'milvus' server-side (needs Milvus >= "
+        "2.5); 'auto' picks bm25s on Milvus Lite (about 150x faster there) and on a server "
+        "without BM25, milvus on a real server that has it.",
     )
     dense_engine: DenseEngine = Field(
         default="auto",
@@ -421,6 +431,13 @@ class Settings(BaseSettings):
             rewrite_timeout_s=self.rewrite_timeout_s,
             web_timeout_s=self.web_search_timeout_s,
         )
+
+    @property
+    def effective_milvus_consistency(self) -> MilvusConsistency:
+        """``milvus_consistency``, or its default for the Milvus in use."""
+        if self.milvus_consistency is not None:
+            return self.milvus_consistency
+        return "Strong" if self.is_milvus_lite else "Bounded"
 
     @property
     def effective_ingest_threads(self) -> int:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from convrag.config import Settings
@@ -146,10 +147,12 @@ INGEST_PIDS = "ingest-pids"
 start after a crash to stop the child the crashed process left (``convrag.children``)."""
 
 
-def keyword_engine_for(settings: Settings, *, is_lite: bool) -> Literal["bm25s", "milvus"]:
+def keyword_engine_for(settings: Settings, index: VectorIndex) -> Literal["bm25s", "milvus"]:
+    """``KEYWORD_ENGINE``; 'auto' is Milvus's BM25 on a server whose collection has it
+    (after :meth:`VectorIndex.setup`), else bm25s in process."""
     if settings.keyword_engine != "auto":
         return settings.keyword_engine
-    return "bm25s" if is_lite else "milvus"
+    return "milvus" if index.bm25 and not index.is_lite else "bm25s"
 
 
 def dense_engine_for(settings: Settings, *, is_lite: bool) -> Literal["numpy", "milvus"]:
@@ -204,7 +207,12 @@ async def open_services(
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
         index = await stack.enter_async_context(
             VectorIndex.open(
-                milvus_uri, settings.milvus_collection, embedder.dim, token=token, is_lite=is_lite
+                milvus_uri,
+                settings.milvus_collection,
+                embedder.dim,
+                token=token,
+                is_lite=is_lite,
+                consistency=settings.effective_milvus_consistency,
             )
         )
         # Workers starting together on a fresh store would all create the checkpoint
@@ -212,12 +220,14 @@ async def open_services(
         async with db.exclusive(SETUP_LOCK):
             await db.setup()
             await _keep_originals_shared(db, settings)
-            await asyncio.to_thread(index.setup)
+            await asyncio.to_thread(
+                partial(index.setup, bm25_required=settings.keyword_engine == "milvus")
+            )
         searcher = HybridSearcher(
             db,
             index,
             BatchingEmbedder(embedder),
-            keyword_engine=keyword_engine_for(settings, is_lite=is_lite),
+            keyword_engine=keyword_engine_for(settings, index),
             dense_engine=dense_engine_for(settings, is_lite=is_lite),
             policy=policy,
         )

@@ -1,4 +1,5 @@
-"""The vector index: one Milvus collection with a dense vector and a BM25 sparse field.
+"""The vector index: one Milvus collection with a dense vector and, where the server has
+BM25 (Milvus >= 2.5, and Lite), a BM25 sparse field (``stores/milvus_schema.py``).
 
 The same code talks to the managed Milvus Lite server (default) and to a Milvus
 standalone or cluster (``MILVUS_URI``). Rows carry ``workspace_id`` (the partition key)
@@ -8,11 +9,12 @@ Dense search has two engines: ``milvus`` (the server's index) and ``numpy`` (exa
 search over the workspace's vectors, loaded from Milvus into the process). Keyword search
 has two too (see ``BENCHMARKS.md``):
 
-* ``milvus``: the collection's BM25 function, server side. Right for a real Milvus.
+* ``milvus``: the collection's BM25 function, server side. Right for a real Milvus that
+  has it.
 * ``bm25s``: an in-process ``bm25s`` index per workspace, rebuilt from Postgres when the
   workspace's ``index_version`` moves. Milvus Lite is a pure-Python engine whose BM25
   costs about 195 ms at 100k rows against about 1.3 ms for bm25s, so ``auto`` picks
-  bm25s on Lite.
+  bm25s on Lite, and on a server or collection without BM25.
 """
 
 from __future__ import annotations
@@ -23,16 +25,25 @@ import logging
 import math
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-from pymilvus import DataType, Function, FunctionType, MilvusClient, MilvusException
 
 from convrag.embeddings import Matrix
 from convrag.ids import check_id
+from convrag.stores.milvus_client import ReloadingMilvusClient
+from convrag.stores.milvus_schema import (
+    BM25_MIN,
+    Layout,
+    MilvusUnsupported,
+    create,
+    existing_layout,
+    named,
+    server_features,
+)
 from convrag.text.lexicon import NOT_SUBJECT
 from convrag.text.tokens import phrasal_compounds, spelled_out
 
@@ -47,100 +58,7 @@ conversation's delete clears them (:meth:`VectorIndex.delete_conversation`)."""
 
 log = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-
-COLLECTION_NOT_LOADED = 101
-"""Milvus's error code for a call on a collection that is not loaded (``released``)."""
-
-
-def collection_released(exc: BaseException) -> bool:
-    """Whether ``exc`` is Milvus refusing a read because the collection is not loaded: what
-    every search, query and delete met after a Milvus (Lite) restart, which starts with
-    every collection released."""
-    if not isinstance(exc, MilvusException):
-        return False
-    message = str(getattr(exc, "message", "") or exc).lower()
-    return exc.code == COLLECTION_NOT_LOADED or "released" in message or "not loaded" in message
-
-
-class ReloadingMilvusClient(MilvusClient):  # type: ignore[misc]  # pymilvus is untyped
-    """A Milvus client that loads a released collection again and retries the call once.
-
-    A Milvus (Lite) server started again (the embedded one's supervisor restarts a killed
-    child at the same port, in this process or in the ``serve --workers`` parent) has
-    every collection released: the gRPC channel reconnects by itself, but every query,
-    search and delete failed with "in state 'released'" until a process restart. Any
-    process that meets the error loads the collection again, whoever restarted the server.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._reload_lock = threading.Lock()
-
-    def reload(self, collection: str) -> bool:
-        """Load ``collection`` unless it is loaded already; True when this call loaded it."""
-        with self._reload_lock:  # concurrent callers that met the error load it once
-            if self.is_loaded(collection):
-                return False
-            self.load_collection(collection)
-        log.warning(
-            "Milvus collection %r was released (its server restarted); loaded again", collection
-        )
-        return True
-
-    def is_loaded(self, collection: str) -> bool:
-        """Whether ``collection`` is loaded, so that searches and queries can run on it."""
-        from pymilvus.client.types import LoadState
-
-        return bool(self.get_load_state(collection).get("state") == LoadState.Loaded)
-
-    def reloading(self, collection: str, call: Callable[[], _T]) -> _T:
-        """``call()``, and once more after loading ``collection`` if it was released."""
-        try:
-            return call()
-        except MilvusException as exc:
-            if not collection_released(exc):
-                raise
-        self.reload(collection)
-        return call()
-
-    def search(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).search(collection_name, *args, **kwargs),
-        )
-
-    def hybrid_search(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).hybrid_search(
-                collection_name, *args, **kwargs
-            ),
-        )
-
-    def query(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).query(collection_name, *args, **kwargs),
-        )
-
-    def get(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).get(collection_name, *args, **kwargs),
-        )
-
-    def delete(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).delete(collection_name, *args, **kwargs),
-        )
-
-    def upsert(self, collection_name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.reloading(
-            collection_name,
-            lambda: super(ReloadingMilvusClient, self).upsert(collection_name, *args, **kwargs),
-        )
+_USE_BM25S = "set KEYWORD_ENGINE=auto or bm25s (keyword search in process)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,87 +85,104 @@ class VectorIndex:
     """The Milvus collection of one deployment (all workspaces)."""
 
     def __init__(
-        self, client: ReloadingMilvusClient, collection: str, dim: int, *, is_lite: bool
+        self,
+        client: ReloadingMilvusClient,
+        collection: str,
+        dim: int,
+        *,
+        is_lite: bool,
+        consistency: str = "Strong",
     ) -> None:
         self.client = client
         self.collection = collection
         self.dim = dim
         self.is_lite = is_lite
+        self.consistency = consistency
+        """The consistency level of searches and queries (``MILVUS_CONSISTENCY``); writes
+        end with a strong read (:meth:`settle`), so a level below ``Strong`` still finds
+        every finished ingest and delete."""
+        self.bm25 = True
+        """Whether the collection has the BM25 field (set by :meth:`setup`)."""
+        self.upserts = True
+        """Whether the server's upsert is used, or a delete and an insert (set by
+        :meth:`setup`, see :data:`~convrag.stores.milvus_schema.UPSERT_MIN`)."""
         self._lock = threading.Lock()
         self._unflushed = 0
-        #: Seal growing rows after this many writes: Lite searches them row by row.
-        self.autoflush_rows = 2000
+        #: Seal growing rows after this many writes: Lite searches them row by row. A
+        #: server seals segments itself (a flush per 2,000 rows made small segments and
+        #: cost a second each on the 2.3.5 standalone).
+        self.autoflush_rows = 2000 if is_lite else None
 
     @classmethod
     def connect(
-        cls, uri: str, collection: str, dim: int, *, token: str | None = None, is_lite: bool
+        cls,
+        uri: str,
+        collection: str,
+        dim: int,
+        *,
+        token: str | None = None,
+        is_lite: bool,
+        consistency: str = "Strong",
     ) -> VectorIndex:
         # Milvus Lite's gRPC server accepts a client ping at most every 5 minutes (gRPC's
         # default); pymilvus pings every 10 s, so Lite answered GOAWAY "too_many_pings",
         # logged at error level. A Milvus server allows the 10 s keepalive.
         options = {"grpc_options": {"grpc.keepalive_time_ms": 300_000}} if is_lite else {}
         client = ReloadingMilvusClient(uri=uri, token=token or "", **options)
-        return cls(client, collection, dim, is_lite=is_lite)
+        return cls(client, collection, dim, is_lite=is_lite, consistency=consistency)
 
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, uri: str, collection: str, dim: int, *, token: str | None = None, is_lite: bool
+        cls,
+        uri: str,
+        collection: str,
+        dim: int,
+        *,
+        token: str | None = None,
+        is_lite: bool,
+        consistency: str = "Strong",
     ) -> AsyncIterator[VectorIndex]:
         """Connect for the block's lifetime; call :meth:`setup` before the first write."""
         index = await asyncio.to_thread(
-            cls.connect, uri, collection, dim, token=token, is_lite=is_lite
+            cls.connect, uri, collection, dim, token=token, is_lite=is_lite, consistency=consistency
         )
         try:
             yield index
         finally:
             index.client.close()
 
-    def setup(self) -> None:
-        """Create the collection and its indexes if missing (idempotent)."""
+    def setup(self, *, bm25_required: bool = False) -> None:
+        """Make the collection ready: check the server's version, then create the collection
+        laid out for it if missing, or check the one there and load it. ``bm25_required``
+        (``KEYWORD_ENGINE=milvus``) fails the start where the collection cannot have BM25.
+        Raises :class:`MilvusUnsupported` or :class:`CollectionUnusable` naming the fix."""
+        features = server_features(self.client)
+        if bm25_required:
+            features.require(BM25_MIN, "KEYWORD_ENGINE=milvus (BM25 in Milvus)", _USE_BM25S)
+        self.upserts = features.upsert
+        layout = None
         if self.client.has_collection(self.collection):
-            fields = self.client.describe_collection(self.collection)["fields"]
-            for f in fields:
-                if f["name"] == "dense" and int(f["params"].get("dim", self.dim)) != self.dim:
-                    raise RuntimeError(
-                        f"collection {self.collection!r} holds {f['params']['dim']}-d vectors but "
-                        f"the embedding model gives {self.dim}-d; use another MILVUS_COLLECTION "
-                        "or re-ingest into a fresh data directory"
-                    )
+            layout = existing_layout(self.client, self.collection, self.dim, features)
+        if layout is None:
+            layout = Layout(self.dim, bm25=features.bm25)
+            create(
+                self.client,
+                self.collection,
+                layout,
+                is_lite=self.is_lite,
+                consistency=self.consistency,
+            )
+        elif bm25_required and not layout.bm25:
+            raise MilvusUnsupported(
+                f"KEYWORD_ENGINE=milvus needs the BM25 field, which the collection "
+                f"{self.collection!r} was made without (on a Milvus before {named(BM25_MIN)}); "
+                f"{_USE_BM25S}, or ingest into a new MILVUS_COLLECTION"
+            )
+        else:
             # A restarted server lists the collection as released until it is loaded.
             self.client.load_collection(self.collection)
-            return
-        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("chunk_id", DataType.VARCHAR, max_length=64, is_primary=True)
-        schema.add_field("workspace_id", DataType.VARCHAR, max_length=64, is_partition_key=True)
-        schema.add_field("document_id", DataType.VARCHAR, max_length=64)
-        # ``kind`` and ``conversation_id`` told conversation memory's rows apart: every
-        # row written now is a chunk, but a collection keeps one schema across versions.
-        schema.add_field("kind", DataType.VARCHAR, max_length=16)
-        schema.add_field("conversation_id", DataType.VARCHAR, max_length=64)
-        schema.add_field("text", DataType.VARCHAR, max_length=65535, enable_analyzer=True)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(
-            Function(
-                name="text_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["text"],
-                output_field_names=["sparse"],
-            )
-        )
-        index = self.client.prepare_index_params()
-        # Lite builds IVF_FLAT in about 2 s at 100k rows (HNSW takes minutes on 2 cores).
-        index.add_index(
-            "dense",
-            index_type="IVF_FLAT" if self.is_lite else "AUTOINDEX",
-            metric_type="COSINE",
-            params={"nlist": 128} if self.is_lite else {},
-        )
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        self.client.create_collection(
-            self.collection, schema=schema, index_params=index, consistency_level="Strong"
-        )
+        self.bm25 = layout.bm25
 
     def _filter(self, workspace_id: str) -> str:
         """The workspace's chunks: the rows every read looks at."""
@@ -270,10 +205,15 @@ class VectorIndex:
             for r in rows
         ]
         for start in range(0, len(data), 1000):
-            self.client.upsert(self.collection, data[start : start + 1000])
+            part = data[start : start + 1000]
+            if self.upserts:
+                self.client.upsert(self.collection, part)
+            else:
+                self.client.delete(self.collection, ids=[r["chunk_id"] for r in part])
+                self.client.insert(self.collection, part)
         with self._lock:
             self._unflushed += len(data)
-            due = self._unflushed >= self.autoflush_rows
+            due = self.autoflush_rows is not None and self._unflushed >= self.autoflush_rows
         if due:
             self.flush()
 
@@ -283,6 +223,7 @@ class VectorIndex:
             filter=f'workspace_id == "{check_id(workspace_id)}" and '
             f'document_id == "{check_id(document_id, "document")}"',
         )
+        self.settle()
 
     def delete_conversation(self, workspace_id: str, conversation_id: str) -> None:
         """Delete the conversation's rows: the ``memory`` vectors of its turns that
@@ -294,15 +235,35 @@ class VectorIndex:
         )
 
     def flush(self) -> None:
-        """Seal growing rows (Milvus Lite searches them in Python, about 30x slower)."""
+        """Seal growing rows (Milvus Lite searches them in Python, about 30x slower), and
+        :meth:`settle`: an ingest ends here."""
         with self._lock:
             self._unflushed = 0
         self.client.flush(self.collection)
+        self.settle()
+
+    def settle(self) -> None:
+        """Return once every search sees the writes made before: one strong read, which
+        waits until the server has applied them. A server applies writes in order, so
+        the searches that follow, at any consistency level and from any process on it,
+        find them (the ingest and the delete end here, before the workspace's
+        ``index_version`` moves). Nothing to wait for when every read is strong."""
+        if self.consistency != "Strong":
+            self.client.query(
+                self.collection,
+                filter='chunk_id == ""',
+                output_fields=["chunk_id"],
+                limit=1,
+                consistency_level="Strong",
+            )
 
     def count(self, workspace_id: str) -> int:
         """The workspace's chunks."""
         res = self.client.query(
-            self.collection, filter=self._filter(workspace_id), output_fields=["count(*)"]
+            self.collection,
+            filter=self._filter(workspace_id),
+            output_fields=["count(*)"],
+            consistency_level=self.consistency,
         )
         return int(res[0]["count(*)"]) if res else 0
 
@@ -312,6 +273,7 @@ class VectorIndex:
             filter=f'workspace_id == "{check_id(workspace_id)}" and '
             f'document_id == "{check_id(document_id, "document")}"',
             output_fields=["chunk_id"],
+            consistency_level=self.consistency,
         )
         return [str(r["chunk_id"]) for r in res]
 
@@ -381,11 +343,18 @@ class VectorIndex:
             limit=limit,
             filter=self._filter(workspace_id),
             search_params={"metric_type": "COSINE", "params": {"nprobe": 16}},
-            output_fields=["document_id", "text", *(["dense"] if vectors else [])],
+            # The key by name: a Milvus before 2.4 names it ``id`` in its results.
+            output_fields=["chunk_id", "document_id", "text", *(["dense"] if vectors else [])],
+            consistency_level=self.consistency,
         )
         return res[0]
 
     def bm25_search(self, workspace_id: str, query: str, limit: int) -> list[Hit]:
+        if not self.bm25:
+            raise MilvusUnsupported(
+                f"the collection {self.collection!r} has no BM25 field: search keywords in "
+                "process (KEYWORD_ENGINE=bm25s)"
+            )
         res = self.client.search(
             self.collection,
             data=[query],
@@ -393,7 +362,8 @@ class VectorIndex:
             limit=limit,
             filter=self._filter(workspace_id),
             search_params={"metric_type": "BM25"},
-            output_fields=["document_id", "text"],
+            output_fields=["chunk_id", "document_id", "text"],
+            consistency_level=self.consistency,
         )
         # Lite returns BM25 distances negated; the order is right either way.
         return _hits(res[0], absolute=True)
@@ -411,7 +381,8 @@ class VectorIndex:
         return self.problem() is None
 
     def problem(self) -> str | None:
-        """What makes the index unusable now, in words, or None (see :meth:`ping`)."""
+        """What makes the index unusable now, in words, or None (see :meth:`ping`): what a
+        search needs, the collection loaded and a search on it answering."""
         name = self.collection
         try:
             if not self.client.has_collection(name):
@@ -423,7 +394,25 @@ class VectorIndex:
         except Exception as exc:
             log.warning("loading the released Milvus collection %r failed: %s", name, exc)
             return f"the Milvus collection {name!r} is released and could not be loaded again"
+        try:
+            self._probe()
+        except Exception as exc:
+            log.warning("a probe search of the Milvus collection %r failed: %s", name, exc)
+            return f"the Milvus collection {name!r} is loaded but a search on it fails"
         return None
+
+    def _probe(self) -> None:
+        """One dense search, of a workspace that holds no rows: the path every search takes
+        (a collection still loading after a restart answers none yet)."""
+        self.client.search(
+            self.collection,
+            data=[[1.0] + [0.0] * (self.dim - 1)],
+            anns_field="dense",
+            limit=1,
+            filter=f'workspace_id == "" and kind == "{KIND_CHUNK}"',
+            search_params={"metric_type": "COSINE", "params": {"nprobe": 1}},
+            consistency_level=self.consistency,
+        )
 
 
 def rocchio(query: Matrix, first: Matrix, weight: float) -> Matrix:
