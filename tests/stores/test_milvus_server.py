@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -190,6 +192,24 @@ async def test_keyword_search_in_milvus_on_a_2_3_server_fails_naming_2_5_and_lea
         assert not index.client.has_collection(collection)
     finally:
         index.client.close()
+
+
+def test_serve_asking_keyword_search_in_milvus_of_a_2_3_server_exits_2_in_one_line(
+    services: Services, milvus_uri: str
+) -> None:
+    """``convrag serve`` checks the server before any store starts: one line naming the
+    version, exit 2, no traceback (inside the app's start it would be one)."""
+    with scratch_dir("serve-bm25") as data_dir:
+        env = {**_env(services, milvus_uri, data_dir), "KEYWORD_ENGINE": "milvus"}
+        done = subprocess.run(
+            [sys.executable, "-m", "convrag.cli", "serve", "--port", str(free_port())],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "needs Milvus >= 2.5" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_half_made_collection_is_made_again_when_empty_and_refused_when_it_holds_rows(

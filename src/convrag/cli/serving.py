@@ -174,6 +174,8 @@ def _check_serve(
         _check_data_dir(settings)
     if settings.database_url is not None:
         _check_database(settings.database_url.get_secret_value())
+    if settings.milvus_uri is not None and not settings.is_milvus_lite:
+        _check_milvus(settings)
     return workspace
 
 
@@ -390,6 +392,32 @@ def _check_database(url: str) -> None:
         asyncio.run(first_connection(url))
     except ValueError as exc:
         raise fail(exc) from None
+
+
+def _check_milvus(settings: Settings) -> None:
+    """Exit 2 naming the minimum version when the Milvus server at ``MILVUS_URI`` is too
+    old for what the settings ask of it, before the service starts: inside its startup
+    the same failure is a traceback. A server that does not answer is left to the start,
+    which reports it."""
+    from pymilvus import MilvusClient
+    from pymilvus.exceptions import MilvusException
+
+    from convrag.stores.milvus_schema import required_features
+
+    assert settings.milvus_uri is not None
+    token = settings.milvus_token.get_secret_value() if settings.milvus_token else ""
+    try:
+        client = MilvusClient(uri=settings.milvus_uri, token=token, timeout=5)
+    except MilvusException:
+        return
+    try:
+        required_features(client, bm25_required=settings.keyword_engine == "milvus")
+    except ValueError as exc:
+        raise fail(exc) from None
+    except MilvusException:
+        return
+    finally:
+        client.close()
 
 
 def _check_data_dir(settings: Settings) -> None:

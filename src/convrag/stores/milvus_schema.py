@@ -101,6 +101,20 @@ class ServerFeatures:
             )
 
 
+USE_BM25S = "set KEYWORD_ENGINE=auto or bm25s (keyword search in process)"
+"""The remedy when the server has no BM25: keyword search in process."""
+
+
+def required_features(client: MilvusClient, *, bm25_required: bool) -> ServerFeatures:
+    """The server's features, checked against what the settings ask of it: raises
+    :class:`MilvusUnsupported` naming the minimum version when the server is too old for
+    convrag, or for ``KEYWORD_ENGINE=milvus`` (``bm25_required``)."""
+    features = server_features(client)
+    if bm25_required:
+        features.require(BM25_MIN, "KEYWORD_ENGINE=milvus (BM25 in Milvus)", USE_BM25S)
+    return features
+
+
 def server_features(client: MilvusClient) -> ServerFeatures:
     """The server's features; raises :class:`MilvusUnsupported` below :data:`MILVUS_MIN`."""
     features = ServerFeatures.of(str(client.get_server_version()))

@@ -37,12 +37,13 @@ from convrag.ids import check_id
 from convrag.stores.milvus_client import ReloadingMilvusClient
 from convrag.stores.milvus_schema import (
     BM25_MIN,
+    USE_BM25S,
     Layout,
     MilvusUnsupported,
     create,
     existing_layout,
     named,
-    server_features,
+    required_features,
 )
 from convrag.text.lexicon import NOT_SUBJECT
 from convrag.text.tokens import phrasal_compounds, spelled_out
@@ -58,7 +59,7 @@ conversation's delete clears them (:meth:`VectorIndex.delete_conversation`)."""
 
 log = logging.getLogger(__name__)
 
-_USE_BM25S = "set KEYWORD_ENGINE=auto or bm25s (keyword search in process)"
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +158,7 @@ class VectorIndex:
         laid out for it if missing, or check the one there and load it. ``bm25_required``
         (``KEYWORD_ENGINE=milvus``) fails the start where the collection cannot have BM25.
         Raises :class:`MilvusUnsupported` or :class:`CollectionUnusable` naming the fix."""
-        features = server_features(self.client)
-        if bm25_required:
-            features.require(BM25_MIN, "KEYWORD_ENGINE=milvus (BM25 in Milvus)", _USE_BM25S)
+        features = required_features(self.client, bm25_required=bm25_required)
         self.upserts = features.upsert
         layout = None
         if self.client.has_collection(self.collection):
@@ -177,7 +176,7 @@ class VectorIndex:
             raise MilvusUnsupported(
                 f"KEYWORD_ENGINE=milvus needs the BM25 field, which the collection "
                 f"{self.collection!r} was made without (on a Milvus before {named(BM25_MIN)}); "
-                f"{_USE_BM25S}, or ingest into a new MILVUS_COLLECTION"
+                f"{USE_BM25S}, or ingest into a new MILVUS_COLLECTION"
             )
         else:
             # A restarted server lists the collection as released until it is loaded.
