@@ -4,7 +4,8 @@ dev extras install it), started once for the module in a directory of its own.
 A 2.3 server has neither sparse vectors (2.4) nor BM25 (2.5): the collection is made
 without the BM25 field and keyword search runs in process; ``KEYWORD_ENGINE=milvus``
 fails the start naming the version it needs. ``convrag ingest`` and ``convrag serve`` on
-it answer as the embedded default (Milvus Lite) does, with no LLM. Where the server cannot
+it answer as the embedded default (Milvus Lite) does, with no LLM, on the sample
+documents and on a sample of a dev domain's corpus (ClapNQ). Where the server cannot
 start (the package missing, a platform its binary does not run on), the module is skipped
 and says why; ``CONVRAG_SKIP_MILVUS_SERVER=1`` skips it on purpose.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -41,8 +43,24 @@ QUESTIONS = [
     ["What is the total salary of John Doe?"],
     ["How do volcanic eruptions begin?"],
     ["What is the capital of Peru?"],
+    ["what makes the different shapes of the moon", "Where do guinea pigs sleep in the wild?"],
+    ["where does water go after it enters a storm drain"],
+    ["when did the wall in berlin come down"],
 ]
-"""Conversations of one or more turns on the sample documents (the last: not found)."""
+"""Conversations of one or more turns on the sample documents (the fifth: not found) and
+on a sample of MTRAG's ClapNQ corpus (a dev domain)."""
+
+CLAPNQ_SAMPLE = Path(__file__).parents[1] / "data" / "mtrag_clapnq_sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample documents and the ClapNQ sample, in one folder."""
+    folder = tmp_path_factory.mktemp("documents")
+    for path in [*SAMPLES.iterdir(), CLAPNQ_SAMPLE]:
+        if path.is_file():
+            shutil.copy(path, folder / path.name)
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +100,10 @@ def _env(services: Services, milvus_uri: str, data_dir: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 async def served(
-    services: Services, milvus_uri: str, tmp_path_factory: pytest.TempPathFactory
+    services: Services,
+    milvus_uri: str,
+    documents: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[tuple[Server, Path]]:
     """``convrag serve --docs`` on the Milvus server, starting: the sample documents
     ingested by ``convrag ingest``'s own functions, then served (one process start, not
@@ -92,7 +113,7 @@ async def served(
     logs = tmp_path_factory.mktemp("milvus-server")
     with scratch_dir("on-milvus") as data_dir:
         env = _env(services, milvus_uri, data_dir)
-        args = ("--docs", str(SAMPLES), "--workspace", workspace)
+        args = ("--docs", str(documents), "--workspace", workspace)
         server = spawn("serve on Milvus 2.3.5", free_port(), logs / "serve.log", env, *args)
         try:
             yield server, data_dir / f"{workspace}.key"
@@ -108,11 +129,11 @@ async def _ready(served: tuple[Server, Path]) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-async def embedded(services: Services) -> AsyncIterator[tuple[str, str]]:
+async def embedded(services: Services, documents: Path) -> AsyncIterator[tuple[str, str]]:
     """The embedded default (Milvus Lite) served in process with the sample documents
     ingested; its URL and the workspace's API key."""
     workspace = f"ws-{uuid.uuid4().hex[:10]}"
-    await ingest_documents(services, workspace, read_documents([SAMPLES], quiet=True).documents)
+    await ingest_documents(services, workspace, read_documents([documents], quiet=True).documents)
     key = await services.db.workspaces.create_api_key(workspace)
     port = free_port()
     server = uvicorn.Server(
@@ -163,6 +184,7 @@ async def test_ingest_and_serve_on_a_milvus_2_3_server_answer_as_the_embedded_de
     assert on_server == await _answers(*embedded)
     assert any(a["sources"] for a in on_server)
     assert "25 days" in on_server[0]["answer"]
+    assert all(a["sources"] for a in on_server[-4:])  # the dev domain's turns are answered
 
 
 async def test_keyword_search_in_milvus_on_a_2_3_server_fails_naming_2_5_and_leaves_no_collection(
