@@ -81,10 +81,17 @@ def milvus_uri() -> Iterator[str]:
             tail = log.read_text(errors="replace")[-1000:] if log.exists() else ""
             server.stop()
             pytest.skip(f"the Milvus 2.3.5 standalone did not start: {exc!r} {tail}")
+        uri = f"http://127.0.0.1:{server.listen_port}"
+        _RUNNING[uri] = server
         try:
-            yield f"http://127.0.0.1:{server.listen_port}"
+            yield uri
         finally:
+            _RUNNING.pop(uri, None)
             server.stop()
+
+
+_RUNNING: dict[str, Any] = {}
+"""The module's Milvus server by its URI: the last test stops it."""
 
 
 def _env(services: Services, milvus_uri: str, data_dir: Path) -> dict[str, str]:
@@ -307,3 +314,36 @@ def test_thousands_of_chunks_written_again_are_each_found_once_by_the_dense_engi
     finally:
         index.client.drop_collection(index.collection)
         index.client.close()
+
+
+async def test_with_the_milvus_server_stopped_no_turn_is_stored_as_not_found(
+    served: tuple[Server, Path], milvus_uri: str
+) -> None:
+    """Last in the module (it stops the server): with the dense list gone, a turn is
+    answered from the in-process keyword list marked low confidence, or fails with a 503;
+    no turn is answered, or stored, as "not found"."""
+    url, key = await _ready(served)
+    await asyncio.to_thread(_RUNNING[milvus_uri].stop)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(timeout=120) as client:
+        created = await client.post(f"{url}/v1/conversations", headers=headers)
+        conversation = f"{url}/v1/conversations/{created.json()['conversation_id']}"
+        replies = [
+            await client.post(
+                f"{conversation}/messages",
+                json={"content": question},
+                headers={**headers, "Accept": "application/json"},
+            )
+            for question in (
+                "How many days of paid annual leave does an employee get?",
+                "when did the wall in berlin come down",
+            )
+        ]
+        stored = (await client.get(conversation, headers=headers)).json()
+    for reply in replies:
+        assert reply.status_code in (200, 503), reply.text
+        if reply.status_code == 200:
+            body = reply.json()
+            assert not body["no_answer"] and body["confidence"] == "low", body
+            assert body["flags"].get("search_degraded"), body["flags"]
+    assert not any((t.get("flags") or {}).get("no_answer") for t in stored["turns"]), stored
