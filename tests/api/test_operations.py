@@ -53,4 +53,4 @@ async def test_health_names_a_store_that_does_not_answer(
     assert health.status_code == 503
     body = health.json()
     assert body["postgres"] is False and body["disk"] is True
-    assert body["detail"] == "PostgreSQL does not answer within 2 s"
+    assert body["detail"] == "PostgreSQL does not answer within 1.5 s"
