@@ -71,4 +71,4 @@ def test_a_text_file_without_a_heading_at_its_top_is_titled_by_its_file_name(
 
 def test_a_text_files_text_is_kept_as_it_is_with_its_title_line(docs_dir: Path) -> None:
     doc = load_path(write(docs_dir, "ls.txt", LS_PAGE), max_bytes=10**6)[0]
-    assert doc.text == LS_PAGE and not doc.headings_marked
+    assert doc.text == LS_PAGE
