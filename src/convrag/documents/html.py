@@ -144,22 +144,32 @@ def close_implied_ends(soup: Any) -> None:
     """Close the table cells, rows and definition list items that a page leaves open
     (``<tr><td>a<td>b<tr>...``, as HTML allows and old pages write), as a browser does.
     Python's ``html.parser`` nests each such element inside the one before, so a cell
-    would hold every row after it and its text would be read once per row."""
-    for element in soup.find_all(list(_IMPLIED_ENDS)):
+    would hold every row after it and its text would be read once per row. The last
+    element is closed first, so that each one moved out holds little (moving a subtree
+    costs its size)."""
+    for element in reversed(soup.find_all(list(_IMPLIED_ENDS))):
         closers, scope = _IMPLIED_ENDS[element.name]
-        owner = element.find_parent(scope)
-        while True:
-            inside = element.find(
-                lambda t, c=closers, o=owner, s=scope: t.name in c and t.find_parent(s) is o
-            )
-            if inside is None:
-                break
+        while (inside := _left_open_in(element, closers, scope)) is not None:
             after = element  # a cell closed by a row: the row goes after the cell's row
             if inside.name == "tr" and element.name != "tr":
                 after = element.find_parent("tr") or element
-            moved = [inside, *inside.next_siblings]
-            for node in reversed(moved):
+            for node in reversed([inside, *inside.next_siblings]):
                 after.insert_after(node.extract())
+
+
+def _left_open_in(element: Any, closers: tuple[str, ...], scope: str) -> Any:
+    """The first of ``closers`` that html.parser nested in ``element``: a child of it, or
+    of the element still open at its end (its last child, and so on down), never one
+    inside a nested ``scope`` (a table in a cell)."""
+    from bs4.element import Tag
+
+    node = element
+    while True:
+        tags = [child for child in node.children if isinstance(child, Tag)]
+        found = next((tag for tag in tags if tag.name in closers), None)
+        if found is not None or not tags or tags[-1].name == scope:
+            return found
+        node = tags[-1]
 
 
 def _marked_main(soup: Any) -> Any:

@@ -158,7 +158,7 @@ def _page_lines(page: Any) -> list[_Line]:
             before, size_before = parts[-1]
             kept = before.rstrip(" \t")
             gap = before[len(kept) :] + text
-            if (_CLOSES.match(gap) if code_before else bool(_OPENS.search(kept))):
+            if _CLOSES.match(gap) if code_before else bool(_OPENS.search(kept)):
                 parts[-1] = (kept, size_before)
                 text = text.lstrip(" \t")
         parts.append((text, round(float(size) * scale * 2) / 2))

@@ -42,6 +42,9 @@ one punctuation character, two or more ("=====", "-----", "~~~~~")."""
 _ASCIIDOC = re.compile(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$")
 """An AsciiDoc section title: ``== Section`` (``= Title`` is the document's)."""
 
+_WORD = re.compile(r"[^\W_]")
+"""A letter or a figure: a heading's text holds one ("== =====" is a table's border)."""
+
 _MAX_HEADING = 200
 """The most characters of an underlined line taken as a heading (an FAQ's question may
 be long; a paragraph is longer)."""
@@ -64,8 +67,10 @@ an AsciiDoc anchor (``[[top]]``). Lines indented under it belong to it."""
 @dataclass(frozen=True, slots=True)
 class _Heading:
     """A heading found at ``lines[first:last + 1]`` (its text and any lines drawing it);
-    ``style`` names how it is drawn, which decides its level. A horizontal rule is one
-    without text or style: its line goes, and nothing takes its place."""
+    ``style`` names how it is drawn, which decides its level. Two kinds of line are
+    found beside headings, without text: a horizontal rule (``style`` "rule"), which
+    goes, and a comment that looks like a Markdown heading (``style`` "comment"), which
+    stays, indented by a space so that no reader takes it for one."""
 
     first: int
     last: int
@@ -75,17 +80,19 @@ class _Heading:
 
 def read_text(text: str) -> tuple[str | None, str]:
     """A plain text file's title and its text with its section headings marked
-    (``## Heading``, :func:`_headings`), their drawn lines gone; a text without headings
-    is returned as it is. The title is a man page's NAME line, else the text's opening
+    (``## Heading``, :func:`_headings`), their drawn lines and horizontal rules gone, and
+    a ``# comment`` line indented by a space (it is no heading); a text with none of
+    these is returned as it is. The title is a man page's NAME line, else the text's opening
     heading (:func:`_first_heading`), else what its first lines give
     (:func:`_opening_title`)."""
     lines = text.split("\n")
     headings = _headings(lines)
     levels = _levels(headings)
     title = _man_page_name(_OVERSTRIKE.sub("", text[:_OPENING_CHARS]).splitlines())
-    if title is None:
-        title = _first_heading(lines, headings, levels)
-    if title is None:
+    first = next((k for k, h in enumerate(headings) if h.text), None)
+    if title is None and first is not None and _preamble_only(lines[: headings[first].first]):
+        title = _first_heading(headings, levels, first)
+    elif title is None:
         title = _opening_title(text)
     if not headings:
         return title, text
@@ -95,6 +102,8 @@ def read_text(text: str) -> tuple[str | None, str]:
         out.extend(lines[pos : heading.first])
         if heading.text:
             out.append(f"{'#' * min(level, 6)} {heading.text}")
+        elif heading.style == "comment":
+            out.append(" " + lines[heading.first])
         pos = heading.last + 1
     out.extend(lines[pos:])
     return title, "\n".join(out)
@@ -129,10 +138,12 @@ def _heading_at(lines: list[str], k: int, opens: bool) -> _Heading | None:
     the text's start or a heading comes before it, as a drawn or AsciiDoc heading needs."""
     line = lines[k].rstrip()
     if (atx := heading_of(line)) is not None:
+        if _commented(lines, k, atx[1]):
+            return _Heading(k, k, "comment", "")
         return _Heading(k, k, f"h{atx[0]}", clean_line(atx[1]))
     if not opens or not line:
         return None
-    if (asciidoc := _ASCIIDOC.match(line)) is not None:
+    if (asciidoc := _ASCIIDOC.match(line)) is not None and _WORD.search(asciidoc.group(2)):
         return _Heading(k, k, f"h{len(asciidoc.group(1))}", clean_line(asciidoc.group(2)))
     nxt = lines[k + 1].rstrip() if k + 1 < len(lines) else ""
     if _ADORNMENT.fullmatch(line):
@@ -140,7 +151,7 @@ def _heading_at(lines: list[str], k: int, opens: bool) -> _Heading | None:
         title = nxt.strip()
         if under == line and _may_title(title, len(line)):
             return _Heading(k, k + 2, f"{line[0]}/", clean_line(title))
-        return _Heading(k, k, "", "") if _RULE.fullmatch(line) and not nxt.strip() else None
+        return _Heading(k, k, "rule", "") if _RULE.fullmatch(line) and not nxt.strip() else None
     if _ADORNMENT.fullmatch(nxt) and not line[0].isspace() and _may_title(line, len(nxt)):
         return _Heading(k, k + 1, nxt[0], clean_line(line))
     return None
@@ -157,6 +168,14 @@ def _may_title(text: str, drawn: int) -> bool:
     )
 
 
+def _commented(lines: list[str], k: int, text: str) -> bool:
+    """Whether the ``# ...`` line ``lines[k]`` is a comment, not a Markdown heading: one
+    line of a block of ``#`` lines (a configuration file's, a script's), or a sentence
+    ("# Grammar for 2to3. This grammar supports Python 2.x and 3.x.")."""
+    beside = [lines[j] for j in (k - 1, k + 1) if 0 <= j < len(lines)]
+    return any(line.startswith("#") for line in beside) or text.rstrip().endswith((".", ",", ";"))
+
+
 def _levels(headings: list[_Heading]) -> list[int]:
     """Each heading's level: a marked heading's by its marks (``##``, ``==``), a drawn
     one's by the order in which its style first appears, as reStructuredText ranks them
@@ -164,7 +183,7 @@ def _levels(headings: list[_Heading]) -> list[int]:
     ranks: dict[str, int] = {}
     levels: list[int] = []
     for heading in headings:
-        if not heading.style:
+        if not heading.text:
             levels.append(0)
         elif heading.style[:1] == "h":
             levels.append(int(heading.style[1:]))
@@ -173,14 +192,14 @@ def _levels(headings: list[_Heading]) -> list[int]:
     return levels
 
 
-def _first_heading(lines: list[str], headings: list[_Heading], levels: list[int]) -> str | None:
-    """The text's first heading, as its title, when only comments, directives and fields
-    come before it and it is of the first level: Markdown's ``# Title``, AsciiDoc's
-    ``= Title``, or a drawn heading whose style no other heading has (reStructuredText's
-    rule: a uniquely drawn heading at the start titles the document, one of several
-    top-level sections does not). A sentence ("Read this first.") titles nothing."""
-    first = next((k for k, h in enumerate(headings) if h.text), None)
-    if first is None or levels[first] != 1 or not _preamble_only(lines[: headings[first].first]):
+def _first_heading(headings: list[_Heading], levels: list[int], first: int) -> str | None:
+    """The title that the text's opening heading, ``headings[first]`` (only comments,
+    directives and fields before it), gives, if any: one of the first level that is
+    Markdown's ``# Title``, AsciiDoc's ``= Title``, or a drawn heading whose style no
+    other heading has (reStructuredText's rule: a uniquely drawn heading at the start
+    titles the document, one of several top-level sections does not). A sentence ("Read
+    this first.") titles nothing."""
+    if levels[first] != 1:
         return None
     style, text = headings[first].style, headings[first].text
     if style[:1] != "h" and sum(h.style == style for h in headings) > 1:
@@ -204,10 +223,10 @@ def _preamble_only(lines: list[str]) -> bool:
 
 
 def _opening_title(text: str) -> str | None:
-    """The title a text gives itself in its first lines when it has no heading there: a
-    first line marked as a Markdown heading ("# Title"), a first short line underlined
-    with ``===`` or ``---``, or a first short line of two or more words in capitals
-    followed by a blank line ("REMOTE WORK POLICY")."""
+    """The title a text gives itself in its first lines when no heading opens it: a first
+    short line underlined with ``===`` or ``---`` (shorter than the line: a setext
+    heading, though not a reStructuredText one), or a first short line of two or more
+    words in capitals followed by a blank line ("REMOTE WORK POLICY")."""
     lines = _OVERSTRIKE.sub("", text[:_OPENING_CHARS]).splitlines()
     filled = [k for k, line in enumerate(lines) if line.strip()]
     if not filled:
@@ -215,8 +234,6 @@ def _opening_title(text: str) -> str | None:
     first = filled[0]
     line = clean_line(lines[first])
     after = lines[first + 1] if first + 1 < len(lines) else ""
-    if (heading := heading_of(line)) is not None and heading[0] == 1:
-        return clean_line(heading[1]) or None
     if len(line) > _MAX_TITLE or _SENTENCE_END.search(line) or len(filled) == 1:
         return None
     if _UNDERLINE.match(after.strip()) and len(after.strip()) >= 3:
