@@ -14,6 +14,12 @@ from convrag.records import Citation, Source, snippet
 MARKER = re.compile(r"\[(\d{1,3})\]")
 """A citation marker: ``[1]`` to ``[999]``."""
 
+_SPACE_BEFORE_CLOSING = re.compile(r"[ \t]+([.,;:!?])(?=[\s\[]|$)")
+"""Spaces before a mark that closes a clause (one followed by a space, a line's end or
+a marker: "B ." where a dropped marker stood): they go. A mark that starts a word keeps
+its space: the dot of a quoted file name ("your .env file", "scope, .ninja_log"), the
+colon of code ("l := New()")."""
+
 
 def markers(text: str) -> Iterator[re.Match[str]]:
     """Every marker in ``text``, in order."""
@@ -34,7 +40,8 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
     """Keep markers that point at a source, drop the others (and count them).
 
     Returns the cleaned answer, its citations (with positions in the cleaned text), and
-    the number of unresolved markers removed.
+    the number of unresolved markers removed. Runs of spaces are one space, and no space
+    stands before a mark that closes a clause (:data:`_SPACE_BEFORE_CLOSING`).
     """
     unresolved = 0
 
@@ -47,7 +54,7 @@ def resolve_citations(answer: str, sources: Sequence[Source]) -> tuple[str, list
         return ""
 
     cleaned = MARKER.sub(keep, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
+    cleaned = _SPACE_BEFORE_CLOSING.sub(r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
     citations: list[Citation] = []
     for m in MARKER.finditer(cleaned):
         n = int(m.group(1))

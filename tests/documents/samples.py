@@ -9,14 +9,16 @@ from pathlib import Path
 
 
 def pdf_bytes(
-    pages: Sequence[Sequence[str | tuple[str, int]]], *, title: str | None = None
+    pages: Sequence[Sequence[str | tuple[str, int] | list[str]]], *, title: str | None = None
 ) -> bytes:
     """A minimal PDF with one text line per string (Helvetica, 11 pt, 14 pt leading; a
     ``(text, size)`` pair is set in that size, its leading to match), and ``title`` as
-    its document property when given.
+    its document property when given. A line given as a list of strings is runs of body
+    text and inline code by turns (the second, fourth... in Courier), each code run
+    followed by the gap that a padded code box leaves (as a browser prints it).
 
-    Written by hand, so tests need no PDF-making library: a catalog, a page tree, a
-    font, then a page and its content stream per page, and the cross-reference table.
+    Written by hand, so tests need no PDF-making library: a catalog, a page tree, the
+    fonts, then a page and its content stream per page, and the cross-reference table.
     """
     kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
     objects = [
@@ -24,19 +26,23 @@ def pdf_bytes(
         f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode(),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    code_font = 4 + 2 * len(pages)
     for i, lines in enumerate(pages):
         ops = ["BT", "/F1 11 Tf", "14 TL", "72 720 Td"]
         for line in lines:
+            if isinstance(line, list):
+                ops.append(f"{_runs(line)} T*")
+                continue
             text, size = (line, 11) if isinstance(line, str) else line
-            escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(f"/F1 {size} Tf {round(size * 1.3)} TL ({escaped}) Tj T*")
+            ops.append(f"/F1 {size} Tf {round(size * 1.3)} TL ({_escaped(text)}) Tj T*")
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1")
         objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+            f"<< /F1 3 0 R /F2 {code_font} 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -52,6 +58,21 @@ def pdf_bytes(
         xref,
     )
     return bytes(out)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _runs(runs: Sequence[str]) -> str:
+    """Text operators for runs of body text and code by turns, a gap after each code run."""
+    ops = []
+    for k, run in enumerate(runs):
+        if k % 2:
+            ops.append(f"/F2 11 Tf [({_escaped(run)}) -700] TJ")
+        elif run:
+            ops.append(f"/F1 11 Tf ({_escaped(run)}) Tj")
+    return " ".join(ops)
 
 
 def docx_bytes() -> bytes:

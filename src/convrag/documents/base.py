@@ -35,8 +35,9 @@ class SourceDocument:
     without text), so that chunks can keep to a page and name it; ``text`` is then the
     pages joined by blank lines. Other formats have no pages. ``headings_marked`` says
     that the text marks its section headings as Markdown does (``## Heading``, code in
-    fenced blocks), as the readers of HTML, Markdown, Word and PDF files write it; plain
-    text and JSONL records are taken as they are, a line starting with "# " included.
+    fenced blocks), as the readers of files write it (a plain text file's drawn and
+    AsciiDoc headings marked so by :mod:`~convrag.documents.plain`); JSONL records are
+    taken as they are, a line starting with "# " included.
     """
 
     source: str

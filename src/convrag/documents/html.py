@@ -116,6 +116,7 @@ def html_text(html: str) -> tuple[str | None, str]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(html, "html.parser")
+    close_implied_ends(soup)
     stated = without_permalink(soup.title.get_text(" ")) if soup.title is not None else ""
     _drop_html_chrome(soup)
     title = _html_title(stated, soup)
@@ -125,6 +126,50 @@ def html_text(html: str) -> tuple[str | None, str]:
     tables = _tables_to_placeholders(soup)
     blocks = _kept_by_trafilatura(blocks_text(soup.body or soup), str(soup))
     return title, join_blocks([tables.get(b, b) for b in blocks])
+
+
+_IMPLIED_ENDS = {
+    "td": (("td", "th", "tr"), "table"),
+    "th": (("td", "th", "tr"), "table"),
+    "tr": (("tr",), "table"),
+    "dt": (("dt", "dd"), "dl"),
+    "dd": (("dt", "dd"), "dl"),
+}
+"""The elements whose end tag HTML lets a page leave out, the start tags that close
+them, and the element inside which that holds (a cell is closed by the next cell or row
+of its own table, not of a table inside it)."""
+
+
+def close_implied_ends(soup: Any) -> None:
+    """Close the table cells, rows and definition list items that a page leaves open
+    (``<tr><td>a<td>b<tr>...``, as HTML allows and old pages write), as a browser does.
+    Python's ``html.parser`` nests each such element inside the one before, so a cell
+    would hold every row after it and its text would be read once per row. The last
+    element is closed first, so that each one moved out holds little (moving a subtree
+    costs its size)."""
+    for element in reversed(soup.find_all(list(_IMPLIED_ENDS))):
+        closers, scope = _IMPLIED_ENDS[element.name]
+        while (inside := _left_open_in(element, closers, scope)) is not None:
+            after = element  # a cell closed by a row: the row goes after the cell's row
+            if inside.name == "tr" and element.name != "tr":
+                after = element.find_parent("tr") or element
+            for node in reversed([inside, *inside.next_siblings]):
+                after.insert_after(node.extract())
+
+
+def _left_open_in(element: Any, closers: tuple[str, ...], scope: str) -> Any:
+    """The first of ``closers`` that html.parser nested in ``element``: a child of it, or
+    of the element still open at its end (its last child, and so on down), never one
+    inside a nested ``scope`` (a table in a cell)."""
+    from bs4.element import Tag
+
+    node = element
+    while True:
+        tags = [child for child in node.children if isinstance(child, Tag)]
+        found = next((tag for tag in tags if tag.name in closers), None)
+        if found is not None or not tags or tags[-1].name == scope:
+            return found
+        node = tags[-1]
 
 
 def _marked_main(soup: Any) -> Any:
@@ -392,6 +437,7 @@ def markdown_text(markdown: str) -> tuple[str | None, str]:
 
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
     soup = BeautifulSoup(html, "html.parser")
+    close_implied_ends(soup)
     _drop_html_chrome(soup)
     blocks = blocks_text(soup)
     title = blocks[0][2:] if blocks and blocks[0].startswith("# ") else None

@@ -3,7 +3,7 @@ checks every file passes (size, encoding, some text), the JSONL corpus reader (w
 bounds what a ``.jsonl.gz`` file may decompress to), and the expansion of directories
 into the files under them. HTML, PDF and Word files are read by
 :mod:`convrag.documents.html`, :mod:`~convrag.documents.pdf` and
-:mod:`~convrag.documents.docx`, a plain text file's title by
+:mod:`~convrag.documents.docx`, a plain text file's headings and title by
 :mod:`~convrag.documents.plain`; every file's text and title come out in plain typography
 (JSONL records stay as written); errors name the file and the fix. The record, the error
 and its wording of a size limit are :mod:`~convrag.documents.base`'s, which the readers
@@ -33,7 +33,7 @@ from convrag.documents.blocks import clean_line, plain_typography
 from convrag.documents.docx import docx_text
 from convrag.documents.html import html_text, markdown_text
 from convrag.documents.pdf import pdf_pages
-from convrag.documents.plain import text_title
+from convrag.documents.plain import read_text
 
 SUPPORTED = (
     ".txt",
@@ -326,8 +326,7 @@ def _documents(path: Path, suffix: str, raw: bytes, limits: Limits) -> list[Sour
     metadata: dict[str, Any] = {"path": source, "format": suffix}
     if pages:
         metadata["pages"] = len(pages)
-    marked = suffix != ".txt"
-    return [SourceDocument(source, title, text, metadata, pages, headings_marked=marked)]
+    return [SourceDocument(source, title, text, metadata, pages, headings_marked=True)]
 
 
 def _read_file(
@@ -357,8 +356,7 @@ def _read_file(
     elif suffix in (".md", ".markdown"):
         title, text = markdown_text(_decode(path, raw))
     else:
-        text = _decode(path, raw)
-        title = text_title(text)
+        title, text = read_text(_decode(path, raw))
     title = clean_line(plain_typography(title or "")) or path.stem
     return title, plain_typography(text), pages
 

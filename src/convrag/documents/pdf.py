@@ -130,14 +130,39 @@ def _across_pages(texts: list[str], joiner: Joiner) -> list[str]:
     return out
 
 
+_CLOSES = re.compile(r"^[ \t]+(?=[.,;:!?)\]}”’]|[\"'](?:\s|$))")
+"""Spaces before a mark that closes what precedes it (a clause's end, a bracket, a
+closing quote: a straight one only when a space follows it, as ``"."`` opens one)."""
+
+_OPENS = re.compile(r"(?:[(\[{“‘]|(?:^|\s)[\"'])$")
+"""Text that ends with an opening bracket or quote."""
+
+
 def _page_lines(page: Any) -> list[_Line]:
     """A page's text lines, each with the size of most of its type (the text matrix's
-    scale times the font size)."""
+    scale times the font size). Where the font changes, the space that the text
+    extraction reads into the gap a padded code box leaves is dropped between the code
+    and a bracket, a quote or a clause's end beside it ("``npm run <stage>``." read as
+    "npm run <stage> .")."""
     parts: list[tuple[str, float]] = []
+    code_before = False  # whether the last text was set in a fixed-pitch font
 
-    def visit(text: str, cm: Sequence[float], tm: Sequence[float], _font: Any, size: float) -> None:
+    def visit(text: str, cm: Sequence[float], tm: Sequence[float], font: Any, size: float) -> None:
+        nonlocal code_before
         scale = (tm[0] ** 2 + tm[1] ** 2) ** 0.5 * (cm[0] ** 2 + cm[1] ** 2) ** 0.5
-        parts.append((text.replace("\x00", ""), round(float(size) * scale * 2) / 2))
+        text = text.replace("\x00", "")
+        if not text:
+            return
+        code = _fixed_pitch(font)
+        if parts and code != code_before:
+            before, size_before = parts[-1]
+            kept = before.rstrip(" \t")
+            gap = before[len(kept) :] + text
+            if _CLOSES.match(gap) if code_before else bool(_OPENS.search(kept)):
+                parts[-1] = (kept, size_before)
+                text = text.lstrip(" \t")
+        parts.append((text, round(float(size) * scale * 2) / 2))
+        code_before = code
 
     page.extract_text(visitor_text=visit)
     lines: list[_Line] = []
@@ -152,6 +177,22 @@ def _page_lines(page: Any) -> list[_Line]:
             sizes[size] += len(segment.strip())
     lines.append(_Line(_line_text(text), _most(sizes)))
     return lines
+
+
+_FIXED_PITCH_NAME = re.compile(r"mono|courier|consol|menlo|cmtt", re.I)
+
+
+def _fixed_pitch(font: Any) -> bool:
+    """Whether ``font`` (a font resource) sets code: its descriptor's FixedPitch flag, or
+    a fixed-pitch name for a standard font that has no descriptor ("Courier")."""
+    if not isinstance(font, dict):
+        return False
+    described = font.get("/FontDescriptor")
+    if described is None and font.get("/DescendantFonts"):
+        described = font["/DescendantFonts"][0].get_object().get("/FontDescriptor")
+    if described is not None:
+        return bool(int(described.get_object().get("/Flags", 0)) & 1)
+    return bool(_FIXED_PITCH_NAME.search(str(font.get("/BaseFont", ""))))
 
 
 def _line_text(pieces: list[str]) -> str:
@@ -319,6 +360,12 @@ def _marked(lines: Sequence[_Line], levels: dict[float, int]) -> list[str]:
 _COMPOUND = re.compile(r"\b([^\W\d_]+-[^\W\d_]+)\b")
 _BROKEN = re.compile(r"([^\W\d_]+)-$")
 _FIRST_WORD = re.compile(r"[^\W\d_]+")
+_HYPHEN_AT_END = re.compile(r"[^\W_]-$")
+"""A line that ends inside a word, at a hyphen ("X-", "unspec-"), not at a dash alone."""
+
+_SUSPENDED = frozenset({"and", "or", "nor", "und", "oder"})
+"""Words after a suspended hyphen ("pre- and post-", "first- or second-"): the hyphen
+waits for the word that ends the pair, and the line break is a space."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +373,9 @@ class Joiner:
     """Joins a paragraph and the line that continues it. A word broken at a line end
     ("unspec-" / "ified") is made whole again, unless the document writes the joined
     form with its hyphen elsewhere ("how-" / "to" where "how-to" appears whole): then the
-    hyphen was the word's own."""
+    hyphen was the word's own. A compound broken after its hyphen before a capital or a
+    figure ("X-" / "Forwarded-For") keeps it; a suspended hyphen ("pre-" / "and post-")
+    and a dash standing alone ("A -" / "B") keep the space."""
 
     compounds: frozenset[str]
 
@@ -342,14 +391,24 @@ class Joiner:
         return cls(frozenset(found))
 
     def join(self, current: str, line: str) -> str:
+        if not _HYPHEN_AT_END.search(current):
+            return f"{current} {line}"
         broken = _BROKEN.search(current)
-        if broken and line[:1].islower():
-            rest = _FIRST_WORD.match(line)
-            word = f"{broken.group(1)}-{rest.group(0) if rest else ''}"
-            return current + line if word.casefold() in self.compounds else current[:-1] + line
-        if current.endswith("-"):
+        if broken is None or not line[:1].islower():
             return current + line
-        return f"{current} {line}"
+        rest = _FIRST_WORD.match(line)
+        word = f"{broken.group(1)}-{rest.group(0) if rest else ''}".casefold()
+        if word in self.compounds:
+            return current + line
+        if rest is not None and rest.group(0).casefold() in _SUSPENDED:
+            return f"{current} {line}"
+        return current[:-1] + line
+
+
+def _broken_before(last: str, line: str) -> bool:
+    """Whether ``last`` ends inside a word at a hyphen that ``line`` goes on from ("X-" /
+    "Forwarded-For"), however short ``last`` is: a line breaks early before a long word."""
+    return bool(_HYPHEN_AT_END.search(last)) and line[:1].isalnum()
 
 
 def _pdf_page_text(lines: list[str], joiner: Joiner) -> str:
@@ -388,7 +447,7 @@ def _pdf_page_text(lines: list[str], joiner: Joiner) -> str:
             )
             if LIST_ITEM.match(line) and not line[0].islower():
                 current += "\n" + line
-            elif not ended and (line[0].islower() or full(last)):
+            elif not ended and (line[0].islower() or full(last) or _broken_before(last, line)):
                 current = joiner.join(current, line)
             elif heading or not (full(last) or (not ended and len(last) > 80)):
                 paragraphs.append(current)

@@ -258,3 +258,38 @@ def test_the_spaces_around_inline_code_stay_and_none_is_added_inside_a_word(
             "Ninja records the build scope, .ninja_log holds it, and ninja -t reads it.\n\n"
             "Example: the foo option, (see bar)."
         ), name
+
+
+def test_a_page_that_leaves_its_cells_rows_and_terms_open_reads_each_text_once(
+    docs_dir: Path,
+) -> None:
+    """HTML lets a page leave out ``</td>``, ``</tr>``, ``</dt>`` and ``</dd>`` (as
+    docutils' quick reference does); each row is then a row of its own, not a cell's
+    text repeated once per row after it, and a layout table's text is read once."""
+    page = """<html><head><title>Quick reference</title></head><body><main>
+<h2>Inline markup</h2>
+<table border="1">
+  <thead><tr><th>Plain text<th>Typical result<th>Notes</thead>
+  <tbody>
+  <tr valign="top"><td nowrap><samp>*emphasis*</samp><td><em>emphasis</em>
+    <td>Normally rendered as italics.
+  <tr valign="top"><td nowrap><samp>**strong**</samp><td><strong>strong</strong>
+    <td>Normally rendered as boldface.
+  <tr valign="top"><td nowrap><samp>``literal``</samp><td><code>literal</code>
+    <td><p>Normally rendered as monospaced text.
+</table>
+<dl><dt>Field lists<dd>Map names to values.<dt>Option lists<dd>List a program's options.</dl>
+<table><tr><td><table><tr><td>Layout text set in a nested table.</td></tr></table></td></tr>
+</table>
+</main></body></html>"""
+    text = load_path(write(docs_dir, "quickref.html", page), max_bytes=10**6)[0].text
+    assert text.split("\n\n")[1:4] == [
+        "| Plain text | Typical result | Notes |\n| --- | --- | --- |\n"
+        "| *emphasis* | emphasis | Normally rendered as italics. |\n"
+        "| **strong** | strong | Normally rendered as boldface. |\n"
+        "| ``literal`` | literal | Normally rendered as monospaced text. |",
+        "Field lists: Map names to values.",
+        "Option lists: List a program's options.",
+    ]
+    for once in ("italics", "boldface", "monospaced", "Map names", "List a program", "Layout"):
+        assert text.count(once) == 1, once

@@ -179,3 +179,40 @@ def test_a_pdf_whose_largest_headings_are_its_chapters_is_titled_by_its_file_nam
     ]
     path.write_bytes(pdf_bytes(pages))
     assert load_path(path, max_bytes=10**6)[0].title == "handbook"
+
+
+def test_no_space_is_read_between_inline_code_and_the_punctuation_beside_it(
+    docs_dir: Path,
+) -> None:
+    """A browser prints inline code in a padded box: the text layer's gap beside it reads
+    as a space, which stands before a clause's end or inside brackets only there."""
+    path = docs_dir / "scripts.pdf"
+    line = ["Run a stage with ", "npm run <stage>", ". It reads ", "package.json", ", then (see "]
+    pages = [[[*line, "npm help", "). It joins with ", ";", " or a space."]]]
+    path.write_bytes(pdf_bytes(pages))
+    assert load_path(path, max_bytes=10**6)[0].text == (
+        "Run a stage with npm run <stage>. It reads package.json, then (see npm help). "
+        "It joins with ; or a space."
+    )
+
+
+def test_a_compound_broken_at_its_hyphen_before_a_capital_is_read_whole(
+    docs_dir: Path,
+) -> None:
+    """However short the line that breaks it; a suspended hyphen ("pre- and post-"), a
+    dash standing alone and a dash bullet keep their spaces and lines."""
+    path = docs_dir / "proxy.pdf"
+    lines: list[str | tuple[str, int] | list[str]] = [
+        "Start it with docker run --rm -p 8080:8080 -e TRUST_PROXY=1 example/server:latest.",
+        "The server reads the client address from the X-",
+        "Forwarded-For header that the proxy sets, and runs pre-",
+        "and post-install hooks in the order given by the list -",
+        "alternatively by name. Hooks are run for these stages:",
+        "- install",
+    ]
+    path.write_bytes(pdf_bytes([lines]))
+    assert load_path(path, max_bytes=10**6)[0].text.split("\n\n")[1:] == [
+        "The server reads the client address from the X-Forwarded-For header that the proxy "
+        "sets, and runs pre- and post-install hooks in the order given by the list - "
+        "alternatively by name. Hooks are run for these stages:\n- install"
+    ]

@@ -791,6 +791,8 @@
   const MARKER = /\[(\d+)\]/g;
   const STRAIGHT_QUOTES = { "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"' };
   const SENTENCE_END = /(?<=[.!?…]["'\u2019\u201d)*_]*)\s+/;
+  /** The start of a folded text up to the end of its last whole sentence. */
+  const WHOLE_SENTENCES = /^.*[.!?…]["'\u2019\u201d)\]]*(?=\s|$)/;
 
   /** Text folded for matching: lower case, curly quotes straight, Markdown's * _ ` and \
    * left out (the panel shows a passage's Markdown as typed, the answer renders it), and
@@ -874,7 +876,7 @@
   /** The ranges ([start, end) of `text`) that the quotes repeat, merged and in order:
    * each quote whole, else its last sentences alone (longest first), wherever they
    * occur; a quote that runs past the end of a passage cut short ("…") is marked up to
-   * the cut. */
+   * the end of its last whole sentence before the cut. */
   function quoteRanges(text, quotes) {
     if (!quotes.length || !text || text.length > MARK_TEXT_LIMIT) return [];
     const passage = folded(text);
@@ -900,13 +902,15 @@
         if (found) break;
       }
       if (found || cut === null) continue;
-      // Cut short: the longest end of the passage that starts the quote, at a word.
+      // Cut short: the longest end of the passage that starts the quote, at a word, up
+      // to the last sentence it holds whole (a sentence cut short is not marked).
       for (const q of tries) {
         const last = cut.length - QUOTE_MIN_CHARS;
         for (let at = Math.max(0, cut.length - q.length); at <= last && !found; at++) {
           const tail = cut.slice(at);
           if (wholeWords(cut, at, 1) && markable(tail) && q.startsWith(tail)) {
-            add(at, tail.length);
+            const whole = WHOLE_SENTENCES.exec(tail);
+            if (whole && markable(whole[0])) add(at, whole[0].length);
             found = true;
           }
         }
