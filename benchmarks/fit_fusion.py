@@ -15,11 +15,16 @@ into the dense query), ``glue`` (the message and the previous question as one qu
 mixed: what the rules' old "carried" query searched), ``rewrite`` (the gated rules rewrite,
 mixed) and ``ungated`` (the rewrite before the gate), and the anchored documents.
 
-``fit`` replays the wing's fusion of planned queries (:func:`convrag.retrieval.fusion.fuse`)
-over a grid of weights (the raw list's weight is 1: only ratios matter), picks the best
-mean of all-turn and follow-up R@5 on the first file, and reports it on the second, then
-the reverse. The fused chunks are cut as the
-evaluation cuts them (40 sources, 10 passages).
+``fit`` replays the wing's fusion of planned queries (:func:`convrag.retrieval.fusion.fuse`,
+the raw message's first hit as a list of its own, as :func:`convrag.retrieval.candidates.
+fuse_planned` adds it) over a grid of weights (the raw list's weight is 1: only ratios
+matter), picks the best objective on the first file and reports it on the second, then the
+reverse. The objective is the mean of all-turn R@5 and the follow-ups' R@5, nDCG@5 and R@1:
+the top of the list counts, not only the top five. The history list, the gate and what a
+standalone turn searches are fixed as served (``history``, on, ``mixed``; the ``rules``
+command still replays the others). The fused chunks are cut as the evaluation cuts them
+(40 sources, 10 passages). Several files after ``--test`` are reported at each fit too
+(the MTRAG-UN sets).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from convrag.evaluation.mtrag import (
     load_domain,
 )
 from convrag.records import previous_question
+from convrag.retrieval.candidates import with_raw_top
 from convrag.retrieval.fusion import RankedList, fuse
 from convrag.retrieval.policy import RetrievalPolicy, default_policy
 from convrag.retrieval.search import SearchResult
@@ -126,11 +132,12 @@ async def record(data: Path, domain: str) -> dict[str, Any]:
     return {"domain": path.name, "qrels": qrels, "anchor_passages": anchors, "turns": rows}
 
 
-Weights = tuple[float, float, float, str, bool, str]
+Weights = tuple[float, float, float, str, bool, str, float]
 """rewrite, history, anchor weights (raw is 1), the history list of a follow-up
-(``history`` or ``glue``), whether the gate runs, and what a turn the rules call
-standalone searches when it has history: ``mixed`` (the history list alone, as before
-issue 31), ``raw`` (the raw list alone) or ``fused`` (both, at the same weights)."""
+(``history`` or ``glue``), whether the gate runs, what a turn the rules call standalone
+searches when it has history: ``mixed`` (the history list alone, as before issue 31),
+``raw`` (the raw list alone) or ``fused`` (both, at the same weights), and the weight of
+the raw list's first hit as a list of its own (``raw_top_weight``)."""
 
 
 def _hits(pairs: Sequence[Sequence[str]]) -> list[SearchResult]:
@@ -148,7 +155,7 @@ def _key(row: Mapping[str, Any], w: Weights) -> tuple[Any, ...]:
         return ()
     if row["classification"] != "follow_up":
         return (alone, w_hist if alone == "fused" else None)
-    return w[:5]
+    return w[:5] + w[6:]
 
 
 def fused(
@@ -161,7 +168,7 @@ def fused(
     the evaluation scores them."""
     if "raw" not in row:
         return _passages(row["last"])
-    w_rw, w_hist, w_anchor, hist_list, gate, alone = w
+    w_rw, w_hist, w_anchor, hist_list, gate, alone, w_top = w
     if row["classification"] != "follow_up":
         if alone != "fused":
             return _passages(row["history" if alone == "mixed" else "raw"])
@@ -179,19 +186,25 @@ def fused(
         # as the service plans (retrieval.planning.plan_queries): a lone list, or the
         # first when every weight is 0, searches at weight 1
         lists = [RankedList(lists[0].name, lists[0].hits, 1.0)]
+    lists = with_raw_top(lists, w_top)
     anchors = [anchor_passages[d] for d in row.get("anchors", []) if d in anchor_passages]
     out = fuse(lists, k=RRF_K, anchor_document_ids=anchors, anchor_weight=w_anchor)
     return list(dict.fromkeys(f.hit.document_id for f in out[:SOURCES]))[:DEPTH]
 
 
-_MEMO: dict[tuple[Any, ...], float] = {}
+_MEMO: dict[tuple[Any, ...], dict[str, float]] = {}
 
 
-def score(run: Mapping[str, Any], w: Weights | None, off: str | None = None) -> tuple[float, float]:
-    """R@5 over all turns and over follow-ups (the dataset's label); ``None``: last turn."""
+def scores(
+    run: Mapping[str, Any], w: Weights | None, off: str | None = None
+) -> dict[str, dict[str, float]]:
+    """R@1, R@5 and nDCG@5 over all turns (``all``) and over follow-ups (``followup``, the
+    dataset's label); ``w`` None: the last turn alone."""
     qrels = run["qrels"]
     alls, follow = [], []
     for row in run["turns"]:
+        if row["task_id"] not in qrels:
+            continue
         changed = off if off in row.get("without", {}) else None
         key = (run["domain"], row["task_id"], None if w is None else _key(row, w), changed)
         if key not in _MEMO:
@@ -200,55 +213,73 @@ def score(run: Mapping[str, Any], w: Weights | None, off: str | None = None) -> 
                 if w is None
                 else fused(row, w, run["anchor_passages"], changed)
             )
-            _MEMO[key] = retrieval_scores(ranked, qrels[row["task_id"]])["R@5"]
+            got = retrieval_scores(ranked, qrels[row["task_id"]])
+            _MEMO[key] = {m: got[m] for m in ("R@1", "R@5", "nDCG@5")}
         alls.append(_MEMO[key])
         if row["followup"]:
             follow.append(_MEMO[key])
-    return sum(alls) / len(alls), sum(follow) / len(follow)
+
+    def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+        return {m: sum(r[m] for r in rows) / max(1, len(rows)) for m in ("R@1", "R@5", "nDCG@5")}
+
+    return {"all": mean(alls), "followup": mean(follow)}
 
 
-GRID: list[Weights] = list(
-    itertools.product(
+def score(run: Mapping[str, Any], w: Weights | None, off: str | None = None) -> tuple[float, float]:
+    """R@5 over all turns and over follow-ups; ``None``: last turn."""
+    got = scores(run, w, off)
+    return got["all"]["R@5"], got["followup"]["R@5"]
+
+
+def objective(run: Mapping[str, Any], w: Weights) -> float:
+    """What ``fit`` maximises: the mean of all-turn R@5 and the follow-ups' R@5, nDCG@5
+    and R@1."""
+    got = scores(run, w)
+    f = got["followup"]
+    return (got["all"]["R@5"] + f["R@5"] + f["nDCG@5"] + f["R@1"]) / 4
+
+
+def _line(run: Mapping[str, Any], w: Weights) -> str:
+    base, mine = scores(run, None)["followup"], scores(run, w)["followup"]
+    cells = [f"{m} {mine[m]:.3f} ({mine[m] - base[m]:+.3f})" for m in ("R@5", "nDCG@5", "R@1")]
+    return f"  {run['domain']:14} follow-ups vs last turn: " + ", ".join(cells)
+
+
+GRID: list[Weights] = [
+    (rw, hist, anchor, "history", True, "mixed", top)
+    for rw, hist, anchor, top in itertools.product(
         (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
         (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
         (0.0, 0.25, 0.5, 1.0, 1.5, 2.0),
-        ("history", "glue"),
-        (True, False),
-        ("mixed", "raw", "fused"),
+        (0.0, 0.5, 1.0, 2.0, 4.0),
     )
-)
+]
 
 
-def fit(first: dict[str, Any], second: dict[str, Any]) -> None:
+def _best(runs: Sequence[Mapping[str, Any]]) -> list[tuple[float, Weights]]:
+    scored = [(sum(objective(r, w) for r in runs) / len(runs), w) for w in GRID]
+    return sorted(scored, key=lambda x: (-x[0], x[1]))
+
+
+def fit(first: dict[str, Any], second: dict[str, Any], tests: Sequence[dict[str, Any]]) -> None:
     for fit_on, test_on in ((first, second), (second, first)):
-        scored = sorted(((sum(score(fit_on, w)) / 2, w) for w in GRID), key=lambda x: (-x[0], x[1]))
-        print(f"fit on {fit_on['domain']}, top 5 (mean of all / follow-up R@5):")
+        scored = _best([fit_on])
+        print(f"fit on {fit_on['domain']}, top 5 (objective):")
         for s, w in scored[:5]:
             print(f"  {w}: {s:.4f}")
-        best = scored[0][1]
-        for run in (fit_on, test_on):
-            base, mine = score(run, None), score(run, best)
-            print(
-                f"  {run['domain']}: last turn {base[0]:.3f} / {base[1]:.3f}, "
-                f"fused {mine[0]:.3f} / {mine[1]:.3f} "
-                f"(gain {mine[0] - base[0]:+.3f} / {mine[1] - base[1]:+.3f})"
-            )
+        for run in (fit_on, test_on, *tests):
+            print(_line(run, scored[0][1]))
 
 
-def joint(first: dict[str, Any], second: dict[str, Any]) -> None:
-    """The weights with the best mean over both files (the defaults), and what each file
-    gets with them."""
-    scored = sorted(((sum(score(first, w)) + sum(score(second, w))) / 4, w) for w in GRID)
-    scored.sort(key=lambda x: (-x[0], x[1]))
+def joint(first: dict[str, Any], second: dict[str, Any], tests: Sequence[dict[str, Any]]) -> None:
+    """The weights with the best objective over both files (the defaults), and what each
+    file gets with them."""
+    scored = _best([first, second])
     print("fit on both, top 5:")
     for s, w in scored[:5]:
         print(f"  {w}: {s:.4f}")
-    for run in (first, second):
-        base, mine = score(run, None), score(run, scored[0][1])
-        print(
-            f"  {run['domain']}: last turn {base[0]:.3f} / {base[1]:.3f}, "
-            f"fused {mine[0]:.3f} / {mine[1]:.3f}"
-        )
+    for run in (first, second, *tests):
+        print(_line(run, scored[0][1]))
 
 
 def rules(runs: Sequence[dict[str, Any]], w: Weights) -> None:
@@ -264,6 +295,11 @@ def rules(runs: Sequence[dict[str, Any]], w: Weights) -> None:
         print(f"  {off or 'all on':14} " + "; ".join(cells))
 
 
+def _named(run: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A report file's run, named by its file (two MTRAG-UN runs share a domain's name)."""
+    return {**run, "domain": path.stem.removeprefix("rec-")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -273,6 +309,7 @@ def main() -> None:
     rec.add_argument("--out", type=Path, required=True)
     fitp = sub.add_parser("fit")
     fitp.add_argument("files", type=Path, nargs=2)
+    fitp.add_argument("--test", type=Path, nargs="*", default=[], help="reported, not fitted")
     rulep = sub.add_parser("rules")
     rulep.add_argument("files", type=Path, nargs="+")
     rulep.add_argument("--weights", required=True, help="e.g. 1,1,0.5,history,true,mixed")
@@ -281,12 +318,21 @@ def main() -> None:
         run = asyncio.run(record(args.data, args.domain))
         args.out.write_text(json.dumps(run))
     elif args.cmd == "fit":
-        runs = [json.loads(f.read_text()) for f in args.files]
-        fit(*runs)
-        joint(*runs)
+        first, second = (json.loads(f.read_text()) for f in args.files)
+        tests = [_named(json.loads(f.read_text()), f) for f in args.test]
+        fit(first, second, tests)
+        joint(first, second, tests)
     else:
-        rw, hist, anchor, lst, gate, alone = args.weights.split(",")
-        w: Weights = (float(rw), float(hist), float(anchor), lst, gate == "true", alone)
+        rw, hist, anchor, lst, gate, alone, *top = args.weights.split(",")
+        w: Weights = (
+            float(rw),
+            float(hist),
+            float(anchor),
+            lst,
+            gate == "true",
+            alone,
+            float(top[0]) if top else 0.0,
+        )
         rules([json.loads(f.read_text()) for f in args.files], w)
 
 

@@ -1220,18 +1220,15 @@ async def test_an_answer_links_http_urls_in_a_new_tab_while_a_javascript_link_st
     services: Services,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from convrag.answering import guard
     from convrag.documents.base import SourceDocument
     from convrag.ingest import ingest_documents
-
-    from convrag.answering import guard
 
     _require_browser()
     # The linked URL is a source's own page (a web result's address): a link to it is kept.
     # A URL written in a document's text is not its page and would go.
     own = guard.source_urls
-    monkeypatch.setattr(
-        guard, "source_urls", lambda sources: own(sources) | {LINKED_URL.lower()}
-    )
+    monkeypatch.setattr(guard, "source_urls", lambda sources: own(sources) | {LINKED_URL.lower()})
     policy = "Pay policy. Salaries, Prasad Chaudhari's among them, are set by the board."
     await ingest_documents(
         services, tenant["workspace"], [SourceDocument("pay-policy", "Pay policy", policy)]

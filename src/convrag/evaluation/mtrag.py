@@ -125,9 +125,24 @@ def load_domain(
     return turns, dict(qrels)
 
 
+def corpus_file(path: Path) -> Path:
+    """A domain's ``corpus.jsonl.gz``; a file that holds a relative path instead (a
+    symbolic link stored as text, as MTRAG-UN's folders point to MTRAG's corpora) is
+    followed."""
+    file = path / "corpus.jsonl.gz"
+    with file.open("rb") as fh:
+        head = fh.read(2)
+    if head == b"\x1f\x8b" or file.stat().st_size > 4096:
+        return file
+    target = (path / file.read_text(encoding="utf-8").strip()).resolve()
+    if not target.is_file():
+        raise FileNotFoundError(f"{file} points to {target}, which is not there")
+    return target
+
+
 def load_corpus(path: Path) -> list[SourceDocument]:
     docs = []
-    with gzip.open(path / "corpus.jsonl.gz", "rt") as fh:
+    with gzip.open(corpus_file(path), "rt") as fh:
         for line in fh:
             r = json.loads(line)
             docs.append(

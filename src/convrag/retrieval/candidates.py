@@ -70,13 +70,24 @@ async def search_planned(
     return lists, keyword, timings
 
 
+def with_raw_top(lists: list[RankedList], weight: float) -> list[RankedList]:
+    """``lists`` and, when the raw message's list is fused with others, its first hit as a
+    list of its own at ``weight``: the passage the message alone finds best stays first
+    unless the other lists together outweigh it (the rewrite and history lists agreeing
+    on a near neighbour pushed it down, and an answer quoting its first source paid)."""
+    raw = next((q for q in lists if q.name == "raw" and q.weight > 0 and q.hits), None)
+    if raw is None or weight <= 0 or len(lists) < 2:
+        return lists
+    return [*lists, RankedList("raw_top", raw.hits[:1], weight)]
+
+
 def fuse_planned(
     lists: list[RankedList], turn: TurnQuery, policy: RetrievalPolicy
 ) -> list[SearchResult]:
-    """The planned queries' lists fused, anchored to the previous answer's documents on a
-    follow-up."""
+    """The planned queries' lists fused (with the raw message's first hit,
+    :func:`with_raw_top`), anchored to the previous answer's documents on a follow-up."""
     fused = fuse(
-        lists,
+        with_raw_top(lists, policy.raw_top_weight),
         k=policy.rrf_k,
         anchor_document_ids=turn.anchor_document_ids if turn.follow_up else (),
         anchor_weight=policy.anchor_weight,

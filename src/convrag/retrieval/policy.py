@@ -39,6 +39,10 @@ class RetrievalPolicy:
     raw_query_weight: float
     """On turns with history: weight of the raw message's own list among the turn's
     queries (the floor under a rewrite: a bad rewrite can push its hits down, not out)."""
+    raw_top_weight: float
+    """On turns with history: weight of the raw message's first hit as a list of its own
+    beside the turn's queries (its best passage stays first unless the other lists
+    together outweigh it); 0: none."""
     rewrite_query_weight: float
     """Weight of the rules' rewrite's list, when it differs from the message."""
     llm_rewrite_query_weight: float
@@ -118,6 +122,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "rrf_k": (1, 10_000),
     "keyword_weight": (0, 4),
     "raw_query_weight": (0, 4),
+    "raw_top_weight": (0, 4),
     "rewrite_query_weight": (0, 4),
     "llm_rewrite_query_weight": (0, 4),
     "history_query_weight": (0, 4),

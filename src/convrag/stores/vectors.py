@@ -60,8 +60,6 @@ conversation's delete clears them (:meth:`VectorIndex.delete_conversation`)."""
 log = logging.getLogger(__name__)
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One result of one search list."""

@@ -136,3 +136,35 @@ def test_the_policys_k_governs_the_fusion_of_the_planned_queries() -> None:
 
 def _planned_with_k(lists: list[RankedList], k: int) -> list[str]:
     return _ids(fuse_planned(lists, _follow_up(), default_policy().with_values({"rrf_k": k})))
+
+
+def test_the_raw_messages_best_hit_stays_first_unless_the_other_lists_outweigh_it() -> None:
+    """The rewrite and history lists agreeing on a neighbour push the raw message's first
+    hit down; its own list (``raw_top_weight``) keeps it first, and a stronger agreement
+    still wins against a small weight."""
+    lists = [
+        RankedList("raw", _hits("best", "near"), 1.0),
+        RankedList("rewrite", _hits("near", "best"), 0.5),
+        RankedList("history", _hits("near", "best"), 0.5),
+    ]
+
+    def first(top: float, others: float = 0.6) -> str:
+        weighted = [
+            RankedList(q.name, q.hits, q.weight if q.name == "raw" else others) for q in lists
+        ]
+        policy = default_policy().with_values({"raw_top_weight": top, "anchor_weight": 0.0})
+        return _ids(fuse_planned(weighted, _follow_up(), policy))[0]
+
+    assert first(0.0) == "near"
+    assert first(1.0) == "best"
+    assert first(0.05, others=3.0) == "near"
+
+
+def test_the_raw_top_list_joins_only_a_fusion_that_holds_the_raw_list() -> None:
+    from convrag.retrieval.candidates import with_raw_top
+
+    alone = [RankedList("raw", _hits("a"), 1.0)]
+    no_raw = [RankedList("rewrite", _hits("a"), 1.0), RankedList("history", _hits("b"), 1.0)]
+    assert with_raw_top(alone, 1.0) == alone and with_raw_top(no_raw, 1.0) == no_raw
+    both = [*no_raw, RankedList("raw", _hits("c", "d"), 1.0)]
+    assert [(q.name, _ids(list(q.hits))) for q in with_raw_top(both, 2.0)][-1] == ("raw_top", ["c"])
