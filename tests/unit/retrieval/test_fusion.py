@@ -36,7 +36,7 @@ def _follow_up(*anchors: str) -> TurnQuery:
 
 
 def _planned(lists: list[RankedList], *anchors: str, anchor_weight: float = 0.0) -> list[str]:
-    policy = default_policy().with_values({"anchor_weight": anchor_weight})
+    policy = default_policy().with_values({"anchor_weight": anchor_weight, "raw_top_weight": 0.0})
     return _ids(fuse_planned(lists, _follow_up(*anchors), policy))
 
 
@@ -135,7 +135,8 @@ def test_the_policys_k_governs_the_fusion_of_the_planned_queries() -> None:
 
 
 def _planned_with_k(lists: list[RankedList], k: int) -> list[str]:
-    return _ids(fuse_planned(lists, _follow_up(), default_policy().with_values({"rrf_k": k})))
+    policy = default_policy().with_values({"rrf_k": k, "raw_top_weight": 0.0})
+    return _ids(fuse_planned(lists, _follow_up(), policy))
 
 
 def test_the_raw_messages_best_hit_stays_first_unless_the_other_lists_outweigh_it() -> None:
