@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from convrag.records import Source
 from convrag.rerank import rerank_sources
+from convrag.retrieval.focus import stays_on_focus
 from convrag.retrieval.fusion import RankedList, fuse
 from convrag.retrieval.planning import PlannedQuery, TurnQuery, plan_queries
 from convrag.retrieval.policy import RetrievalPolicy
@@ -82,15 +83,16 @@ def with_raw_top(lists: list[RankedList], weight: float) -> list[RankedList]:
 
 
 def fuse_planned(
-    lists: list[RankedList], turn: TurnQuery, policy: RetrievalPolicy
+    lists: list[RankedList], turn: TurnQuery, policy: RetrievalPolicy, focus: float = 1.0
 ) -> list[SearchResult]:
     """The planned queries' lists fused (with the raw message's first hit,
-    :func:`with_raw_top`), anchored to the previous answer's documents on a follow-up."""
+    :func:`with_raw_top`), anchored to the previous answer's documents on a follow-up at
+    ``anchor_weight`` times ``focus`` (:func:`~convrag.retrieval.focus.stays_on_focus`)."""
     fused = fuse(
         with_raw_top(lists, policy.raw_top_weight),
         k=policy.rrf_k,
         anchor_document_ids=turn.anchor_document_ids if turn.follow_up else (),
-        anchor_weight=policy.anchor_weight,
+        anchor_weight=policy.anchor_weight * focus,
     )
     return [_result(f.hit, f.score, f.anchored) for f in fused]
 
@@ -129,7 +131,8 @@ async def find_candidates(
         turn, services, policy, planned, depth, failures
     )
     degraded = "; ".join(dict.fromkeys(failures)) or None
-    results = fuse_planned(lists, turn, policy)[:depth]
+    focus = stays_on_focus(turn, services.searcher, policy.focus_model)
+    results = fuse_planned(lists, turn, policy, focus)[:depth]
     hits = [r.as_source() for r in results]
     candidate = keyword_candidate(results, keyword_top, top_k)
     keyword = candidate.as_source() if candidate is not None else None

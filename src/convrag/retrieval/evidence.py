@@ -193,11 +193,16 @@ def answer_features(signals: Signals) -> dict[str, float]:
     }
 
 
-def answer_probability(signals: Signals, model: Mapping[str, float]) -> float:
-    """The probability that the sources hold the answer: a logistic model, ``model``
-    giving each feature of :func:`answer_features` its weight and ``bias`` the rest."""
-    features = answer_features(signals)
+def logistic(features: Mapping[str, float], model: Mapping[str, float]) -> float:
+    """A logistic model's probability: ``model`` gives each named feature its weight and
+    ``bias`` the rest."""
     z = model.get("bias", 0.0) + sum(
         w * features[name] for name, w in model.items() if name != "bias"
     )
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def answer_probability(signals: Signals, model: Mapping[str, float]) -> float:
+    """The probability that the sources hold the answer: the ``answer_model`` over
+    :func:`answer_features`."""
+    return logistic(answer_features(signals), model)

@@ -52,6 +52,11 @@ class RetrievalPolicy:
     anchor_weight: float
     """On a follow-up: weight of the anchor list (the candidates from the documents the
     previous answer cited, in fused order); 0 ignores them."""
+    focus_model: dict[str, float]
+    """Whether a follow-up stays on the previous answer's documents: a logistic model over
+    :func:`~convrag.retrieval.focus.focus_features` (each named feature's weight, and
+    ``bias``) whose probability scales ``anchor_weight``; empty: the anchor weight as is.
+    Written by ``benchmarks/fit_focus.py fit``."""
     history_weight: float
     """Share of the previous question's vector mixed into a later turn's dense query."""
     feedback_weight: float
