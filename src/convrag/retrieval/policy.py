@@ -90,12 +90,11 @@ class RetrievalPolicy:
     # -- the quoted answer (no LLM): which sentences are quoted
     semantic_candidates: int
     """How many of the best sentences by words the quoted answer embeds and reranks."""
-    word_weight: float
-    """Share of the words-in-common score beside the embedder's similarity when ranking
-    sentences to quote."""
-    answer_type_bonus: float
-    """Added to a sentence holding the kind of answer the question asks for (a number
-    for "how many", a date for "when", a frequency for "how often")."""
+    sentence_model: dict[str, float]
+    """The quoted-answer ranker: each feature of
+    :func:`~convrag.retrieval.quoting.sentence_features` with its weight in units of the
+    sentence's cosine to the query (which weighs 1). Written by
+    ``benchmarks/fit_sentences.py fit``."""
     same_work_floor: float
     """A sentence scoring under this share of the best one's score is not quoted: it
     answers a different question (another person's record than the one asked for)."""
@@ -140,8 +139,6 @@ _RANGES: dict[str, tuple[float, float]] = {
     "confidence_margin": (0, 1),
     "web_confidence_threshold": (0, 1),
     "semantic_candidates": (1, 256),
-    "word_weight": (0, 1),
-    "answer_type_bonus": (0, 1),
     "same_work_floor": (0, 1),
     "other_work_floor": (0, 1),
     "question_to_answer": (0, 1),

@@ -301,23 +301,64 @@ def _continue(
     picked.insert(1, (n, pos + 1, nxt))
 
 
+SENTENCE_FEATURES = (
+    "words",
+    "answer_type",
+    "first_source",
+    "lead",
+    "heading",
+    "introduces",
+    "code",
+    "length",
+)
+"""What the quoted-answer ranker may weigh beside a sentence's cosine to the query
+(:func:`sentence_features`)."""
+
+
+def sentence_features(
+    sent: str, n: int, pos: int, words: float, expects: re.Pattern[str] | None
+) -> dict[str, float]:
+    """One candidate sentence's named features: its words-in-common score over the best
+    one's (``words``), whether it holds the kind of answer the question asks for
+    (:func:`expected_answer`), its source's rank (1/n), whether it opens its passage,
+    reads as a heading, introduces what follows (ends with a colon), holds code, and its
+    length (in 400s of characters, at most 1)."""
+    return {
+        "words": words,
+        "answer_type": float(expects is not None and bool(expects.search(sent))),
+        "first_source": 1.0 / n,
+        "lead": float(pos == 0),
+        "heading": float(looks_like_heading(sent)),
+        "introduces": float(sent.rstrip().endswith(":")),
+        "code": float("`" in sent),
+        "length": min(len(sent), 400) / 400,
+    }
+
+
+def sentence_score(cosine: float, features: dict[str, float], model: dict[str, float]) -> float:
+    """A sentence's rank score: its cosine plus each feature at the policy's
+    ``sentence_model`` weight (in units of the cosine's)."""
+    return cosine + sum(w * features[name] for name, w in model.items())
+
+
 def _by_meaning(
     query: str,
     scored: list[tuple[float, int, int, str]],
     similarity: Similarity,
     policy: RetrievalPolicy,
 ) -> list[tuple[float, int, int, str]]:
-    """Re-rank word-matched sentences by ``cosine + word_weight * word score / best``,
-    plus the policy's ``answer_type_bonus`` for a sentence holding the kind of answer the question
-    asks for (:func:`expected_answer`)."""
+    """Re-rank word-matched sentences by the fitted sentence model (:func:`sentence_score`
+    over :func:`sentence_features`)."""
     best = scored[0][0]
     cosines = similarity(query, [sent for *_, sent in scored])
     expects = expected_answer(query)
     rescored = [
         (
-            float(cos)
-            + policy.word_weight * score / best
-            + (policy.answer_type_bonus if expects is not None and expects.search(sent) else 0.0),
+            sentence_score(
+                float(cos),
+                sentence_features(sent, n, pos, score / best, expects),
+                policy.sentence_model,
+            ),
             n,
             pos,
             sent,
