@@ -15,8 +15,8 @@ sentence_features`, labelled: for MTRAG, whether three in five of its content wo
 the reference answer; for a conversation set, whether it holds one of the turn's key facts.
 ``report`` fits a pairwise logistic regression (scikit-learn) on each set and scores every
 set by the share of turns whose first-ranked sentence is labelled (P@1, over turns with
-one), beside the policy's model. ``fit`` fits on every file given and writes ``sentence_model``: each
-feature's weight over the cosine's.
+one), beside the policy's model. ``fit`` fits on every file given and writes
+``sentence_model``: each feature's weight over the cosine's.
 """
 
 from __future__ import annotations
