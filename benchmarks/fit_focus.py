@@ -18,17 +18,15 @@ file given and writes ``focus_model`` into the policy file.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import itertools
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fit_cli import FitScript, run
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.preprocessing import StandardScaler
@@ -44,7 +42,6 @@ from convrag.evaluation.mtrag import (
 from convrag.records import HistoryTurn
 from convrag.retrieval.focus import FOCUS_FEATURES, focus_features
 from convrag.retrieval.planning import TurnQuery
-from convrag.retrieval.policy import load_policy, write_policy
 from convrag.rewriting.classify import classify
 from convrag.rewriting.rules import rules_query, rules_turns
 from convrag.services import open_services
@@ -198,40 +195,17 @@ def report(rows: list[Row], names: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    rec = sub.add_parser("record")
-    rec.add_argument("--data", type=Path, default=Path("../shared/bench/mtrag"))
-    rec.add_argument("--domain", required=True)
-    rec.add_argument("--out", type=Path, required=True)
-    conv = sub.add_parser("record-conversations")
-    conv.add_argument("report", type=Path)
-    conv.add_argument("--out", type=Path, required=True)
-    for name in ("report", "fit"):
-        p = sub.add_parser(name)
-        p.add_argument("recordings", nargs="+", type=Path)
-        p.add_argument("--without", default="", help="features left out (a,b,...)")
-        if name == "fit":
-            p.add_argument("--out", type=Path, help="the policy file to write")
-    args = parser.parse_args(argv)
-    if args.cmd in ("record", "record-conversations"):
-        rows = asyncio.run(
-            record(args.data, args.domain)
-            if args.cmd == "record"
-            else record_conversations(args.report)
-        )
-        args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        print(f"{len(rows)} follow-ups with anchors", file=sys.stderr)
-        return
-    names = [n for n in FOCUS_FEATURES if n not in args.without.split(",")]
-    rows = load(args.recordings)
-    if args.cmd == "report":
-        report(rows, names)
-        return
-    model = fit(rows, names)
-    print(json.dumps(model, indent=2))
-    if args.out is not None:
-        write_policy(load_policy(args.out).with_values({"focus_model": model}), args.out)
+    script = FitScript(
+        __doc__.split("\n\n")[0],
+        record,
+        record_conversations,
+        load,
+        report,
+        fit,
+        FOCUS_FEATURES,
+        "focus_model",
+    )
+    run(script, argv)
 
 
 if __name__ == "__main__":

@@ -21,16 +21,14 @@ one), beside the policy's model. ``fit`` fits on every file given and writes
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import re
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fit_cli import FitScript, run
 from sklearn.linear_model import LogisticRegression
 
 from convrag.config import get_settings
@@ -43,7 +41,7 @@ from convrag.evaluation.mtrag import (
     load_domain,
 )
 from convrag.records import Source
-from convrag.retrieval.policy import default_policy, load_policy, write_policy
+from convrag.retrieval.policy import default_policy
 from convrag.retrieval.quoting import SENTENCE_FEATURES, expected_answer, sentence_features
 from convrag.retrieval.ranking import ranked_by_words
 from convrag.rewriting.classify import classify
@@ -207,40 +205,17 @@ def report(rows: list[Row], names: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    rec = sub.add_parser("record")
-    rec.add_argument("--data", type=Path, default=Path("../shared/bench/mtrag"))
-    rec.add_argument("--domain", required=True)
-    rec.add_argument("--out", type=Path, required=True)
-    conv = sub.add_parser("record-conversations")
-    conv.add_argument("report", type=Path)
-    conv.add_argument("--out", type=Path, required=True)
-    for name in ("report", "fit"):
-        p = sub.add_parser(name)
-        p.add_argument("recordings", nargs="+", type=Path)
-        p.add_argument("--without", default="", help="features left out (a,b,...)")
-        if name == "fit":
-            p.add_argument("--out", type=Path, help="the policy file to write")
-    args = parser.parse_args(argv)
-    if args.cmd in ("record", "record-conversations"):
-        rows = asyncio.run(
-            record(args.data, args.domain)
-            if args.cmd == "record"
-            else record_conversations(args.report)
-        )
-        args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        print(f"{len(rows)} turns", file=sys.stderr)
-        return
-    names = [n for n in SENTENCE_FEATURES if n not in args.without.split(",")]
-    rows = load(args.recordings)
-    if args.cmd == "report":
-        report(rows, names)
-        return
-    model = fit(rows, names)
-    print(json.dumps(model, indent=2))
-    if args.out is not None:
-        write_policy(load_policy(args.out).with_values({"sentence_model": model}), args.out)
+    script = FitScript(
+        __doc__.split("\n\n")[0],
+        record,
+        record_conversations,
+        load,
+        report,
+        fit,
+        SENTENCE_FEATURES,
+        "sentence_model",
+    )
+    run(script, argv)
 
 
 if __name__ == "__main__":
