@@ -4,6 +4,7 @@ weights and threshold written into the retrieval policy.
 
     python benchmarks/fit_not_found.py report REC...      # every leave-one-domain-out direction
     python benchmarks/fit_not_found.py fit REC... [--out src/convrag/retrieval/policy.json]
+    python benchmarks/fit_not_found.py band REC...        # which sentence_band changes nothing
 
 Each REC is a ``--turns`` file of ``convrag eval answers`` run with ``--set
 sentence_band=1`` (every turn's sentences weighed), named ``rec-SET-DOMAIN.jsonl``:
@@ -36,7 +37,7 @@ from sklearn.preprocessing import StandardScaler
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from convrag.retrieval.evidence import Signals, answer_features
-from convrag.retrieval.policy import load_policy, write_policy
+from convrag.retrieval.policy import default_policy, load_policy, write_policy
 
 ANSWER = {"ANSWERABLE", "PARTIAL"}
 REFUSE = {"UNANSWERABLE", "OFFTOPIC"}
@@ -185,9 +186,29 @@ def report(rows: list[Row], false_rate: float, featurize: Featurize) -> None:
         print(f"  {train} fit: {json.dumps(fitted)}")
 
 
+def band(rows: Sequence[Row], featurize: Featurize) -> None:
+    """For each ``sentence_band``, how many turns of each set would skip weighing their
+    sentences under the policy's model, and how many of those decisions would change (the
+    recordings must hold every turn's sentences: ``--set sentence_band=1``)."""
+    policy = default_policy()
+    model, threshold = policy.answer_model, policy.answer_threshold
+    for width in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4):
+        cells = []
+        for name in sorted({f"{r['set']} {r['domain']}" for r in rows}):
+            held = [r for r in rows if f"{r['set']} {r['domain']}" == name]
+            names, x, _ = matrix(held, featurize)
+            unweighed = x.copy()
+            unweighed[:, names.index("sentence")] = x[:, names.index("confidence")]
+            p, p0 = probability(model, names, x), probability(model, names, unweighed)
+            skip = np.abs(p0 - threshold) > width
+            changed = int(np.sum(skip & ((p0 >= threshold) != (p >= threshold))))
+            cells.append(f"{name} {int(skip.sum())}/{len(held)} skipped, {changed} changed")
+        print(f"band {width}: " + "; ".join(cells))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["report", "fit"])
+    parser.add_argument("command", choices=["report", "fit", "band"])
     parser.add_argument("recordings", nargs="+", type=Path)
     parser.add_argument("--false-rate", type=float, default=0.02)
     parser.add_argument(
@@ -204,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if args.command == "report":
         report(rows, args.false_rate, featurize)
+        return
+    if args.command == "band":
+        band(rows, featurize)
         return
     fitted = fit(rows, args.false_rate, featurize)
     print(json.dumps(fitted, indent=2))

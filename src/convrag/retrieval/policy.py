@@ -72,6 +72,11 @@ class RetrievalPolicy:
     answer_threshold: float
     """Answer "not found" when the model's probability that the sources hold the answer is
     under this and no item or web page was found (0 never abstains)."""
+    sentence_band: float
+    """The sources' sentences are weighed (embedded, the ``sentence`` feature) only when
+    the model with the best chunk's cosine in their place lies within this much of
+    ``answer_threshold``: further away, no recorded decision changed with them (chosen by
+    ``benchmarks/fit_not_found.py band``; 1 always weighs them, as a recording should)."""
     lone_sentence_margin: float
     """How much closer than the mean of the two closest sentences one sentence must be
     to count alone."""
@@ -134,6 +139,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "history_weight": (0, 1),
     "feedback_weight": (0, 2),
     "answer_threshold": (0, 1),
+    "sentence_band": (0, 1),
     "lone_sentence_margin": (0, 1),
     "evidence_candidates": (1, 256),
     "confidence_margin": (0, 1),

@@ -9,7 +9,7 @@ import asyncio
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from convrag.embeddings import cosine_to_query
@@ -124,7 +124,8 @@ class Evidence:
         closest sentences sharing a word with it, else, a paraphrase, the chunks'
         ``confidence``; None when no query has a sentence of its own), and the best cosine
         of a paragraph holding a query's closest sentence in a chunk of several
-        paragraphs, at least ``confidence``."""
+        paragraphs, at least ``confidence`` (measured only when the model weighs it or
+        ``sentence_band`` is 1: a recording)."""
         policy = self.policy
         similarity = cosine_to_query(self.services.sentences)
         scored = [
@@ -134,6 +135,8 @@ class Evidence:
         if all(c is None for c in scored):
             return None, confidence
         closest = max(confidence if c is None else c for c in scored)
+        if "paragraph" not in policy.answer_model and policy.sentence_band < 1.0:
+            return closest, confidence
         found = [
             await asyncio.to_thread(paragraph_evidence, q, kept, similarity, policy)
             for q in queries
@@ -149,14 +152,11 @@ class Evidence:
         rarest = self.services.searcher.rarest_missing_term(
             turn.workspace_id, queries[0], texts, typed=turn.message
         )
-        waited = time.perf_counter()
-        closest, paragraph = await self._sentences(queries, kept, confidence)
-        self.timings["embed_sentences"] = _ms_since(waited)
         null = await self.services.nulls.of(turn.workspace_id)
         signals = Signals(
             confidence=confidence,
-            sentence=confidence if closest is None else closest,
-            paragraph=paragraph,
+            sentence=confidence,
+            paragraph=confidence,
             rarest=rarest,
             every_term=float(any(names_every_term(query, kept, policy) for query in queries)),
             follow_up=float(turn.follow_up),
@@ -171,6 +171,15 @@ class Evidence:
             coverage=max(query_coverage(q, "\n".join(texts)) for q in queries) if texts else 0.0,
             null_mean=null.mean,
             null_spread=null.spread,
+        )
+        unweighed = answer_probability(signals, policy.answer_model)
+        if abs(unweighed - policy.answer_threshold) > policy.sentence_band:
+            return unweighed, signals  # the sentences would not change the decision
+        waited = time.perf_counter()
+        closest, paragraph = await self._sentences(queries, kept, confidence)
+        self.timings["embed_sentences"] = _ms_since(waited)
+        signals = replace(
+            signals, sentence=confidence if closest is None else closest, paragraph=paragraph
         )
         return answer_probability(signals, policy.answer_model), signals
 
