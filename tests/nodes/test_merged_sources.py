@@ -61,7 +61,9 @@ async def _merged(
             ],
         },
     )
-    ctx = Context(workspace_id=workspace, services=services, web_search="off", policy=knobs)
+    # Every turn's sentences weighed, as a recording does, unless a test says otherwise.
+    policy = {"sentence_band": 1.0, **knobs}
+    ctx = Context(workspace_id=workspace, services=services, web_search="off", policy=policy)
     return dict(await merged_sources(state, ctx))
 
 
@@ -72,6 +74,23 @@ async def test_a_question_a_sentence_answers_is_not_refused_and_one_none_does_is
     assert answered["abstain"] is False and "embed_sentences" in answered["timings"]
     refused = await _merged(services, meals, "What is the capital of France?")
     assert refused["abstain"] is True
+
+
+async def test_sentences_far_from_the_threshold_are_not_weighed_and_decide_the_same(
+    services: Services, meals: str
+) -> None:
+    """With no band the chunk's cosine stands in for the closest sentence's and nothing is
+    embedded; the decision is the one the sentences give."""
+    for question, refused in (
+        ("What is the meal allowance in Europe?", False),
+        ("What is the capital of France?", True),
+    ):
+        weighed = await _merged(services, meals, question)
+        skipped = await _merged(services, meals, question, sentence_band=0.0)
+        assert weighed["abstain"] is skipped["abstain"] is refused
+        assert "embed_sentences" not in skipped["timings"]
+        signals = skipped["abstention_signals"]
+        assert signals["sentence"] == signals["confidence"] == signals["paragraph"]
 
 
 async def test_a_zero_threshold_never_refuses_and_weighs_no_sentences(
