@@ -1,6 +1,7 @@
-"""The command line the model-fitting scripts share: ``record`` (an MTRAG domain),
-``record-conversations`` (a conversation set's report), ``report`` (every fit direction)
-and ``fit`` (all files, written into a policy field)."""
+"""What the model-fitting scripts share: the command line (``record`` an MTRAG domain,
+``record-conversations`` a conversation set's report, ``report`` every fit direction,
+``fit`` all files into a policy field), an MTRAG domain opened for recording, and the
+rules' rewrite of a follow-up."""
 
 from __future__ import annotations
 
@@ -8,14 +9,51 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from convrag.config import get_settings
+from convrag.evaluation.mtrag import (
+    MtragEvaluation,
+    MtragTurn,
+    domain_path,
+    load_corpus,
+    load_domain,
+)
+from convrag.records import HistoryTurn
 from convrag.retrieval.policy import load_policy, write_policy
+from convrag.rewriting.classify import classify
+from convrag.rewriting.rules import rules_query, rules_turns
+from convrag.services import Services, open_services
 
 Row = dict[str, Any]
+
+
+@asynccontextmanager
+async def mtrag_domain(
+    data: Path, domain: str
+) -> AsyncIterator[tuple[Services, MtragEvaluation, list[MtragTurn], dict[str, Any]]]:
+    """An MTRAG domain's turns and judged passages, its pool ingested into
+    ``mtrag-<domain>`` if it is not there yet, and the services that searched it."""
+    path = domain_path(data, domain)
+    turns, qrels = load_domain(path)
+    async with open_services(get_settings()) as services:
+        ev = MtragEvaluation(services, f"mtrag-{path.name}")
+        await ev.prepare(load_corpus(path), lambda n: None)
+        yield services, ev, turns, qrels
+
+
+def rules_follow_up(question: str, history: Sequence[HistoryTurn]) -> str | None:
+    """The rules' rewrite of a turn the rules call a follow-up, else None."""
+    if not history:
+        return None
+    turns = rules_turns(history)
+    if classify(question, turns) != "follow_up":
+        return None
+    return rules_query(question, turns)[0]
 
 
 @dataclass(frozen=True)

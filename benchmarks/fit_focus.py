@@ -26,45 +26,33 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fit_cli import FitScript, run
-from sklearn.linear_model import LogisticRegression
+from fit_cli import FitScript, mtrag_domain, rules_follow_up, run
+from fit_not_found import in_units, probability
 from sklearn.metrics import log_loss, roc_auc_score
-from sklearn.preprocessing import StandardScaler
 
 from convrag.config import get_settings
 from convrag.evaluation.mtrag import (
-    MtragEvaluation,
-    domain_path,
     history_turns,
-    load_corpus,
-    load_domain,
 )
 from convrag.records import HistoryTurn
 from convrag.retrieval.focus import FOCUS_FEATURES, focus_features
 from convrag.retrieval.planning import TurnQuery
-from convrag.rewriting.classify import classify
-from convrag.rewriting.rules import rules_query, rules_turns
 from convrag.services import open_services
 
 Row = dict[str, Any]
 
 
 async def record(data: Path, domain: str) -> list[Row]:
-    path = domain_path(data, domain)
-    turns, qrels = load_domain(path)
     rows: list[Row] = []
-    async with open_services(get_settings()) as services:
-        ev = MtragEvaluation(services, f"mtrag-{path.name}")
-        await ev.prepare(load_corpus(path), lambda n: None)
+    async with mtrag_domain(data, domain) as (services, ev, turns, qrels):
         for turn in turns:
             gold = qrels.get(turn.task_id)
             history = history_turns(turn, ev.workspace, ev.title_of)
             if not gold or not history or not turn.prev_passages:
                 continue
-            rules = rules_turns(history)
-            if classify(turn.question, rules) != "follow_up":
+            query = rules_follow_up(turn.question, history)
+            if query is None:
                 continue
-            query, _ = rules_query(turn.question, rules)
             tq = TurnQuery(
                 ev.workspace,
                 turn.question,
@@ -150,20 +138,7 @@ def matrix(rows: Sequence[Row], names: Sequence[str]) -> tuple[np.ndarray, np.nd
 def fit(rows: Sequence[Row], names: Sequence[str]) -> dict[str, float]:
     """The model's weights and bias in the features' own units."""
     x, y = matrix(rows, names)
-    scaler = StandardScaler().fit(x)
-    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit((x - scaler.mean_) / scale, y)
-    weights = model.coef_[0] / scale
-    bias = float(model.intercept_[0] - np.sum(model.coef_[0] * scaler.mean_ / scale))
-    return {
-        "bias": round(bias, 6),
-        **{n: round(float(w), 6) for n, w in zip(names, weights, strict=True)},
-    }
-
-
-def probability(model: dict[str, float], names: Sequence[str], x: np.ndarray) -> np.ndarray:
-    w = np.array([model[n] for n in names])
-    return np.asarray(1.0 / (1.0 + np.exp(-(x @ w + model["bias"]))))
+    return in_units(x, y, names, balanced=False)
 
 
 def judged(rows: Sequence[Row], model: dict[str, float], names: Sequence[str]) -> str:

@@ -38,15 +38,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from convrag.config import get_settings
+from fit_cli import mtrag_domain
+
 from convrag.evaluation.metrics import retrieval_scores
 from convrag.evaluation.mtrag import (
     MtragEvaluation,
     MtragTurn,
     domain_path,
     history_turns,
-    load_corpus,
-    load_domain,
 )
 from convrag.records import previous_question
 from convrag.retrieval.candidates import with_raw_top
@@ -56,7 +55,6 @@ from convrag.retrieval.search import SearchResult
 from convrag.rewriting.classify import classify
 from convrag.rewriting.gate import SWITCHES, is_continuation
 from convrag.rewriting.rules import rules_query, rules_turns
-from convrag.services import open_services
 from convrag.text.tokens import content_words, tokenize
 
 DEPTH, SOURCES, WANTED = 10, 40, 80
@@ -116,11 +114,7 @@ async def _lists(ev: MtragEvaluation, turn: MtragTurn, policy: RetrievalPolicy) 
 
 
 async def record(data: Path, domain: str) -> dict[str, Any]:
-    path = domain_path(data, domain)
-    turns, qrels = load_domain(path)
-    async with open_services(get_settings()) as services:
-        ev = MtragEvaluation(services, f"mtrag-{path.name}")
-        await ev.prepare(load_corpus(path), lambda n: None)
+    async with mtrag_domain(data, domain) as (services, ev, turns, qrels):
         anchors = {}
         rows = []
         for i, turn in enumerate(turns):
@@ -129,7 +123,8 @@ async def record(data: Path, domain: str) -> dict[str, Any]:
             rows.append(row)
             if i % 50 == 0:
                 print(f"{domain}: {i}/{len(turns)}", file=sys.stderr)
-    return {"domain": path.name, "qrels": qrels, "anchor_passages": anchors, "turns": rows}
+    name = domain_path(data, domain).name
+    return {"domain": name, "qrels": qrels, "anchor_passages": anchors, "turns": rows}
 
 
 Weights = tuple[float, float, float, str, bool, str, float]

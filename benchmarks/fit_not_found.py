@@ -130,22 +130,30 @@ def fit(rows: Sequence[Row], false_rate: float, featurize: Featurize) -> dict[st
     """The model's weights and bias in the features' own units, and its threshold on the
     probability that the sources hold the answer."""
     names, x, y = matrix(rows, featurize)
-    scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
-    model.fit(scaler.transform(x), y)
-    weights = model.coef_[0] / scaler.scale_
-    bias = float(model.intercept_[0] - np.sum(model.coef_[0] * scaler.mean_ / scaler.scale_))
-    fitted: dict[str, Any] = {
-        "model": {
-            "bias": round(bias, 6),
-            **{n: round(float(w), 6) for n, w in zip(names, weights, strict=True)},
-        }
-    }
+    fitted: dict[str, Any] = {"model": in_units(x, y, names, balanced=True)}
     p = probability(fitted["model"], names, x)
     answerable = np.sort(p[y == 1])
     allowed = int(np.floor(false_rate * len(answerable)))
     fitted["threshold"] = round(float(answerable[allowed]) - 1e-6, 6) if len(answerable) else 0.5
     return fitted
+
+
+def in_units(
+    x: np.ndarray, y: np.ndarray, names: Sequence[str], *, balanced: bool
+) -> dict[str, float]:
+    """A logistic regression fitted on standardised features, its weights and ``bias``
+    given back in the features' own units (a feature that never varies weighs 0)."""
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    model = LogisticRegression(
+        C=1.0, class_weight="balanced" if balanced else None, max_iter=2000
+    ).fit((x - scaler.mean_) / scale, y)
+    weights = model.coef_[0] / scale
+    bias = float(model.intercept_[0] - np.sum(model.coef_[0] * scaler.mean_ / scale))
+    return {
+        "bias": round(bias, 6),
+        **{n: round(float(w), 6) for n, w in zip(names, weights, strict=True)},
+    }
 
 
 def probability(model: dict[str, float], names: Sequence[str], x: np.ndarray) -> np.ndarray:

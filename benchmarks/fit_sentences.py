@@ -28,24 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fit_cli import FitScript, run
+from fit_cli import FitScript, mtrag_domain, rules_follow_up, run
 from sklearn.linear_model import LogisticRegression
 
 from convrag.config import get_settings
 from convrag.embeddings import cosine_to_query
 from convrag.evaluation.mtrag import (
-    MtragEvaluation,
-    domain_path,
     history_turns,
-    load_corpus,
-    load_domain,
 )
 from convrag.records import Source
 from convrag.retrieval.policy import default_policy
 from convrag.retrieval.quoting import SENTENCE_FEATURES, expected_answer, sentence_features
 from convrag.retrieval.ranking import ranked_by_words
-from convrag.rewriting.classify import classify
-from convrag.rewriting.rules import rules_query, rules_turns
 from convrag.services import Services, open_services
 from convrag.text.tokens import content_words, fold, tokenize
 
@@ -106,19 +100,13 @@ async def candidates(
 
 
 async def record(data: Path, domain: str) -> list[Row]:
-    path = domain_path(data, domain)
-    turns, _ = load_domain(path)
     rows: list[Row] = []
-    async with open_services(get_settings()) as services:
-        ev = MtragEvaluation(services, f"mtrag-{path.name}")
-        await ev.prepare(load_corpus(path), lambda n: None)
+    async with mtrag_domain(data, domain) as (services, ev, turns, _):
         for turn in turns:
             if turn.answerability not in ("ANSWERABLE", "PARTIAL") or not turn.reference_answer:
                 continue
             history = history_turns(turn, ev.workspace, ev.title_of)
-            query = turn.question
-            if history and classify(turn.question, rules_turns(history)) == "follow_up":
-                query, _ = rules_query(turn.question, rules_turns(history))
+            query = rules_follow_up(turn.question, history) or turn.question
             found = await candidates(
                 services, ev.workspace, query, from_reference(turn.reference_answer)
             )
