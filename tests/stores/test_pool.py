@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from convrag.stores.database import Database
 from convrag.stores.embedded import EmbeddedPostgres
-from convrag.stores.stalls import DatabaseStalled
+from convrag.stores.stalls import DatabaseStalled, StallWatch
 from convrag.testing.faults import PostgresFreeze
 from tests.serving import scratch_dir
 
@@ -167,3 +167,24 @@ async def test_a_slow_query_on_a_live_server_is_not_taken_for_a_stall(
         with pytest.raises(psycopg.errors.QueryCanceled):
             await db.turns.fetch_one("SELECT pg_sleep(2.5)")
         assert await _select_one(db) == 1
+
+
+async def test_a_probe_held_up_by_this_process_is_not_taken_for_a_stall(
+    postgres: tuple[EmbeddedPostgres, str],
+) -> None:
+    """The event loop held by other work (a batch of embeddings on a loaded machine)
+    longer than a probe's wait: the live server's reply is read once the loop is free,
+    so the probe counts it as answered and nothing is ended; a frozen server still
+    goes unanswered."""
+    pg, url = postgres
+    watch = StallWatch(url, {})
+    loop = asyncio.get_running_loop()
+    loop.call_soon(time.sleep, StallWatch.PROBE_S + 0.2)  # the loop held as the probe starts
+    assert await watch._probe_once() is True
+    freeze = PostgresFreeze(pg.pgdata.parent)
+    freeze.begin()
+    try:
+        assert await watch._probe_once() is False
+    finally:
+        freeze.end()
+    await watch.close()

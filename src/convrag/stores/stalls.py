@@ -49,6 +49,9 @@ class StallWatch:
     """How long a probe (a new connection and ``SELECT 1``) may take on a live server."""
     PROBE_EVERY_S = 0.5
     """How often a stalled server is probed again."""
+    TICK_S = 0.05
+    """How often a probe looks at the clock, to tell a silent server from an event loop
+    held by other work."""
 
     def __init__(self, conninfo: str, kwargs: dict[str, Any]) -> None:
         self._conninfo = conninfo
@@ -124,12 +127,23 @@ class StallWatch:
                 self.answered()
 
     async def _probe_once(self) -> bool:
-        """Connect and run ``SELECT 1`` within :attr:`PROBE_S`. The attempt is abandoned,
-        not cancelled, when it takes longer: cancelling a wait on a stalled server waits
-        for the server to take the cancel request."""
-        attempt = asyncio.get_running_loop().create_task(self._connect_and_select())
-        done, _ = await asyncio.wait({attempt}, timeout=self.PROBE_S)
-        if not done:
+        """Connect and run ``SELECT 1`` within :attr:`PROBE_S` of this process's own
+        time: while the event loop is held by other work (a batch of embeddings on a
+        loaded machine), the reply cannot be read, so time the loop is late by is added
+        to the wait (at most :attr:`PROBE_S` more). The attempt is abandoned, not
+        cancelled, when it takes longer: cancelling a wait on a stalled server waits for
+        the server to take the cancel request."""
+        loop = asyncio.get_running_loop()
+        attempt = loop.create_task(self._connect_and_select())
+        deadline = loop.time() + self.PROBE_S
+        latest = deadline + self.PROBE_S
+        while not attempt.done() and (now := loop.time()) < deadline:
+            step = min(self.TICK_S, deadline - now)
+            await asyncio.wait({attempt}, timeout=step)
+            late = loop.time() - now - step
+            if late > self.TICK_S:
+                deadline = min(deadline + late, latest)
+        if not attempt.done():
             attempt.add_done_callback(_ignore_outcome)
             return False
         return attempt.exception() is None
