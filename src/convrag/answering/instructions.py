@@ -275,6 +275,8 @@ class Provenance:
             return "nothing the sources or the question say"
         for sentence in _SENTENCE_CUT.split(strip_markers(answer)):
             said = content_words(sentence)
+            if all(w.isdigit() and len(w) <= 2 for w in said):
+                continue  # a list item's number ("4."), cut off as a sentence of its own
             foreign = [w for w in said if _stem(w) not in self.supported]
             if foreign and (len(foreign) == len(said) or 2 <= len(foreign) > len(said) / 2):
                 return f"a sentence the sources do not support: {sentence.strip()[:60]}"
