@@ -37,7 +37,7 @@ from convrag.evaluation.mtrag import corpus_file
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parents[1] / "shared" / "bench"
 NO_ANSWER = "I could not find an answer to that in the documents."
-HOSTILE = ("injection", "injection_b", "injection_c")
+HOSTILE = ("injection", "injection_b", "injection_c", "injection_d")
 SKIP = re.compile(r"\{(canary|system|security)\}")
 
 
