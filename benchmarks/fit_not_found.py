@@ -5,6 +5,7 @@ weights and threshold written into the retrieval policy.
     python benchmarks/fit_not_found.py report REC...      # every leave-one-domain-out direction
     python benchmarks/fit_not_found.py fit REC... [--out src/convrag/retrieval/policy.json]
     python benchmarks/fit_not_found.py band REC...        # which sentence_band changes nothing
+    python benchmarks/fit_not_found.py calibrations REC...  # the null read other ways
 
 Each REC is a ``--turns`` file of ``convrag eval answers`` run with ``--set
 sentence_band=1`` (every turn's sentences weighed), named ``rec-SET-DOMAIN.jsonl``:
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -176,11 +178,15 @@ def scores(rows: Sequence[Row], refused: Sequence[bool]) -> dict[str, str]:
     }
 
 
-def report(rows: list[Row], false_rate: float, featurize: Featurize) -> None:
+def report(
+    rows: list[Row], false_rate: float, featurize: Featurize, *, held_out_only: bool = False
+) -> None:
     domains = sorted({r["domain"] for r in rows})
     for train in domains:
         fitted = fit([r for r in rows if r["domain"] == train], false_rate, featurize)
         for test in domains:
+            if held_out_only and test == train:
+                continue
             for rec_set in sorted({r["set"] for r in rows}):
                 held = [r for r in rows if r["domain"] == test and r["set"] == rec_set]
                 if not held:
@@ -190,8 +196,10 @@ def report(rows: list[Row], false_rate: float, featurize: Featurize) -> None:
                 kind = "fitted on" if test == train else "held out"
                 print(f"fit {train} -> {rec_set} {test} ({kind}), {len(held)} turns")
                 print(f"  model:    {scores(held, list(refused))}")
-                print(f"  recorded: {scores(held, [bool(r['abstained']) for r in held])}")
-        print(f"  {train} fit: {json.dumps(fitted)}")
+                if not held_out_only:
+                    print(f"  recorded: {scores(held, [bool(r['abstained']) for r in held])}")
+        if not held_out_only:
+            print(f"  {train} fit: {json.dumps(fitted)}")
 
 
 def band(rows: Sequence[Row], featurize: Featurize) -> None:
@@ -214,9 +222,39 @@ def band(rows: Sequence[Row], featurize: Featurize) -> None:
         print(f"band {width}: " + "; ".join(cells))
 
 
+CALIBRATIONS = {
+    "z": lambda cosine, s: (cosine - s.null_mean) / max(s.null_spread, 0.02),
+    "share": lambda cosine, s: (
+        0.5 * (1 + math.erf((cosine - s.null_mean) / max(s.null_spread, 0.02) / math.sqrt(2)))
+    ),
+    "ratio": lambda cosine, s: cosine / max(s.null_mean, 0.05),
+}
+"""Other readings of a cosine against the workspace's null (beside ``_above_null``): in
+spreads above its mean, the share of a normal null below it, and its ratio to the mean."""
+
+
+def calibrations(rows: list[Row], false_rate: float) -> None:
+    """The held-out directions with the model's two cosines read against the workspace's
+    null each way (in place of the raw cosines, and beside them)."""
+    for name, read in CALIBRATIONS.items():
+        for beside in (False, True):
+
+            def featurize(
+                s: Signals, read: Any = read, beside: bool = beside, name: str = name
+            ) -> dict[str, float]:
+                raw = chosen([], [])(s)
+                read_ = {f"{k}_{name}": read(raw[k], s) for k in ("confidence", "sentence")}
+                if not beside:
+                    del raw["confidence"], raw["sentence"]
+                return {**raw, **read_}
+
+            print(f"--- {name}{' beside the raw cosines' if beside else ''}")
+            report(rows, false_rate, featurize, held_out_only=True)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["report", "fit", "band"])
+    parser.add_argument("command", choices=["report", "fit", "band", "calibrations"])
     parser.add_argument("recordings", nargs="+", type=Path)
     parser.add_argument("--false-rate", type=float, default=0.02)
     parser.add_argument(
@@ -236,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command == "band":
         band(rows, featurize)
+        return
+    if args.command == "calibrations":
+        calibrations(rows, args.false_rate)
         return
     fitted = fit(rows, args.false_rate, featurize)
     print(json.dumps(fitted, indent=2))
