@@ -23,8 +23,20 @@ per kind of request, the slowest reply to a request sent while the freeze lasted
 time to its 503), the slowest reply to one already in flight when it began, and the
 turns answered (a 200 to a message) that are not stored ``done`` afterwards (lost).
 
+With ``--kill`` it is killed instead (every PostgreSQL process gets SIGKILL, as from the
+OOM killer: every connection breaks, the socket refuses new ones, and the next start
+runs crash recovery) while ``--streams`` streaming turns are in flight (started
+:data:`STAGGER_S` apart, the kill as long after the last, so that each is at another
+step of its turn; the stub streams each answer over a few seconds). The lock
+is held for the outage's length (``0``: not at all), then the service's own supervisor
+starts the server again; the outage ends (``up``) when it accepts connections. The
+figures are the freeze's, plus per streaming turn how it ended (``done``, ``error``,
+or a broken stream), the slowest time from the kill to its end and from its last token
+to its end (the time it waited on the database), and the ``done`` ones among the lost.
+
     python benchmarks/pg_outage.py --outages 5,35 --out bench-out/pg-outage.json
     python benchmarks/pg_outage.py --freeze --outages 10,40 --out bench-out/pg-freeze.json
+    python benchmarks/pg_outage.py --kill --outages 0,5,35 --out bench-out/pg-kill.json
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import multiprocessing
 import signal
 import tempfile
@@ -43,13 +56,20 @@ from typing import Any
 
 import httpx
 import psutil
+import psycopg
 from bench_common import log, report, server_process, stack_pids, stub_process
 from kill_restart import QUESTIONS, prepare_samples
 
 from convrag.stores.embedded import pid_alive
-from convrag.testing.faults import PostgresFreeze, PostgresOutage
+from convrag.testing.faults import PostgresFreeze, PostgresKill, PostgresOutage
 
 KINDS = ("documents", "conversation", "message", "read", "healthz")
+#: Seconds between the stub's streamed answer chunks in ``--kill`` mode: an answer of
+#: about 14 pieces streams for about 3 s, so the streaming turns are in flight at the kill.
+KILL_TOKEN_DELAY_S = 0.2
+#: Seconds between the starts of the streaming turns in ``--kill`` mode (the kill comes
+#: as long after the last one's): the turns are at different steps at the kill.
+STAGGER_S = 0.25
 
 
 class Load:
@@ -109,6 +129,93 @@ class Load:
                 n += 1
 
 
+class Stream:
+    """One streaming turn: when it began, streamed its first and last token, and ended,
+    and how (``done``, ``error``, ``broken``: the stream ended without either, or
+    ``status <code>``)."""
+
+    def __init__(self, conv: str) -> None:
+        self.conv = conv
+        self.sent = time.monotonic()
+        self.first_token: float | None = None
+        self.last_token: float | None = None
+        self.ended: float | None = None
+        self.outcome = "broken"
+        self.message = ""
+        self.turn_id: str | None = None
+
+
+async def _stream_turn(
+    http: httpx.AsyncClient, base: str, key: str, conv: str, question: str, turn: Stream
+) -> None:
+    """Ask ``question`` in ``conv`` over SSE, recording on ``turn`` as it goes."""
+    headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
+    url = f"{base}/v1/conversations/{conv}/messages"
+    try:
+        async with http.stream("POST", url, json={"content": question}, headers=headers) as r:
+            if r.status_code != 200:
+                turn.outcome = f"status {r.status_code}"
+                return
+            name = ""
+            async for line in r.aiter_lines():
+                if line.startswith("event:"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("data:") and name:
+                    if name == "token":
+                        turn.last_token = time.monotonic()
+                        if turn.first_token is None:
+                            turn.first_token = turn.last_token
+                    elif name in ("done", "error"):
+                        turn.outcome = name
+                        data = json.loads(line.split(":", 1)[1])
+                        turn.message = str(data.get("message", ""))
+                        turn.turn_id = data.get("turn_id")
+                    name = ""
+    except httpx.HTTPError as exc:
+        turn.message = type(exc).__name__
+    finally:
+        turn.ended = time.monotonic()
+
+
+def _streams_figures(streams: list[Stream], down: float) -> dict[str, Any]:
+    """The streaming turns in flight at ``down`` (begun before, ended after): how they
+    ended, the slowest time from ``down`` and from each one's last token to its end."""
+    in_flight = [t for t in streams if t.ended is not None and t.sent < down < t.ended]
+    return {
+        "streams_in_flight": len(in_flight),
+        "streams_outcomes": dict(
+            sorted(Counter(f"{t.outcome} {t.message}".strip() for t in in_flight).items())
+        ),
+        "streams_streaming_at_kill": sum(
+            1 for t in in_flight if t.first_token is not None and t.first_token < down
+        ),
+        "streams_slowest_end_s_from_kill": max(
+            (round(t.ended - down, 3) for t in in_flight if t.ended is not None), default=None
+        ),
+        "streams_slowest_end_s_from_last_token": max(
+            (
+                round(t.ended - max(t.last_token or down, down), 3)
+                for t in in_flight
+                if t.ended is not None
+            ),
+            default=None,
+        ),
+    }
+
+
+def _accepts_connections(data_dir: Path) -> bool:
+    """Whether the embedded PostgreSQL of ``data_dir`` takes a connection and a query."""
+    try:
+        lines = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()
+        with psycopg.connect(
+            f"postgresql://postgres:@/postgres?host={lines[4]}", connect_timeout=2
+        ) as conn:
+            conn.execute("SELECT 1")
+    except (OSError, IndexError, psycopg.Error):
+        return False
+    return True
+
+
 def _recovery(
     replies: list[tuple[float, float, str, int, str | None]], up: float
 ) -> dict[str, float | None]:
@@ -159,6 +266,8 @@ async def run(
     clients: int,
     *,
     freeze: bool = False,
+    kill: bool = False,
+    streams: int = 8,
     server_src: str | None = None,
 ) -> dict[str, Any]:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -166,29 +275,64 @@ async def run(
     results: list[dict[str, Any]] = []
     server_env = {"PYTHONPATH": server_src} if server_src else None
     with (
-        stub_process(data_dir) as stub_url,
+        stub_process(data_dir, token_delay_s=KILL_TOKEN_DELAY_S if kill else 0.0) as stub_url,
         server_process(data_dir, stub_url, extra_env=server_env) as handle,
     ):
         load = Load(handle.base_url, key)
         tasks = [asyncio.create_task(load.client(i)) for i in range(clients)]
+        streamed: list[Stream] = []
+        stream_http = httpx.AsyncClient(timeout=120)
         await asyncio.sleep(3.0)
         for seconds in outages:
             first = len(load.replies)
-            log(f"outage of {seconds:.0f} s: {'freezing' if freeze else 'stopping'} PostgreSQL")
+            in_flight: list[Stream] = []
+            stream_tasks: list[asyncio.Task[None]] = []
+            if kill:
+                for i in range(streams):
+                    made = await stream_http.post(
+                        f"{handle.base_url}/v1/conversations", headers=load.headers
+                    )
+                    conv = made.json()["conversation_id"]
+                    turn = Stream(conv)
+                    in_flight.append(turn)
+                    question = QUESTIONS[i % len(QUESTIONS)]
+                    stream_tasks.append(
+                        asyncio.create_task(
+                            _stream_turn(stream_http, handle.base_url, key, conv, question, turn)
+                        )
+                    )
+                    # Staggered: at the kill, each is at another step of its turn
+                    # (loading its history, retrieving, streaming, storing its answer).
+                    await asyncio.sleep(STAGGER_S)
+            verb = "killing" if kill else "freezing" if freeze else "stopping"
+            log(f"outage of {seconds:.0f} s: {verb} PostgreSQL")
             down = time.monotonic()
             # Held down: the service's supervisor would start it again within seconds.
-            outage: PostgresOutage | PostgresFreeze = (
-                PostgresFreeze(data_dir) if freeze else PostgresOutage(data_dir)
+            outage: PostgresOutage | PostgresFreeze | PostgresKill = (
+                PostgresKill(data_dir, hold=seconds > 0)
+                if kill
+                else PostgresFreeze(data_dir)
+                if freeze
+                else PostgresOutage(data_dir)
             )
             await asyncio.to_thread(outage.begin)
             await asyncio.sleep(max(0.0, seconds - (time.monotonic() - down)))
             await asyncio.to_thread(outage.end)
+            if kill:  # the supervisor starts it: up once it accepts connections
+                while not await asyncio.to_thread(_accepts_connections, data_dir):
+                    await asyncio.sleep(0.05)
             up = time.monotonic()
             log(f"PostgreSQL back after {up - down:.1f} s; waiting for every kind of request")
             deadline = up + 60.0
             while time.monotonic() < deadline and None in _recovery(load.replies, up).values():
                 await asyncio.sleep(0.1)
             await asyncio.sleep(2.0)
+            async with asyncio.timeout(120):
+                await asyncio.gather(*stream_tasks)
+            streamed += in_flight
+            load.answered += [
+                (t.conv, t.turn_id) for t in in_flight if t.outcome == "done" and t.turn_id
+            ]
             window = load.replies[first:]
             statuses = Counter(str(status) for _, _, _, status, _ in window)
             by_kind = Counter(
@@ -211,6 +355,7 @@ async def run(
                     "recovery_s": recovery,
                     "recovery_s_slowest": slowest,
                     **_during(window, down, up),
+                    **(_streams_figures(in_flight, down) if kill else {}),
                 }
             )
             log(f"recovered in {slowest} s; replies {dict(statuses)}")
@@ -218,7 +363,9 @@ async def run(
         for failed in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(failed, Exception):
                 raise failed
+        await stream_http.aclose()
         lost = await _lost(handle.base_url, key, load.answered)
+        done_streams = {t.turn_id for t in streamed if t.outcome == "done"}
         pids = stack_pids(data_dir)
         server = psutil.Process(handle.pid)
         t0 = time.perf_counter()
@@ -236,9 +383,21 @@ async def run(
         "sigterm_exit_s": round(sigterm_s, 2),
         "stores_left_running_after_sigterm": leaked,
         "total_replies": len(load.replies),
-        "mode": "freeze (SIGSTOP)" if freeze else "stop (pg_ctl stop -m fast)",
+        "mode": "kill (SIGKILL)"
+        if kill
+        else "freeze (SIGSTOP)"
+        if freeze
+        else "stop (pg_ctl stop -m fast)",
         "turns_answered": len(load.answered),
         "answered_turns_lost": len(lost),
+        **(
+            {
+                "streamed_turns_done": len(done_streams),
+                "streamed_done_turns_lost": len(done_streams & set(lost)),
+            }
+            if kill
+            else {}
+        ),
     }
 
 
@@ -252,6 +411,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument(
         "--freeze", action="store_true", help="freeze PostgreSQL (SIGSTOP) instead of stopping it"
+    )
+    parser.add_argument(
+        "--kill",
+        action="store_true",
+        help="kill PostgreSQL (SIGKILL) with streaming turns in flight; the outage's "
+        "length is how long its restart is held off (0: not at all)",
+    )
+    parser.add_argument(
+        "--streams", type=int, default=8, help="streaming turns in flight at each kill"
     )
     parser.add_argument(
         "--server-src",
@@ -268,7 +436,15 @@ def main() -> None:
         data_dir = args.data_dir or Path(tmp)
         report(
             asyncio.run(
-                run(data_dir, outages, args.clients, freeze=args.freeze, server_src=args.server_src)
+                run(
+                    data_dir,
+                    outages,
+                    args.clients,
+                    freeze=args.freeze,
+                    kill=args.kill,
+                    streams=args.streams,
+                    server_src=args.server_src,
+                )
             ),
             args.out,
         )

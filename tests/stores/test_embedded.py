@@ -13,7 +13,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from convrag.stores.embedded import EmbeddedPostgres, ManagedMilvusLite, prune_stale_pids
+from convrag.stores.embedded import (
+    EmbeddedPostgres,
+    ManagedMilvusLite,
+    _zombie,
+    await_postmaster_reaped,
+    prune_stale_pids,
+)
 from tests.serving import scratch_dir
 
 
@@ -285,6 +291,82 @@ def test_a_killed_postgres_is_started_again_for_a_process_without_an_event_loop(
         assert _postmaster_pid(pgdata) not in (None, first)
         assert _answers(url)
     assert not _postmaster_running(pgdata)
+
+
+def _pid_file(tmp_path: Path, pid: int) -> Path:
+    """A PGDATA whose ``postmaster.pid`` names ``pid``."""
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    (pgdata / "postmaster.pid").write_text(f"{pid}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nready\n")
+    return pgdata
+
+
+def _until_zombie(pid: int) -> None:
+    for _ in range(200):
+        if _zombie(pid):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{pid} did not become a zombie")
+
+
+def test_a_revive_waits_for_a_killed_postmaster_until_its_parent_reaps_it(
+    tmp_path: Path,
+) -> None:
+    """A killed postmaster stays a zombie until its parent reaps it (init, after a
+    moment under some): pgserver takes a zombie for a running server and PostgreSQL
+    refuses to start beside its pid, so a revive waits for it, and says so when it
+    waits in vain."""
+    import signal
+
+    # A parent that does not reap its child until it exits itself (then init does).
+    parent = subprocess.Popen(
+        ["sh", "-c", "sleep 60 & echo $!; exec sleep 2"], stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    killed = int(parent.stdout.readline())
+    os.kill(killed, signal.SIGKILL)
+    _until_zombie(killed)
+    pgdata = _pid_file(tmp_path, killed)
+    with pytest.raises(RuntimeError, match="not reaped"):
+        await_postmaster_reaped(pgdata, 0.2)
+    await_postmaster_reaped(pgdata, 30.0)
+    assert not _zombie(killed)
+    parent.wait(10)
+
+
+def test_a_killed_postmaster_of_this_process_is_reaped_by_the_revive(tmp_path: Path) -> None:
+    """This process reaps its own killed child (say, running as a container's pid 1)."""
+    child = subprocess.Popen(["sleep", "60"])
+    child.kill()
+    _until_zombie(child.pid)
+    await_postmaster_reaped(_pid_file(tmp_path, child.pid), 0.0)
+    assert not _zombie(child.pid)
+
+
+def test_a_revive_right_after_a_sigkill_starts_postgres_again(scratch: Path) -> None:
+    """Every PostgreSQL process SIGKILLed, then a revive at once: the killed postmaster
+    may still be a zombie (its parent, init, reaps it in its own time), which pgserver
+    took for a running server; the revive reported a restart and started nothing, and
+    the server stayed down until the supervisor's next check."""
+    from convrag.stores.embedded import postmaster_alive
+    from convrag.testing.faults import PostgresKill
+
+    pg = EmbeddedPostgres(scratch)
+    url = pg.start()
+    try:
+        kill = PostgresKill(scratch)
+        kill.begin()
+        for _ in range(200):  # until it is dead (a zombie, or gone)
+            if not postmaster_alive(pg.pgdata):
+                break
+            time.sleep(0.01)
+        assert pg.revive()
+        assert postmaster_alive(pg.pgdata)
+        assert _postmaster_pid(pg.pgdata) != kill.killed[0]
+        assert _answers(url)
+    finally:
+        pg.stop()
+    assert not _postmaster_running(scratch / "pg")
 
 
 def test_of_two_holders_one_revives_postgres_and_the_other_finds_it_running(

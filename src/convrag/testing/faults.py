@@ -1,7 +1,7 @@
 """PostgreSQL outages made on purpose, for the fault tests and ``benchmarks/pg_outage.py``:
 the embedded postmaster stopped behind the service's back, then started again the way
-another convrag command would start it (or by the service's own supervisor); or the
-whole server frozen (:class:`PostgresFreeze`)."""
+another convrag command would start it (or by the service's own supervisor); the
+whole server frozen (:class:`PostgresFreeze`), or killed (:class:`PostgresKill`)."""
 
 from __future__ import annotations
 
@@ -103,3 +103,46 @@ class PostgresFreeze:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
         self.frozen = []
+
+
+class PostgresKill:
+    """The embedded PostgreSQL killed outright, as by the OOM killer or ``kill -9`` of
+    all its processes: its postmaster and every backend and auxiliary process get
+    SIGKILL (:meth:`begin`). Every connection breaks at once and the socket refuses new
+    ones; ``postmaster.pid`` is left behind, and the next start runs crash recovery.
+
+    With ``hold``, this process takes the data directory's ``.pg.lock`` first and keeps
+    it until :meth:`end`, so the holders' supervisors, which would start the server
+    again within seconds, wait (as :class:`PostgresOutage`); without, they start it as
+    soon as they notice. :meth:`end` only releases the lock: the supervisors start it."""
+
+    def __init__(self, data_dir: Path, *, hold: bool = False) -> None:
+        self.data_dir = data_dir
+        self.pgdata = (data_dir / "pg").resolve()
+        self.hold = hold
+        self.killed: list[int] = []
+        self._lock: IO[str] | None = None
+
+    def begin(self) -> None:
+        """Take the lock (with ``hold``), then SIGKILL the postmaster and each of its
+        children (listed while the postmaster is stopped, so it forks none meanwhile)."""
+        if self.hold:
+            lock = open(EmbeddedPostgres(self.data_dir).lock_file, "a+")  # noqa: SIM115
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._lock = lock
+        postmaster = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(postmaster, signal.SIGSTOP)
+        children = _children(postmaster)
+        os.kill(postmaster, signal.SIGKILL)
+        self.killed = [postmaster]
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+                self.killed.append(child)
+
+    def end(self) -> None:
+        """Release the lock, if held: the holders' supervisors start the server again."""
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
