@@ -26,7 +26,7 @@ instead the smallest clearance of the follow-ups' bars against the raw last turn
 least +.03, nDCG@5 and R@1 not below it): the fit that leaves the most room on the
 domain it sees, so that a held-out domain's smaller gains still clear them. ``--out``
 writes the joint fit's weights into a policy file. The history list, the gate and what a
-standalone turn searches are fixed as served (``history``, on, ``mixed``; the ``rules``
+standalone turn searches are fixed as served (``glue``, on, ``mixed``; the ``rules``
 command still replays the others). The fused chunks are cut as the evaluation cuts them
 (40 sources, 10 passages). Several files after ``--test`` are reported at each fit too
 (the MTRAG-UN sets).
@@ -276,8 +276,13 @@ def _line(run: Mapping[str, Any], w: Weights) -> str:
     return f"  {run['domain']:14} follow-ups vs last turn: " + ", ".join(cells)
 
 
+SERVED_HISTORY = "glue"
+"""The history list a follow-up searches as served (``retrieval.planning.PLANS``: the
+message and the previous question as one query, mixed), which the recording calls
+``glue``; replayed with it, the fusion gives the graph's passages turn for turn."""
+
 GRID: list[Weights] = [
-    (rw, hist, anchor, "history", True, "mixed", top)
+    (rw, hist, anchor, SERVED_HISTORY, True, "mixed", top)
     for rw, hist, anchor, top in itertools.product(
         (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
         (0.0, 0.5, 1.0, 1.5, 2.0, 3.0),
