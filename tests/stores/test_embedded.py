@@ -318,9 +318,10 @@ def test_a_revive_waits_for_a_killed_postmaster_until_its_parent_reaps_it(
     waits in vain."""
     import signal
 
-    # A parent that does not reap its child until it exits itself (then init does).
+    # A parent that does not reap its child until it exits itself (then init does):
+    # it lives until the test ends it, however loaded the machine.
     parent = subprocess.Popen(
-        ["sh", "-c", "sleep 60 & echo $!; exec sleep 2"], stdout=subprocess.PIPE, text=True
+        ["sh", "-c", "sleep 60 & echo $!; exec sleep 60"], stdout=subprocess.PIPE, text=True
     )
     assert parent.stdout is not None
     killed = int(parent.stdout.readline())
@@ -329,9 +330,10 @@ def test_a_revive_waits_for_a_killed_postmaster_until_its_parent_reaps_it(
     pgdata = _pid_file(tmp_path, killed)
     with pytest.raises(RuntimeError, match="not reaped"):
         await_postmaster_reaped(pgdata, 0.2)
+    parent.kill()
+    parent.wait(10)
     await_postmaster_reaped(pgdata, 30.0)
     assert not _zombie(killed)
-    parent.wait(10)
 
 
 def test_a_killed_postmaster_of_this_process_is_reaped_by_the_revive(tmp_path: Path) -> None:
