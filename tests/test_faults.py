@@ -425,6 +425,25 @@ async def _timed(coro: Awaitable[httpx.Response]) -> tuple[float, httpx.Response
     return time.monotonic() - t0, resp
 
 
+async def _each_request_gets_a_503(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], answered: str, bound: float
+) -> None:
+    """Each kind of request, sent together while the database is away, gets a 503 with
+    Retry-After within ``bound`` seconds, and ``/healthz`` says PostgreSQL is down."""
+    replies = await asyncio.gather(
+        _timed(client.get(f"{url}/v1/documents", headers=headers)),
+        _timed(client.get(f"{url}/v1/conversations/{answered}", headers=headers)),
+        _timed(_ask(client, url, answered, headers, "And on Sundays?")),
+        _timed(client.post(f"{url}/v1/conversations", headers=headers)),
+        _timed(client.get(f"{url}/healthz")),
+    )
+    for took, resp in replies:
+        assert resp.status_code == 503, (resp.request.url, resp.status_code, resp.text)
+        assert resp.headers["retry-after"].isdigit(), resp.request.url
+        assert took < bound, (str(resp.request.url), took)
+    assert replies[-1][1].json()["postgres"] is False
+
+
 async def test_a_frozen_postgres_gets_each_request_and_streaming_turn_an_answer_within_seconds(
     stack: Stack,
 ) -> None:
@@ -462,19 +481,8 @@ async def test_a_frozen_postgres_gets_each_request_and_streaming_turn_an_answer_
             assert names[-1] == "error" and "done" not in names, events[-3:]
             assert "database was unavailable" in events[-1][1], events[-1]
             assert ended - frozen_at[0] < FREEZE_S, "the turn waited for the freeze to end"
-            replies = await asyncio.gather(
-                _timed(client.get(f"{server.url}/v1/documents", headers=headers)),
-                _timed(client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)),
-                _timed(_ask(client, server.url, answered, headers, "And on Sundays?")),
-                _timed(client.post(f"{server.url}/v1/conversations", headers=headers)),
-                _timed(client.get(f"{server.url}/healthz")),
-            )
+            await _each_request_gets_a_503(client, server.url, headers, answered, FROZEN_ANSWER_S)
             assert time.monotonic() - frozen_at[0] < FREEZE_S, "the check outlasted the freeze"
-            for took, resp in replies:
-                assert resp.status_code == 503, (resp.request.url, resp.status_code, resp.text)
-                assert resp.headers["retry-after"].isdigit(), resp.request.url
-                assert took < FROZEN_ANSWER_S, (str(resp.request.url), took)
-            assert replies[-1][1].json()["postgres"] is False
         finally:
             await asyncio.sleep(max(0.0, FREEZE_S - (time.monotonic() - (frozen_at or [0])[0])))
             await asyncio.to_thread(freeze.end)
@@ -599,19 +607,8 @@ async def test_a_killed_postgres_ends_each_streaming_turn_and_request_within_sec
                 took = ended - max(last_token, killed_at[0])
                 assert took < KILLED_ANSWER_S, (names[-1], took)
                 assert ended - killed_at[0] < KILL_HOLD_S, "the turn waited for the restart"
-            replies = await asyncio.gather(
-                _timed(client.get(f"{server.url}/v1/documents", headers=headers)),
-                _timed(client.get(f"{server.url}/v1/conversations/{answered}", headers=headers)),
-                _timed(_ask(client, server.url, answered, headers, "And on Sundays?")),
-                _timed(client.post(f"{server.url}/v1/conversations", headers=headers)),
-                _timed(client.get(f"{server.url}/healthz")),
-            )
+            await _each_request_gets_a_503(client, server.url, headers, answered, KILLED_ANSWER_S)
             assert time.monotonic() - killed_at[0] < KILL_HOLD_S, "the check outlasted the hold"
-            for took, resp in replies:
-                assert resp.status_code == 503, (resp.request.url, resp.status_code, resp.text)
-                assert resp.headers["retry-after"].isdigit(), resp.request.url
-                assert took < KILLED_ANSWER_S, (str(resp.request.url), took)
-            assert replies[-1][1].json()["postgres"] is False
         finally:
             await asyncio.sleep(max(0.0, KILL_HOLD_S - (time.monotonic() - (killed_at or [0])[0])))
             await asyncio.to_thread(kill.end)  # the service's supervisor starts it again
