@@ -298,19 +298,29 @@ def _best(runs: Sequence[Mapping[str, Any]], goal: str = "mean") -> list[tuple[f
     return sorted(scored, key=lambda x: (-x[0], x[1]))
 
 
+def _fitted(
+    runs: Sequence[Mapping[str, Any]], shown: Sequence[Mapping[str, Any]], goal: str, label: str
+) -> Weights:
+    """The best weights for ``runs`` under ``goal``: the top five printed, then what each
+    of ``shown`` gets with the best."""
+    scored = _best(runs, goal)
+    print(f"fit on {label}, top 5 ({goal} objective):")
+    for s, w in scored[:5]:
+        print(f"  {w}: {s:.4f}")
+    for run in shown:
+        print(_line(run, scored[0][1]))
+    return scored[0][1]
+
+
 def fit(
     first: dict[str, Any],
     second: dict[str, Any],
     tests: Sequence[dict[str, Any]],
     goal: str = "mean",
 ) -> None:
+    """Each file's fit, reported on itself, the other file and ``tests``."""
     for fit_on, test_on in ((first, second), (second, first)):
-        scored = _best([fit_on], goal)
-        print(f"fit on {fit_on['domain']}, top 5 ({goal} objective):")
-        for s, w in scored[:5]:
-            print(f"  {w}: {s:.4f}")
-        for run in (fit_on, test_on, *tests):
-            print(_line(run, scored[0][1]))
+        _fitted([fit_on], (fit_on, test_on, *tests), goal, fit_on["domain"])
 
 
 def joint(
@@ -321,13 +331,7 @@ def joint(
 ) -> Weights:
     """The weights with the best objective over both files (the defaults), and what each
     file gets with them; returned."""
-    scored = _best([first, second], goal)
-    print("fit on both, top 5:")
-    for s, w in scored[:5]:
-        print(f"  {w}: {s:.4f}")
-    for run in (first, second, *tests):
-        print(_line(run, scored[0][1]))
-    return scored[0][1]
+    return _fitted([first, second], (first, second, *tests), goal, "both")
 
 
 def rules(runs: Sequence[dict[str, Any]], w: Weights) -> None:

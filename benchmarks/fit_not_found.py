@@ -236,13 +236,14 @@ spreads above its mean, the share of a normal null below it, and its ratio to th
 def calibrations(rows: list[Row], false_rate: float) -> None:
     """The held-out directions with the model's two cosines read against the workspace's
     null each way (in place of the raw cosines, and beside them)."""
+    model = chosen([], [])
     for name, read in CALIBRATIONS.items():
         for beside in (False, True):
 
             def featurize(
                 s: Signals, read: Any = read, beside: bool = beside, name: str = name
             ) -> dict[str, float]:
-                raw = chosen([], [])(s)
+                raw = model(s)
                 read_ = {f"{k}_{name}": read(raw[k], s) for k in ("confidence", "sentence")}
                 if not beside:
                     del raw["confidence"], raw["sentence"]

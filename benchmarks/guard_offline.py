@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import re
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 from convrag.answering.guard import StreamGuard
 from convrag.answering.instructions import Provenance, _stem, content_words
 from convrag.documents.load import load_path
-from convrag.evaluation.mtrag import corpus_file
+from convrag.evaluation.mtrag import load_corpus
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parents[1] / "shared" / "bench"
@@ -72,18 +71,12 @@ def hostile_records(name: str) -> list[dict[str, Any]]:
 def mtrag_records(bench: str, domain: str) -> list[dict[str, Any]]:
     folder = BENCH / bench / domain
     convs = [json.loads(x) for x in (folder / "conversations.jsonl").open()]
-    wanted = {j["id"] for c in convs for t in c["turns"] for j in t.get("judged_passages") or []}
-    texts = {}
-    with gzip.open(corpus_file(folder), "rt") as fh:
-        for line in fh:
-            r = json.loads(line)
-            if r["_id"] in wanted:
-                texts[r["_id"]] = r
+    texts = {d.source: d for d in load_corpus(folder)}
     out = []
     for c in convs:
         for i, turn in enumerate(c["turns"]):
             sources = [
-                {"text": texts[j["id"]]["text"], "title": texts[j["id"]].get("title") or ""}
+                {"text": texts[j["id"]].text, "title": texts[j["id"]].title or ""}
                 for j in turn.get("judged_passages") or []
                 if j["id"] in texts
             ]

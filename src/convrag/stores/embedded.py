@@ -74,14 +74,20 @@ def _zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
+def postmaster_pid(pgdata: Path) -> int | None:
+    """The pid ``PGDATA/postmaster.pid`` names, or None when there is no such file (a
+    stopped postmaster removed it; a killed one left it behind)."""
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
 def postmaster_alive(pgdata: Path) -> bool:
     """Whether the postmaster that ``PGDATA/postmaster.pid`` names is running. A stopped
     one removed the file; a killed one left it behind, naming a pid that is gone."""
-    try:
-        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return False
-    return pid_alive(pid) and not _zombie(pid)
+    pid = postmaster_pid(pgdata)
+    return pid is not None and pid_alive(pid) and not _zombie(pid)
 
 
 def await_postmaster_reaped(pgdata: Path, timeout_s: float) -> None:
@@ -90,9 +96,8 @@ def await_postmaster_reaped(pgdata: Path, timeout_s: float) -> None:
     is that parent). PostgreSQL refuses to start while that pid exists, and pgserver
     takes a zombie for a running server and starts nothing. ``RuntimeError`` when it
     is still a zombie after ``timeout_s``."""
-    try:
-        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
+    pid = postmaster_pid(pgdata)
+    if pid is None:
         return
     deadline = time.monotonic() + timeout_s
     while _zombie(pid):

@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 from typing import IO
 
-from convrag.stores.embedded import EmbeddedPostgres
+from convrag.stores.embedded import EmbeddedPostgres, postmaster_pid
 
 
 def stop_postgres(data_dir: Path) -> None:
@@ -38,6 +38,21 @@ def start_postgres(data_dir: Path) -> None:
     joined.stop()
 
 
+def _hold_lock(data_dir: Path) -> IO[str]:
+    """Take the data directory's ``.pg.lock``: the holders' supervisors, which would start
+    the server again, wait for it."""
+    lock = open(EmbeddedPostgres(data_dir).lock_file, "a+")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+def _let_go(lock: IO[str] | None) -> None:
+    """Release a lock :func:`_hold_lock` took (None: none was)."""
+    if lock is not None:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+
 class PostgresOutage:
     """An outage that lasts from :meth:`begin` to :meth:`end`, however long: the server
     is stopped while this process holds the data directory's ``.pg.lock``, so the
@@ -50,20 +65,33 @@ class PostgresOutage:
 
     def begin(self) -> None:
         """Take the lock, then stop the server."""
-        lock = open(EmbeddedPostgres(self.data_dir).lock_file, "a+")  # noqa: SIM115
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        self._lock = lock
+        self._lock = _hold_lock(self.data_dir)
         stop_postgres(self.data_dir)
 
     def end(self, *, restart: bool = True) -> None:
         """Release the lock and, with ``restart``, start the server as another command
         would (:func:`start_postgres`); without, the holders' supervisors start it."""
-        if self._lock is not None:
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
-            self._lock.close()
-            self._lock = None
+        _let_go(self._lock)
+        self._lock = None
         if restart:
             start_postgres(self.data_dir)
+
+
+def _postmaster(pgdata: Path) -> int:
+    pid = postmaster_pid(pgdata)
+    if pid is None:
+        raise RuntimeError(f"no PostgreSQL postmaster runs in {pgdata}")
+    return pid
+
+
+def _signal_each(pids: list[int], sig: signal.Signals) -> list[int]:
+    """Send ``sig`` to each of ``pids``; those that were still there to get it."""
+    sent = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+            sent.append(pid)
+    return sent
 
 
 def _children(pid: int) -> list[int]:
@@ -89,19 +117,13 @@ class PostgresFreeze:
 
     def begin(self) -> None:
         """Stop the postmaster first (it forks no new backend then), then its children."""
-        postmaster = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        postmaster = _postmaster(self.pgdata)
         os.kill(postmaster, signal.SIGSTOP)
-        self.frozen = [postmaster]
-        for child in _children(postmaster):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGSTOP)
-                self.frozen.append(child)
+        self.frozen = [postmaster, *_signal_each(_children(postmaster), signal.SIGSTOP)]
 
     def end(self) -> None:
         """Let them all run again."""
-        for pid in reversed(self.frozen):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
+        _signal_each(self.frozen[::-1], signal.SIGCONT)
         self.frozen = []
 
 
@@ -127,22 +149,14 @@ class PostgresKill:
         """Take the lock (with ``hold``), then SIGKILL the postmaster and each of its
         children (listed while the postmaster is stopped, so it forks none meanwhile)."""
         if self.hold:
-            lock = open(EmbeddedPostgres(self.data_dir).lock_file, "a+")  # noqa: SIM115
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            self._lock = lock
-        postmaster = int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+            self._lock = _hold_lock(self.data_dir)
+        postmaster = _postmaster(self.pgdata)
         os.kill(postmaster, signal.SIGSTOP)
         children = _children(postmaster)
         os.kill(postmaster, signal.SIGKILL)
-        self.killed = [postmaster]
-        for child in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGKILL)
-                self.killed.append(child)
+        self.killed = [postmaster, *_signal_each(children, signal.SIGKILL)]
 
     def end(self) -> None:
         """Release the lock, if held: the holders' supervisors start the server again."""
-        if self._lock is not None:
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
-            self._lock.close()
-            self._lock = None
+        _let_go(self._lock)
+        self._lock = None
