@@ -319,10 +319,17 @@ def test_a_revive_waits_for_a_killed_postmaster_until_its_parent_reaps_it(
     import signal
 
     # A parent that does not reap its child until it exits itself (then init does):
-    # it lives until the test ends it, however loaded the machine.
-    parent = subprocess.Popen(
-        ["sh", "-c", "sleep 60 & echo $!; exec sleep 60"], stdout=subprocess.PIPE, text=True
+    # it lives until the test ends it, however loaded the machine. Not a shell: bash
+    # reaps a background job on SIGCHLD if the kill lands before its exec.
+    forker = (
+        "import os, sys, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.execvp('sleep', ['sleep', '60'])\n"
+        "print(pid, flush=True)\n"
+        "time.sleep(60)\n"
     )
+    parent = subprocess.Popen([sys.executable, "-c", forker], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     killed = int(parent.stdout.readline())
     os.kill(killed, signal.SIGKILL)
