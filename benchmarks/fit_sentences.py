@@ -36,7 +36,7 @@ from convrag.embeddings import cosine_to_query
 from convrag.evaluation.mtrag import (
     history_turns,
 )
-from convrag.records import Source
+from convrag.records import HistoryTurn, Source
 from convrag.retrieval.policy import default_policy
 from convrag.retrieval.quoting import SENTENCE_FEATURES, expected_answer, sentence_features
 from convrag.retrieval.ranking import ranked_by_words
@@ -73,15 +73,18 @@ def from_key_facts(facts: Sequence[str]) -> Callable[[str], bool]:
 
 
 async def candidates(
-    services: Services, workspace: str, query: str, label: Callable[[str], bool]
+    services: Services,
+    query: str,
+    sources: Sequence[Source],
+    history: Sequence[HistoryTurn],
+    label: Callable[[str], bool],
 ) -> list[dict[str, Any]]:
-    """The sentences the quoted answer ranks for ``query``, each with its features and
-    label."""
+    """The sentences the quoted answer ranks for ``query`` over ``sources`` after
+    ``history``, each with its text, features and label."""
     policy = default_policy()
-    hits = await services.searcher.search(workspace, query, top_k=SOURCES)
-    sources: list[Source] = [h.as_source() for h in hits[:SOURCES]]
-    scored = ranked_by_words(query, sources, question_to_answer=policy.question_to_answer)
-    scored = scored[: policy.semantic_candidates]
+    scored = ranked_by_words(
+        query, sources, history=history, question_to_answer=policy.question_to_answer
+    )[: policy.semantic_candidates]
     if not scored:
         return []
     cosines = cosine_to_query(services.sentences)(query, [s for *_, s in scored])
@@ -89,6 +92,7 @@ async def candidates(
     best = scored[0][0]
     return [
         {
+            "text": sent,
             "features": {
                 "cosine": float(cos),
                 **sentence_features(sent, n, pos, score / best, expects),
@@ -99,6 +103,11 @@ async def candidates(
     ]
 
 
+async def searched(services: Services, workspace: str, query: str) -> list[Source]:
+    hits = await services.searcher.search(workspace, query, top_k=SOURCES)
+    return [h.as_source() for h in hits[:SOURCES]]
+
+
 async def record(data: Path, domain: str) -> list[Row]:
     rows: list[Row] = []
     async with mtrag_domain(data, domain) as (services, ev, turns, _):
@@ -107,25 +116,68 @@ async def record(data: Path, domain: str) -> list[Row]:
                 continue
             history = history_turns(turn, ev.workspace, ev.title_of)
             query = rules_follow_up(turn.question, history) or turn.question
-            found = await candidates(
-                services, ev.workspace, query, from_reference(turn.reference_answer)
-            )
-            rows.append({"task_id": turn.task_id, "candidates": found})
+            sources = await searched(services, ev.workspace, query)
+            label = from_reference(turn.reference_answer)
+            found = await candidates(services, query, sources, history, label)
+            rows.append({"task_id": turn.task_id, "query": query, "candidates": found})
     return rows
 
 
+async def served(services: Services, workspace: str, record: Row) -> list[Source] | None:
+    """The sources the run answered from (by their ids), or None when it kept no ids."""
+    ids = [s.get("id") for s in record["sources"]]
+    if not ids or not all(ids):
+        return None
+    rows = {r.id: r for r in await services.db.documents.get_chunks(workspace, ids)}
+    return [
+        Source(
+            id=i,
+            source_type="chunk",
+            document_id=rows[i].document_id,
+            title=rows[i].title,
+            text=rows[i].text,
+            url=None,
+            score=1.0,
+        )
+        for i in ids
+        if i in rows
+    ]
+
+
 async def record_conversations(report: Path) -> list[Row]:
+    """Each turn with key facts over the sources the run answered it from (a fresh search
+    of its rewrite when the report kept no ids), after the run's previous turn."""
     run = json.loads(report.read_text())
     rows: list[Row] = []
+    previous: dict[tuple[str, int], Row] = {
+        (r["conversation"], r["turn"]): r for r in run["records"]
+    }
     async with open_services(get_settings()) as services:
         for r in run["records"]:
             if not r.get("key_facts"):
                 continue
-            found = await candidates(
-                services, run["workspace"], r["rewrite"], from_key_facts(r["key_facts"])
-            )
-            rows.append({"task_id": f"{r['conversation']}:{r['turn']}", "candidates": found})
+            query = r["rewrite"] or r["question"]
+            sources = await served(services, run["workspace"], r)
+            if sources is None:
+                sources = await searched(services, run["workspace"], query)
+            before = previous.get((r["conversation"], r["turn"] - 1))
+            history = [_history_turn(before)] if before else []
+            label = from_key_facts(r["key_facts"])
+            found = await candidates(services, query, sources, history, label)
+            task = f"{r['conversation']}:{r['turn']}"
+            rows.append({"task_id": task, "query": query, "candidates": found})
     return rows
+
+
+def _history_turn(record: Row) -> HistoryTurn:
+    return HistoryTurn(
+        turn_number=record["turn"],
+        question=record["question"],
+        answer=record["answer"],
+        contextualized_query=record.get("rewrite"),
+        entities=[],
+        cited_document_ids=[],
+    )
 
 
 def load(paths: Sequence[Path]) -> list[Row]:

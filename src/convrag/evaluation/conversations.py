@@ -260,6 +260,7 @@ def reply_of(state: Mapping[str, Any]) -> TurnReply:
     """A graph run's final state reduced to what is scored."""
     sources = [
         {
+            "id": s.get("id"),
             "title": s.get("title"),
             "section": s.get("section"),
             "text": s.get("text") or "",
@@ -293,7 +294,8 @@ def turn_record(
         "no_answer": reply.no_answer,
         "outcome": reply.outcome,
         "sources": [
-            {"title": s["title"], "section": s["section"]} for s in reply.sources[:TOP_SOURCES]
+            {"id": s.get("id"), "title": s["title"], "section": s["section"]}
+            for s in reply.sources[:TOP_SOURCES]
         ],
         "document": turn.document,
         "section": turn.section,

@@ -24,6 +24,7 @@ from convrag.text.entities import extract_entities
 from convrag.text.lines import LIST_ITEM
 from convrag.text.tokens import expand_acronyms
 from convrag.text.units import (
+    heads_a_section,
     is_question,
     looks_like_heading,
     names_a_section,
@@ -96,7 +97,6 @@ def extractive_answer(
         or _names_an_absent_row(scored[0][3], query, sources)
     ):
         return NO_SOURCES_ANSWER
-    matched = {x[3] for x in scored}
     if scored:
         # Only the clearly relevant: a sentence scoring under ``same_work_floor`` of the
         # best one answers a different question (John Doe's record when Prasad's was asked).
@@ -105,12 +105,11 @@ def extractive_answer(
         scored = [scored[0], *_of_the_best_work(scored[1:], scored[0], sources, policy)]
     if scored and _fields(scored[0][3]):
         scored = [scored[0], *_records_of_the_asked(scored[1:], scored[0][3], query)]
-    weak = matched - {x[3] for x in scored}
     picked: list[tuple[int, int, str]] = []
     per_source: Counter[int] = Counter()
     chosen_text: set[str] = set()
     for _, n, pos, sent in scored:
-        if names_a_section(sent):
+        if heads_a_section(sent):
             pos, sent = _under_heading(sources[n - 1]["text"], pos)
         if per_source[n] >= 2 or not sent or sent in chosen_text:
             continue
@@ -120,7 +119,8 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if picked:
-        _continue(picked, sources, chosen_text | weak, max_sentences, repeats)
+        _continue(picked, sources, chosen_text, max_sentences, repeats)
+        picked = _announcements_whole(picked, sources, repeats)
     else:
         first = _first_quotable(sources[0]["text"], repeats)
         if first is None:
@@ -138,7 +138,9 @@ def _first_quotable(text: str, repeats: Callable[[str], bool]) -> str | None:
         (
             u
             for pos, u in enumerate(units)
-            if quotable(u, first=pos == 0, last=pos == len(units) - 1) and not repeats(u)
+            if quotable(u, first=pos == 0, last=pos == len(units) - 1)
+            and not heads_a_section(u)
+            and not repeats(u)
         ),
         None,
     )
@@ -253,6 +255,70 @@ def _under_heading(text: str, pos: int) -> tuple[int, str]:
 LIST_ITEMS_QUOTED = 10
 """The most items of a list an answer quotes after the sentence that introduces it."""
 
+ANNOUNCED_SENTENCES = 2
+"""The most sentences quoted after one that announces them without a list ("There are
+several reasons for ...")."""
+
+_ANNOUNCES = re.compile(
+    r"\b(?:the following|as follows|(?:several|a few|some|many|two|three|four|five|various"
+    r"|these|multiple) (?:\w+ )?(?:reasons|ways|steps|options|things|cases|rules|kinds|types"
+    r"|methods|approaches|differences|advantages|benefits|drawbacks|requirements))\b",
+    re.IGNORECASE,
+)
+
+
+def announces(sent: str) -> bool:
+    """Whether ``sent`` announces what follows it: a lead-in ending with a colon
+    ("Acceptable string values for True are:"), or one naming "the following" or "several
+    reasons": quoted alone, it answers nothing."""
+    return sent.rstrip().endswith(":") or bool(_ANNOUNCES.search(sent))
+
+
+def _announced(units: Sequence[str], pos: int, repeats: Callable[[str], bool]) -> list[int]:
+    """The positions of what ``units[pos]`` announces: the list items after it (at most
+    :data:`LIST_ITEMS_QUOTED`), else the statements after it up to the next heading (one
+    after a colon, :data:`ANNOUNCED_SENTENCES` after "several reasons")."""
+    items: list[int] = []
+    for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
+        if not (LIST_ITEM.match(units[k]) and quotable(units[k], first=False, last=False)):
+            break  # the list ended (a numbered heading is not one of its items)
+        items.append(k)
+    if items:
+        return items
+    wanted = 1 if units[pos].rstrip().endswith(":") else ANNOUNCED_SENTENCES
+    for k in range(pos + 1, len(units)):
+        unit = units[k]
+        last = k == len(units) - 1
+        if len(items) >= wanted or (heads_a_section(unit) and not last) or is_question(unit):
+            break
+        # After a colon, a last unit without a full stop is the announced value
+        # ("false, off, no, 0"), not a cut-off sentence.
+        whole = quotable(unit, first=False, last=last and wanted > 1) or "```" in unit
+        if repeats(unit) or not whole:
+            break
+        items.append(k)
+    return items
+
+
+def _announcements_whole(
+    picked: list[tuple[int, int, str]],
+    sources: Sequence[Source],
+    repeats: Callable[[str], bool],
+) -> list[tuple[int, int, str]]:
+    """``picked`` with each later pick that :func:`announces` what follows quoted with it
+    (the best one's is already, by :func:`_continue`)."""
+    out = picked[:1]
+    for n, pos, sent in picked[1:]:
+        if (n, pos, sent) in out:
+            continue
+        if not announces(sent):
+            out.append((n, pos, sent))
+            continue
+        units = sentences(sources[n - 1]["text"])
+        span = [(n, k, units[k]) for k in _announced(units, pos, repeats)]
+        out += [p for p in [(n, pos, sent), *span] if p not in out]
+    return out
+
 
 def _continue(
     picked: list[tuple[int, int, str]],
@@ -262,29 +328,30 @@ def _continue(
     repeats: Callable[[str], bool],
 ) -> None:
     """Quote the sentence after the best one too, in place of the weakest pick, unless it
-    is in ``skip`` (already quoted, or matched the question's words too weakly: the next
-    record of a table answers a different question).
+    is in ``skip`` (already quoted), a heading, a question or a record (a table's next
+    record answers a different question).
 
     An answer often runs on past its first sentence ("The tax is 5 %. It applies to ..."),
     while the next-best sentence by score is often another source's restatement. Measured
     with ``convrag eval answers``: token F1 +.006 on MTRAG ClapNQ and +.009 on Cloud,
     citation precision +.015 on both; the share of answers citing a gold passage falls
-    .015 on ClapNQ (BENCHMARKS.md).
+    .015 on ClapNQ (BENCHMARKS.md). The next sentence is quoted however weakly it matches
+    the question's words on its own ("The default value is 4." after "The tab_length
+    keyword sets the length of tabs."): BENCHMARKS.md "2026-12-07 (p)".
+
+    A best sentence that :func:`announces` what follows is quoted with it: "Follow these
+    steps:" is answered by the steps.
     """
     n, pos, best = picked[0]
     units = sentences(sources[n - 1]["text"])
     if pos + 1 >= len(units):
         return
-    if best.rstrip().endswith(":"):
-        # "Follow these steps:" is answered by the steps that follow it.
-        items: list[tuple[int, int, str]] = []
-        for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
-            if not (LIST_ITEM.match(units[k]) and quotable(units[k], first=False, last=False)):
-                break  # the list ended (a numbered heading is not one of its items)
-            items.append((n, k, units[k]))
-        if items:
-            others = [p for p in picked[1:] if p[2] not in {i[2] for i in items}]
-            picked[:] = [picked[0], *items, *others[: max(0, max_sentences - 1 - len(items))]]
+    if announces(best):
+        span = [(n, k, units[k]) for k in _announced(units, pos, repeats)]
+        if span:
+            quoted = {i[2] for i in span}
+            others = [p for p in picked[1:] if p[2] not in quoted]
+            picked[:] = [picked[0], *span, *others[: max(0, max_sentences - 1 - len(span))]]
             return
     nxt = units[pos + 1]
     if (
@@ -292,6 +359,7 @@ def _continue(
         or "; " in nxt
         or nxt in skip
         or is_question(nxt)
+        or heads_a_section(nxt)
         or repeats(nxt)
         or not quotable(nxt, first=False, last=pos + 1 == len(units) - 1)
     ):

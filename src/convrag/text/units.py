@@ -16,7 +16,7 @@ from convrag.text.lines import LIST_ITEM
 from convrag.text.sentences import split_sentences
 from convrag.text.tokens import is_verb_like, tokenize
 
-__all__ = ["looks_like_heading", "names_a_section", "quotable", "sentences"]
+__all__ = ["heads_a_section", "looks_like_heading", "names_a_section", "quotable", "sentences"]
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 """A Markdown image: its alt text describes a picture the answer cannot show."""
@@ -155,6 +155,28 @@ def names_a_section(unit: str) -> bool:
             is_verb_like(t) and not (gerund and t.low.endswith("ed") and t.low not in AUX)
             for t in toks
         )
+    )
+
+
+_NOT_IN_A_HEADING = re.compile(r"[,;=`(){}\[\]<>|]")
+
+
+def heads_a_section(unit: str) -> bool:
+    """Whether ``unit`` titles the text under it: a heading in any case (``looks_like_heading``,
+    :func:`names_a_section`), or a short capitalised line with no closing punctuation and
+    none of a list's, a record's or code's marks ("Checking whether a debug target is
+    enabled"); never a record ("Name; Position: Engineer"). Only a unit with text after it
+    can be told from a cut-off sentence."""
+    if "; " in unit:
+        return False
+    if looks_like_heading(unit) or names_a_section(unit):
+        return True
+    return (
+        not unit.rstrip().endswith(_CLOSING)
+        and len(unit.split()) <= 12
+        and unit[:1].isupper()
+        and not LIST_ITEM.match(unit)
+        and not _NOT_IN_A_HEADING.search(unit)
     )
 
 

@@ -227,6 +227,66 @@ def test_a_sentence_case_heading_is_answered_by_the_statement_under_it() -> None
     assert answer == "Add the script to your page first. [1]"
 
 
+def test_a_heading_with_a_verb_is_answered_by_the_statement_under_it() -> None:
+    docs = source(
+        "Checking whether a debug target is enabled\n\n"
+        "After you have created a debug instance, check its enabled property.\n\n"
+        "Output streams\n\nBy default debug logs to stderr."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if t.startswith("Checking") else 0.3 for t in texts]
+
+    answer = extractive_answer(
+        "How do I check whether debug is enabled?", [docs], similarity=similarity, max_sentences=1
+    )
+    assert answer.startswith("After you have created a debug instance")
+
+
+def test_a_lead_in_is_quoted_with_the_value_it_announces() -> None:
+    """A lead-in ("Acceptable values for True are:") answers nothing alone; the unit after it does,
+    even a last one without a full stop, and even when the question's words match it
+    too weakly to be picked on its own."""
+    docs = source(
+        "The boolean check matches boolean values.\n\nAcceptable string values for True are:"
+        "\n\ntrue, on, yes, 1\n\nAcceptable string values for False are:\n\nfalse, off, no, 0"
+    )
+    answer = extractive_answer("Which strings count as True?", [docs], similarity=equally_close)
+    assert "Acceptable string values for True are: [1] true, on, yes, 1 [1]" in answer
+    answer = extractive_answer("Which strings count as False?", [docs], similarity=equally_close)
+    assert "Acceptable string values for False are: [1] false, off, no, 0 [1]" in answer
+
+
+def test_a_sentence_announcing_several_reasons_is_quoted_with_the_reasons() -> None:
+    docs = source(
+        "Checking the patterns first matters. There are several reasons for checking the "
+        "glob patterns before the magic. Globs are cheaper to test. They also fail more "
+        "clearly. Unrelated remarks follow."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if "several reasons" in t else 0.2 for t in texts]
+
+    answer = extractive_answer(
+        "Why check the glob patterns before the magic?",
+        [docs],
+        similarity=similarity,
+        max_sentences=1,
+    )
+    assert answer.startswith("There are several reasons")
+    assert "Globs are cheaper to test. [1] They also fail more clearly. [1]" in answer
+    assert "Unrelated" not in answer
+
+
+def test_the_sentence_after_the_best_one_continues_it_though_its_words_match_weakly() -> None:
+    docs = source(
+        "Tab Length\n\nThe tab_length keyword sets the length of tabs in the source. "
+        "The default value is 4."
+    )
+    answer = extractive_answer("What is the default tab length?", [docs])
+    assert "The default value is 4. [1]" in answer
+
+
 def test_markdown_images_are_never_quoted() -> None:
     guide = source(
         "5. Click the Actions icon![Actions icon](../icons/actions.svg) and select Delete key.\n\n"

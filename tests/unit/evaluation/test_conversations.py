@@ -141,12 +141,15 @@ def test_a_reply_is_read_from_the_graphs_state_and_kept_readable() -> None:
         "answer": "Use --override [1].",
         "flags": {"no_answer": False},
         "rewritten_query": "How do I override existing variables with dotenv?",
-        "sources": [{"title": "dotenv", "section": "Run", "text": "Use --override to ..."}],
+        "sources": [
+            {"id": "c-1", "title": "dotenv", "section": "Run", "text": "Use --override to ..."}
+        ],
     }
     reply = reply_of(state)
     assert reply.outcome is None and reply.rewrite and not reply.no_answer
     record = turn_record("dotenv-1", 2, _turn("subjectless", key_facts=["--override"]), reply, 0.2)
-    assert record["sources"] == [{"title": "dotenv", "section": "Run"}]
+    # The source's id: a fit command reads the passages the turn was answered from.
+    assert record["sources"] == [{"id": "c-1", "title": "dotenv", "section": "Run"}]
     assert record["useful"] and json.dumps(record)
     assert reply_of({**state, "outcome": "ask_back"}).outcome == "ask_back"
 
