@@ -247,6 +247,8 @@ def _under_heading(text: str, pos: int) -> tuple[int, str]:
     for k in range(pos + 1, len(units)):
         if names_a_section(units[k]) or looks_like_heading(units[k]):
             break
+        if is_question(units[k]):
+            continue  # an FAQ's question under its heading: its answer follows
         if quotable(units[k], first=False, last=k == len(units) - 1):
             return k, units[k]
     return pos, ""

@@ -243,6 +243,21 @@ def test_a_heading_with_a_verb_is_answered_by_the_statement_under_it() -> None:
     assert answer.startswith("After you have created a debug instance")
 
 
+def test_a_heading_over_an_faq_question_is_answered_by_the_answer_under_it() -> None:
+    faq = source(
+        "Checking your student discount\n\n**Q: Do students get a discount?**\n\n"
+        "Students with a university email address get the Plus plan free for 12 months."
+    )
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        return [0.9 if t.startswith("Checking") else 0.3 for t in texts]
+
+    answer = extractive_answer(
+        "Checking your student discount", [faq], similarity=similarity, max_sentences=1
+    )
+    assert answer.startswith("Students with a university email address")
+
+
 def test_a_lead_in_is_quoted_with_the_value_it_announces() -> None:
     """A lead-in ("Acceptable values for True are:") answers nothing alone; the unit after it does,
     even a last one without a full stop, and even when the question's words match it
