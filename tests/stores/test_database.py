@@ -485,3 +485,34 @@ async def test_a_row_written_before_pages_and_sections_reads_and_a_malformed_one
         )
     with pytest.raises(MalformedRecord, match=f"turn {turn.id}: .*source 1: id: Field required"):
         await db.turns.get_turn(workspace, conv, turn.id)
+
+
+async def test_the_liveness_lock_is_taken_again_once_its_connection_is_lost(
+    server_postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost lock connection (its backend terminated, as a database restart does) is
+    seen at once and the lock taken again, not at the next check: meanwhile another
+    worker would take this process's turns for orphans."""
+    import asyncio
+
+    from convrag.stores.base import OWNER_LOCKS
+
+    monkeypatch.setattr(Database, "LIVENESS_CHECK_S", 3600.0)  # no check in this test
+    query = (
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND classid = %s AND objid = %s"
+    )
+    async with Database.from_url(server_postgres_url) as db:
+        owner = db.owner
+        assert owner is not None
+        async with db.pool.connection() as conn:
+            holder = (await (await conn.execute(query, (OWNER_LOCKS, owner))).fetchone())["pid"]
+            await conn.execute("SELECT pg_terminate_backend(%s)", (holder,))
+            again = None
+            for _ in range(200):  # 10 s at most: far under the hour's check
+                await asyncio.sleep(0.05)
+                row = await (await conn.execute(query, (OWNER_LOCKS, owner))).fetchone()
+                if row is not None and row["pid"] != holder:
+                    again = row["pid"]
+                    break
+        assert again is not None and db.owner == owner

@@ -264,6 +264,10 @@ class Database:
         self.feedback = FeedbackStore(self._shared)
         self.transcripts = TranscriptStore(self._shared, self.conversations)
 
+    LIVENESS_CHECK_S = 5.0
+    """How often the liveness lock's connection is checked when it sends nothing (a
+    loss that closes it is seen at once)."""
+
     @property
     def owner(self) -> int | None:
         """This process's liveness key, recorded on the turns it starts: while it holds
@@ -281,7 +285,10 @@ class Database:
     @asynccontextmanager
     async def _liveness_lock(self, url: str) -> AsyncIterator[None]:
         """Hold this process's liveness lock on a connection of its own while the block
-        runs, taking it again should that connection be lost (a database restart)."""
+        runs, taking it again as soon as the database accepts a connection should that
+        one be lost (a database restart, its backend terminated): the keeper waits on the
+        connection itself, so a loss is seen at once, and checks it every
+        :attr:`LIVENESS_CHECK_S` for a loss that sends nothing."""
         owner = secrets.randbelow(2**31 - 2) + 1
 
         async def lock() -> AsyncConnection[Any]:
@@ -291,20 +298,30 @@ class Database:
             await conn.execute("SELECT pg_advisory_lock(%s, %s)", (OWNER_LOCKS, owner))
             return conn
 
+        async def relock() -> AsyncConnection[Any]:
+            delay = 0.05
+            while True:
+                try:
+                    return await lock()
+                except Exception:
+                    await asyncio.sleep(delay)  # the server is not back yet
+                    delay = min(2 * delay, self.LIVENESS_CHECK_S)
+
         conn = await lock()
         self.owner = owner
 
         async def keep() -> None:
             nonlocal conn
             while True:
-                await asyncio.sleep(5.0)
                 try:
+                    # Returns after the check interval; raises when the connection fails.
+                    async for _ in conn.notifies(timeout=self.LIVENESS_CHECK_S):
+                        pass
                     await conn.execute("SELECT 1")
                 except Exception:
                     with contextlib.suppress(Exception):
                         await conn.close()
-                    with contextlib.suppress(Exception):
-                        conn = await lock()
+                    conn = await relock()
 
         keeper = asyncio.get_running_loop().create_task(keep())
         try:
