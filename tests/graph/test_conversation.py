@@ -191,7 +191,9 @@ async def test_a_failed_rewrite_falls_back_to_the_rules_rewrite(
     gets the name, so the answer quotes the right record."""
     llm.add_rule("Latest user question", reply)
     conv = await assistant.new_conversation(seeded)
-    ctx = Context(workspace_id=seeded, rewrite_timeout_s=0.5)
+    # Only the timeout case waits out its limit: on a loaded machine a stub's prompt
+    # reply may take longer than half a second, which is no failure of the others.
+    ctx = Context(workspace_id=seeded, rewrite_timeout_s=0.5 if reason == "timeout" else 30.0)
     await assistant.ask(
         "What is Prasad Chaudhari's salary?", conv, workspace_id=seeded, context=ctx
     )
