@@ -92,10 +92,7 @@ def extractive_answer(
         scored = _by_meaning(query, scored[: policy.semantic_candidates], similarity, policy)
     if scored and history:
         scored = [scored[0], *_drop_repeats(scored[1:], query, history)]
-    if scored and (
-        _lacks_asked_field(scored[0][3], query, sources)
-        or _names_an_absent_row(scored[0][3], query, sources)
-    ):
+    if scored and _names_an_absent_row(scored[0][3], query, sources):
         return NO_SOURCES_ANSWER
     if scored:
         # Only the clearly relevant: a sentence scoring under ``same_work_floor`` of the
@@ -169,25 +166,6 @@ def _fields(unit: str) -> set[str]:
     if "; " not in unit:
         return set()
     return {m.group(1).lower() for part in unit.split("; ") if (m := _FIELD.match(part))}
-
-
-def _lacks_asked_field(best: str, query: str, sources: Sequence[Source]) -> bool:
-    """Whether ``best`` is a record without the field ``query`` asks for, while other
-    records of the sources have it: "What is Maria Lopez's basic salary?" of a record
-    holding only her position and total salary. Quoting the record would look like an
-    answer; the next best unit is another person's record."""
-    own = _fields(best)
-    if not own:
-        return False
-    asked = terms_of(query)
-    named = {
-        f
-        for src in sources
-        for unit in sentences(src["text"])
-        for f in _fields(unit)
-        if terms_of(f) and terms_of(f) <= asked
-    }
-    return bool(named) and not named & own
 
 
 def _names_an_absent_row(best: str, query: str, sources: Sequence[Source]) -> bool:
