@@ -12,8 +12,6 @@ from convrag.records import HistoryTurn, Source
 from convrag.retrieval.policy import RetrievalPolicy, default_policy
 from convrag.retrieval.ranking import (
     Similarity,
-    asked_anew,
-    is_said,
     joined,
     ranked_by_words,
     repeating,
@@ -90,8 +88,6 @@ def extractive_answer(
     repeats = repeating(excluded_entities, said_before(history))
     if similarity is not None and scored:
         scored = _by_meaning(query, scored[: policy.semantic_candidates], similarity, policy)
-    if scored and history:
-        scored = [scored[0], *_drop_repeats(scored[1:], query, history)]
     if scored and _names_an_absent_row(scored[0][3], query, sources):
         return NO_SOURCES_ANSWER
     if scored:
@@ -197,25 +193,6 @@ def _records_of_the_asked(
         return bool(_fields(unit)) and not held <= own and not own - held
 
     return [x for x in scored if not other(x[3])]
-
-
-def _drop_repeats(
-    scored: list[tuple[float, int, int, str]], query: str, history: Sequence[HistoryTurn]
-) -> list[tuple[float, int, int, str]]:
-    """``scored`` less the sentences an earlier answer already said that hold none of the
-    words this question adds to the previous one: after "How many days of annual leave?",
-    "What about sick leave?" is not answered with the annual leave sentence again, while
-    "When do they expire?" may quote the said sentence that holds "expire".
-
-    The best sentence is never in ``scored`` here: a follow-up whose answer is the one
-    already given ("And her position?" of a record) still gets it (measured with
-    ``convrag eval answers``; the figures are in BENCHMARKS.md).
-    """
-    new = asked_anew(query, history)
-    if not new:
-        return scored  # the same question again: nothing tells a repeat from an answer
-    said = said_before(history)
-    return [x for x in scored if not is_said(x[3], said) or new & terms_of(x[3])]
 
 
 def _under_heading(text: str, pos: int) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from convrag.citations import strip_markers
-from convrag.records import HistoryTurn, Source, previous_question
+from convrag.records import HistoryTurn, Source
 from convrag.text.tokens import phrasal_compounds, spelled_out
 from convrag.text.units import is_question, quotable, sentences
 
@@ -157,13 +157,6 @@ def is_said(sentence: str, said: set[str]) -> bool:
 def terms_of(text: str) -> set[str]:
     """The content terms of ``text``, crudely stemmed, as questions and sentences meet."""
     return set(_terms(text))
-
-
-def asked_anew(query: str, history: Sequence[HistoryTurn]) -> set[str]:
-    """The terms of ``query`` that the previous question (as rewritten then) lacks: what
-    a follow-up asks that was not asked before ("sick" of "What about sick leave?")."""
-    prev = previous_question(history)
-    return terms_of(query) - (terms_of(prev) if prev else set())
 
 
 def repeating(entities: Sequence[str], said: set[str]) -> Callable[[str], bool]:

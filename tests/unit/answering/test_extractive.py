@@ -325,27 +325,6 @@ def _turn(question: str, answer: str) -> HistoryTurn:
     )
 
 
-def test_a_follow_up_is_not_answered_with_a_said_sentence_about_the_previous_question() -> None:
-    said = _turn(
-        "How many days of annual leave do I get?",
-        "Every employee gets 25 days of paid annual leave per calendar year. [1]",
-    )
-
-    def close_to_leave(query: str, texts: Sequence[str]) -> list[float]:
-        return [0.7 if "leave" in t else 0.1 for t in texts]  # both leave sentences alike
-
-    sick = source("Sick leave is paid in full for the first 10 days of each year.", 1)
-    annual = source("Every employee gets 25 days of paid annual leave per calendar year.", 2)
-    answer = extractive_answer(
-        "How many days of sick leave do I get?",
-        [sick, annual],
-        history=[said],
-        similarity=close_to_leave,
-    )
-    assert answer.startswith("Sick leave is paid in full for the first 10 days of each year.")
-    assert "25 days" not in answer
-
-
 def test_a_said_sentence_holding_what_the_follow_up_adds_is_still_quoted() -> None:
     said = _turn(
         "Do unused days of annual leave carry over?",
