@@ -109,6 +109,9 @@ class RetrievalPolicy:
     question_to_answer: float
     """An FAQ's answer scores this share of the words its question shares with the
     query."""
+    announced_sentences: int
+    """How many sentences are quoted after one that announces them without a list ("There
+    are several reasons for ..."); one after a colon."""
 
     def __post_init__(self) -> None:
         problems = [p for f in fields(self) if (p := _problem(f.name, getattr(self, f.name)))]
@@ -148,6 +151,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "same_work_floor": (0, 1),
     "other_work_floor": (0, 1),
     "question_to_answer": (0, 1),
+    "announced_sentences": (0, 20),
 }
 
 

@@ -112,8 +112,9 @@ def extractive_answer(
         if len(picked) >= max_sentences:
             break
     if picked:
-        _continue(picked, sources, chosen_text, max_sentences, repeats)
-        picked = _announcements_whole(picked, sources, repeats)
+        lead_in = policy.announced_sentences
+        _continue(picked, sources, chosen_text, max_sentences, repeats, lead_in)
+        picked = _announcements_whole(picked, sources, repeats, lead_in)
     else:
         first = _first_quotable(sources[0]["text"], repeats)
         if first is None:
@@ -212,10 +213,6 @@ def _under_heading(text: str, pos: int) -> tuple[int, str]:
 LIST_ITEMS_QUOTED = 10
 """The most items of a list an answer quotes after the sentence that introduces it."""
 
-ANNOUNCED_SENTENCES = 2
-"""The most sentences quoted after one that announces them without a list ("There are
-several reasons for ...")."""
-
 _ANNOUNCES = re.compile(
     r"\b(?:the following|as follows|(?:several|a few|some|many|two|three|four|five|various"
     r"|these|multiple) (?:\w+ )?(?:reasons|ways|steps|options|things|cases|rules|kinds|types"
@@ -231,10 +228,12 @@ def announces(sent: str) -> bool:
     return sent.rstrip().endswith(":") or bool(_ANNOUNCES.search(sent))
 
 
-def _announced(units: Sequence[str], pos: int, repeats: Callable[[str], bool]) -> list[int]:
+def _announced(
+    units: Sequence[str], pos: int, repeats: Callable[[str], bool], after_lead_in: int
+) -> list[int]:
     """The positions of what ``units[pos]`` announces: the list items after it (at most
     :data:`LIST_ITEMS_QUOTED`), else the statements after it up to the next heading (one
-    after a colon, :data:`ANNOUNCED_SENTENCES` after "several reasons")."""
+    after a colon, ``after_lead_in`` after "several reasons")."""
     items: list[int] = []
     for k in range(pos + 1, min(len(units), pos + 1 + LIST_ITEMS_QUOTED)):
         if not (LIST_ITEM.match(units[k]) and quotable(units[k], first=False, last=False)):
@@ -242,7 +241,7 @@ def _announced(units: Sequence[str], pos: int, repeats: Callable[[str], bool]) -
         items.append(k)
     if items:
         return items
-    wanted = 1 if units[pos].rstrip().endswith(":") else ANNOUNCED_SENTENCES
+    wanted = 1 if units[pos].rstrip().endswith(":") else after_lead_in
     for k in range(pos + 1, len(units)):
         unit = units[k]
         last = k == len(units) - 1
@@ -261,6 +260,7 @@ def _announcements_whole(
     picked: list[tuple[int, int, str]],
     sources: Sequence[Source],
     repeats: Callable[[str], bool],
+    after_lead_in: int,
 ) -> list[tuple[int, int, str]]:
     """``picked`` with each later pick that :func:`announces` what follows quoted with it
     (the best one's is already, by :func:`_continue`)."""
@@ -272,7 +272,7 @@ def _announcements_whole(
             out.append((n, pos, sent))
             continue
         units = sentences(sources[n - 1]["text"])
-        span = [(n, k, units[k]) for k in _announced(units, pos, repeats)]
+        span = [(n, k, units[k]) for k in _announced(units, pos, repeats, after_lead_in)]
         out += [p for p in [(n, pos, sent), *span] if p not in out]
     return out
 
@@ -283,6 +283,7 @@ def _continue(
     skip: set[str],
     max_sentences: int,
     repeats: Callable[[str], bool],
+    after_lead_in: int,
 ) -> None:
     """Quote the sentence after the best one too, in place of the weakest pick, unless it
     is in ``skip`` (already quoted), a heading, a question or a record (a table's next
@@ -304,7 +305,7 @@ def _continue(
     if pos + 1 >= len(units):
         return
     if announces(best):
-        span = [(n, k, units[k]) for k in _announced(units, pos, repeats)]
+        span = [(n, k, units[k]) for k in _announced(units, pos, repeats, after_lead_in)]
         if span:
             quoted = {i[2] for i in span}
             others = [p for p in picked[1:] if p[2] not in quoted]
