@@ -6,6 +6,7 @@ on a live one runs to its end."""
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from collections.abc import Iterator
 
@@ -68,6 +69,25 @@ async def test_a_connection_returned_a_moment_ago_is_lent_without_a_check(
         await _select_one(db)
         await _select_one(db)
     assert len(checks) <= 1  # at most the first loan of a never-returned connection
+
+
+async def test_a_connection_returned_a_moment_ago_is_replaced_when_its_backend_was_terminated(
+    postgres: tuple[EmbeddedPostgres, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's goodbye waits on the idle connection's socket: seen without a round
+    trip, so the loan right after it gets a live connection, not a failed query."""
+    _, url = postgres
+    async with Database.from_url(url, max_size=1) as db:
+        monkeypatch.setattr(db.pool, "CHECK_IDLE_S", 3600.0)
+        async with db.pool.connection() as conn:
+            pid = conn.info.backend_pid
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as killer:
+            await killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(100):  # until the goodbye has reached the socket
+            if select.select([conn.fileno()], [], [], 0)[0]:
+                break
+            await asyncio.sleep(0.01)
+        assert await _select_one(db) == 1
 
 
 #: A hang detector, not a timing: the pool's own wait below is 60 s, and a caller while

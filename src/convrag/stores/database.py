@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import select
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -141,13 +142,25 @@ class _CappedBackoff(AttemptWithBackoff):
         self.delay = min(self.delay, self.MAX_DELAY)
 
 
+def _has_news(conn: AsyncConnection[DictRow]) -> bool:
+    """Whether an idle connection's socket has something to read, without waiting: a
+    pooled connection asked nothing, so that is the server's goodbye (its backend
+    terminated, the server shut down or killed) or a closed socket."""
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(ready)
+
+
 class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     """The connection pool, reconnecting with :class:`_CappedBackoff`.
 
     A connection is checked (one empty query) before it is lent only when it has sat
-    idle for :attr:`CHECK_IDLE_S`: one that served a request a moment ago is almost
-    certainly alive, and checking every loan doubled the round trips of a turn. A
-    connection broken in that moment fails its query (a 503) and is then replaced.
+    idle for :attr:`CHECK_IDLE_S`, or when the server has written to it since its return
+    (:func:`_has_news`: a terminated backend's goodbye, a closed socket): one that
+    served a request a moment ago is almost certainly alive, and checking every loan
+    doubled the round trips of a turn.
 
     While the server is unreachable (the pool's last attempt to connect failed), a
     caller waits at most :attr:`OUTAGE_WAIT_S` for a connection, not the pool's whole
@@ -222,7 +235,8 @@ class _Pool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         self._returned_at[conn] = time.monotonic()
 
     async def _check_if_idle(self, conn: AsyncConnection[DictRow]) -> None:
-        if time.monotonic() - self._returned_at.get(conn, 0.0) >= self.CHECK_IDLE_S:
+        recent = time.monotonic() - self._returned_at.get(conn, 0.0) < self.CHECK_IDLE_S
+        if not recent or _has_news(conn):
             await AsyncConnectionPool.check_connection(conn)
 
     async def _add_connection(
