@@ -27,9 +27,9 @@ from typing import Literal
 
 from convrag.answering.instructions import (
     Provenance,
-    Recital,
     hides_instruction,
     marked_lines,
+    recital_of,
 )
 from convrag.citations import MARKER, strip_markers
 from convrag.records import Source
@@ -47,6 +47,8 @@ _HTML_MEDIA = re.compile(
     re.IGNORECASE,
 )
 _AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>", re.IGNORECASE)
+_MAY_LINK = re.compile(r"\]\(|\]:|<|://|www\.", re.IGNORECASE)
+"""What every link, image, reference, tag and URL the checks judge holds."""
 _BARE_URL = re.compile(
     r"(?<![\w@/.-])(?:[a-z][a-z0-9+.-]{1,15}://|www\.)[^\s<>()\[\]\"'`]+", re.IGNORECASE
 )
@@ -108,6 +110,8 @@ def _strip_links(answer: str, own: frozenset[str]) -> LinkCheck:
         removed += 1
         return keep
 
+    if not _MAY_LINK.search(answer):
+        return LinkCheck(answer, 0)  # no link, image, tag or URL can be there
     text = _IMAGE.sub(image, answer)
     text = _LINK.sub(link, text)
     text = _AUTOLINK.sub(bare, text)
@@ -368,9 +372,13 @@ def _word_start(text: str) -> int:
 def _partial_start(text: str, target: str) -> int:
     """Where the longest end of ``text`` that starts ``target`` (and is not all of it)
     begins; ``len(text)`` when none does."""
-    for n in range(min(len(text), len(target) - 1), 0, -1):
-        if target.startswith(text[-n:]):
-            return len(text) - n
+    m = min(len(text), len(target) - 1)
+    tail = text[len(text) - m :] if m > 0 else ""
+    i = tail.find(target[:1]) if target else -1
+    while i >= 0:  # the earliest start is the longest end
+        if target.startswith(tail[i:]):
+            return len(text) - m + i
+        i = tail.find(target[0], i + 1)
     return len(text)
 
 
@@ -390,14 +398,14 @@ def _started(said: list[str], words: tuple[str, ...]) -> int:
 
 
 def _payload_hold(
-    spans: list[tuple[int, str]], rules: Sequence[_Obeying], new: int, end: int
+    spans: list[tuple[int, str]], said: list[str], rules: Sequence[_Obeying], new: int, end: int
 ) -> int | None:
     """Where text of words ``spans`` must be held from because it writes, or may be
     starting to write, an instructed payload while the answer may still be refused for
     it (it has few enough other words); ``end`` when nowhere; None when it obeys a
     strict rule, and is refused whatever follows. Words before ``new`` were judged
-    already: a strict rule's payload is only looked for where it would end after them."""
-    said = [w for _, w in spans]
+    already: a strict rule's payload is only looked for where it would end after them.
+    ``said``: the words of ``spans``."""
     hold = end
     for rule in rules:
         p = len(rule.words)
@@ -451,7 +459,7 @@ class StreamGuard:
         self._own = source_urls(sources)
         self._rules = list(dict.fromkeys(_obeying(sources, question)))
         self._provenance = Provenance.of(sources, question, trusted)
-        self._recital = Recital(prompt) if prompt else None
+        self._recital = recital_of(prompt) if prompt else None
         self._canary = canary
         self.text = ""
         """The answer so far, released or not."""
@@ -459,6 +467,7 @@ class StreamGuard:
         """How much of :attr:`text` was released."""
         self.failure: GuardFailure | None = None
         self._spans: list[tuple[int, str]] = []
+        self._said: list[str] = []  # the words of _spans
         self._read = 0  # the words of text[: _read] are in _spans
         self._refused_at = -1  # the sentence end a wary check last refused
 
@@ -496,9 +505,11 @@ class StreamGuard:
             return self.released
         new = len(self._spans)
         if cut > self._read:  # a cut is a word boundary: the words before it are whole
-            self._spans += _spans(text[self._read : cut], self._read)
+            read = _spans(text[self._read : cut], self._read)
+            self._spans += read
+            self._said += [w for _, w in read]
             self._read = cut
-        hold = _payload_hold(self._spans, self._rules, new, cut)
+        hold = _payload_hold(self._spans, self._said, self._rules, new, cut)
         if hold is not None:
             hold = self._recital_hold(new, hold)
         if hold is None:
@@ -513,9 +524,9 @@ class StreamGuard:
         earlier; None (failure ``prompt``) once a run is long enough to be a recital."""
         if self._recital is None:
             return hold
-        said = [w for _, w in self._spans]
+        said = self._said
         for end in range(max(new, 1), len(said) + 1):
-            if self._recital.tail(said[:end]) >= self._recital.n:
+            if self._recital.tail(said, end) >= self._recital.n:
                 self.failure = "prompt"
                 return None
         k = self._recital.tail(said)

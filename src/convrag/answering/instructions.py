@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,9 @@ def readable(text: str) -> str:
     """``text`` as a model reads it: invisible tag characters as the ASCII they encode,
     zero-width characters gone, look-alike letters folded to Latin."""
 
+    if text.isascii():
+        return text  # tag, zero-width and look-alike characters are none of them ASCII
+
     def ascii_of(m: re.Match[str]) -> str:
         codes = (ord(c) - 0xE0000 for c in m.group(0))
         return " " + "".join(chr(c) if 0x20 <= c < 0x7F else " " for c in codes) + " "
@@ -167,36 +171,68 @@ def _line_units(line: str) -> list[str]:
     return [u for cell in cells for u in split_sentences(cell)]
 
 
-def marked_lines(text: str) -> list[list[tuple[str, bool]]]:
+MarkedLines = tuple[tuple[tuple[str, bool], ...], ...]
+"""A text's lines of units, each with whether it addresses the model."""
+
+
+_MAY_ADDRESS = re.compile(
+    "|".join(f"(?:{p.pattern.lower()})" for p in (_OVERRIDE, _SITUATION, _MODEL))
+)
+"""The three patterns in one, lower-cased (none holds an upper-case escape or class): on
+lower-cased ASCII text it matches where one of them does, in one pass."""
+
+
+def _may_address(text: str) -> bool:
+    """Whether one of :data:`_OVERRIDE`, :data:`_SITUATION` and :data:`_MODEL` matches
+    somewhere in ``text``: every unit that addresses the model holds one."""
+    if text.isascii():
+        return bool(_MAY_ADDRESS.search(text.lower()))
+    return bool(_OVERRIDE.search(text) or _SITUATION.search(text) or _MODEL.search(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def marked_lines(text: str) -> MarkedLines:
     """``text`` read (:func:`readable`) and cut into lines of units, each with whether it
     addresses the model. A line that goes on from an addressed unit not ended by a full
-    stop (a comment wrapped over two lines) is addressed too."""
-    out: list[list[tuple[str, bool]]] = []
+    stop (a comment wrapped over two lines) is addressed too. Kept for the texts read
+    last: a conversation's turns meet the same passages again."""
+    out: list[tuple[tuple[str, bool], ...]] = []
     carried = False
-    for line in readable(text).split("\n"):
+    text = readable(text)
+    # Every way of addressing the model holds one of these three (a role label names the
+    # model); a unit is a stripped piece of the text, cut where no word runs on: a text
+    # without a match has no addressed unit, and its units are not read one by one.
+    possible = _may_address(text)
+    for line in text.split("\n"):
         marked = []
         for k, unit in enumerate(_line_units(line)):
-            hit = is_addressed(unit) or (carried and k == 0)
+            hit = possible and (is_addressed(unit) or (carried and k == 0))
             marked.append((unit, hit))
             carried = hit and not unit.rstrip().endswith((".", "!", "?"))
         if not line.strip():
             carried = False
-        out.append(marked)
-    return out
+        out.append(tuple(marked))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def text_units(text: str) -> Units:
+    """One text (a source's title or text) cut into units (:func:`marked_lines`); a blob
+    that decodes to text is a unit of its own."""
+    addressed: list[str] = []
+    other: list[str] = []
+    for line in marked_lines(text):
+        for unit, hit in line:
+            (addressed if hit else other).append(unit)
+    for plain in decoded(text):
+        (addressed if is_addressed(plain) else other).append(plain)
+    return Units(tuple(addressed), tuple(other))
 
 
 def units(texts: Iterable[str]) -> Units:
-    """``texts`` (each a source's title or text) cut into units (:func:`marked_lines`); a
-    blob that decodes to text is a unit of its own."""
-    addressed: list[str] = []
-    other: list[str] = []
-    for text in texts:
-        for line in marked_lines(text):
-            for unit, hit in line:
-                (addressed if hit else other).append(unit)
-        for plain in decoded(text):
-            (addressed if is_addressed(plain) else other).append(plain)
-    return Units(tuple(addressed), tuple(other))
+    """``texts`` cut into units (:func:`text_units`), in order."""
+    cut = [text_units(t) for t in texts]
+    return Units(tuple(u for c in cut for u in c.addressed), tuple(u for c in cut for u in c.other))
 
 
 def source_texts(sources: Sequence[Source]) -> list[str]:
@@ -218,7 +254,10 @@ _URLISH = re.compile(
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that carry content (not grammar, nor a question's framing),
     lower-cased, look-alikes folded; ``[n]`` markers and URLs left out."""
-    words = _WORD.findall(_URLISH.sub(" ", readable(strip_markers(text))).lower())
+    text = readable(strip_markers(text))
+    if "](" in text or "://" in text or "www." in text.lower():
+        text = _URLISH.sub(" ", text)
+    words = _WORD.findall(text.lower())
     return [w for w in words if w not in NOT_SUBJECT and (len(w) > 1 or w.isdigit())]
 
 
@@ -250,11 +289,13 @@ class Provenance:
 
     @classmethod
     def of(cls, sources: Sequence[Source], question: str = "", trusted: str = "") -> Provenance:
-        cut = units(source_texts(sources))
-        supported = {_stem(w) for t in (question, trusted, *cut.other) for w in content_words(t)}
-        instructed = {_stem(w) for t in cut.addressed for w in content_words(t)} - supported
-        shouting = _shouts(" ".join(cut.other))
-        return cls(frozenset(instructed), frozenset(supported), bool(cut.addressed), shouting)
+        read = [_text_stems(t) for t in source_texts(sources)]
+        supported = _stems(question) | _stems(trusted) | frozenset().union(*(r.other for r in read))
+        instructed = frozenset().union(*(r.addressed for r in read)) - supported
+        wary = any(r.wary for r in read)
+        # Read only when wary: counting letters is a pass over every character.
+        shouting = wary and _shouts_overall([_other_letters(t) for t in source_texts(sources)])
+        return cls(instructed, supported, wary, shouting)
 
     def refusal(self, answer: str, *, whole: bool = True) -> Drift | None:
         """Why ``answer`` took its content from an instruction rather than the sources,
@@ -283,10 +324,46 @@ class Provenance:
         return None
 
 
+def _stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s content words."""
+    return frozenset(_stem(w) for w in content_words(text))
+
+
+@dataclass(frozen=True)
+class _TextStems:
+    """One source text as :class:`Provenance` weighs it: the stems of its units that
+    address the model and of the others, and whether it has any of the first."""
+
+    addressed: frozenset[str]
+    other: frozenset[str]
+    wary: bool
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_stems(text: str) -> _TextStems:
+    cut = text_units(text)
+    # One pass over the joined units: no word, URL or marker spans a line break.
+    return _TextStems(
+        _stems("\n".join(cut.addressed)), _stems("\n".join(cut.other)), bool(cut.addressed)
+    )
+
+
+def _other_letters(text: str) -> tuple[int, int]:
+    """The letters and the capitals of ``text``'s units that do not address the model."""
+    letters = [c for c in strip_markers(" ".join(text_units(text).other)) if c.isalpha()]
+    return len(letters), sum(c.isupper() for c in letters)
+
+
+def _shouts_overall(counts: Sequence[tuple[int, int]]) -> bool:
+    """:func:`_shouts` of texts whose letters and capitals are ``counts``, as one."""
+    letters, capitals = sum(n for n, _ in counts), sum(c for _, c in counts)
+    return letters >= 20 and capitals > 0.6 * letters
+
+
 def _shouts(text: str) -> bool:
     """Whether most of ``text``'s letters (twenty or more) are capitals."""
     letters = [c for c in strip_markers(text) if c.isalpha()]
-    return len(letters) >= 20 and sum(c.isupper() for c in letters) > 0.6 * len(letters)
+    return _shouts_overall([(len(letters), sum(c.isupper() for c in letters))])
 
 
 RECITAL_WORDS = 9
@@ -304,10 +381,14 @@ class Recital:
             tuple(words[i : i + k]) for k in range(1, n + 1) for i in range(len(words) - k + 1)
         )
 
-    def tail(self, said: Sequence[str]) -> int:
-        """How many of ``said``'s last words (up to ``n``) run as in the prompt."""
-        for k in range(min(self.n, len(said)), 0, -1):
-            if tuple(said[-k:]) in self._runs:
+    def tail(self, said: Sequence[str], end: int | None = None) -> int:
+        """How many of the words of ``said`` before ``end`` (all: None) that end it, up to
+        ``n``, run as in the prompt."""
+        end = len(said) if end is None else end
+        if not end or (said[end - 1],) not in self._runs:
+            return 0  # every run's last word is a run of its own
+        for k in range(min(self.n, end), 0, -1):
+            if tuple(said[end - k : end]) in self._runs:
                 return k
         return 0
 
@@ -317,3 +398,10 @@ class Recital:
         return any(
             tuple(words[i : i + self.n]) in self._runs for i in range(len(words) - self.n + 1)
         )
+
+
+@functools.lru_cache(maxsize=4)
+def recital_of(prompt: str) -> Recital:
+    """:class:`Recital` of ``prompt``, built once per prompt text (a turn's prompt is the
+    service's own, the same every turn)."""
+    return Recital(prompt)
