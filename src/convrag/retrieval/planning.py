@@ -2,8 +2,9 @@
 
 A first turn searches its message; a turn the rules call standalone, its message with the
 previous question mixed into the dense query. A follow-up searches up to three queries
-and fuses their lists: the rewrite, the raw message as typed, and the message with the
-previous question (the history query); one that an LLM rewrote searches its rewrite and
+and fuses their lists: the rewrite, the raw message as typed, and the history query (the
+message with the words of the conversation a fitted model chooses, or with the previous
+question); one that an LLM rewrote searches its rewrite and
 the raw message. The raw message is always one of a follow-up's queries (when it has a
 word to search), so a garbled rewrite can push its hits down but not out.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from convrag.records import HistoryTurn, previous_question
+from convrag.retrieval.expansion import expansion_terms
 from convrag.retrieval.policy import RetrievalPolicy
 from convrag.rewriting.gate import is_continuation
 from convrag.state import State
@@ -106,7 +108,7 @@ def plan_queries(turn: TurnQuery, policy: RetrievalPolicy) -> list[PlannedQuery]
     does not, its previous question carries the topic. Lists of weight 0 are left out, but
     never all of them: the first stays, at 1.
     """
-    kind, message, query, previous = turn.kind, turn.message, turn.query, turn.previous
+    kind, message, query = turn.kind, turn.message, turn.query
     weights = {
         "rewrite": policy.llm_rewrite_query_weight
         if kind == "llm_follow_up"
@@ -116,7 +118,7 @@ def plan_queries(turn: TurnQuery, policy: RetrievalPolicy) -> list[PlannedQuery]
         "message": policy.history_query_weight,
     }
     texts = {"rewrite": query, "raw": message, "message": message}
-    texts["history"] = f"{message.strip()} {previous}" if previous else message
+    texts["history"] = history_query(turn, policy)
     rewritten = _words(query) != _words(message)
     wordy = bool(content_words(tokenize(message))) and not is_continuation(message)
     names = PLANS[kind]
@@ -131,6 +133,19 @@ def plan_queries(turn: TurnQuery, policy: RetrievalPolicy) -> list[PlannedQuery]
         return [replace(planned[0], text=query, weight=1.0)]
     kept = [q for q in planned if q.weight > 0]
     return kept or [replace(planned[0], weight=1.0)]
+
+
+def history_query(turn: TurnQuery, policy: RetrievalPolicy) -> str:
+    """A follow-up's history query: the message and the history terms the expansion
+    model chooses (:mod:`convrag.retrieval.expansion`), or the message and the previous
+    question when the policy has no such model."""
+    message, previous = turn.message, turn.previous
+    if policy.expansion_model and turn.history:
+        terms = expansion_terms(
+            message, turn.history, policy.expansion_model, policy.expansion_terms
+        )
+        return " ".join([message.strip(), *terms])
+    return f"{message.strip()} {previous}" if previous else message
 
 
 def _words(text: str) -> list[str]:

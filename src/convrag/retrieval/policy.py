@@ -48,7 +48,15 @@ class RetrievalPolicy:
     llm_rewrite_query_weight: float
     """Weight of an LLM rewrite's list on a follow-up the LLM rewrote."""
     history_query_weight: float
-    """Weight of the list that searches the message with the previous question."""
+    """Weight of a follow-up's history list: the message with the history terms the
+    expansion model chooses, or with the previous question when that model is empty."""
+    expansion_model: dict[str, float]
+    """Which words of the conversation join a follow-up's history query: a logistic model
+    over :data:`~convrag.retrieval.expansion.EXPANSION_FEATURES` (each named feature's
+    weight, and ``bias``) that rates each candidate term; empty: the previous question
+    joins the message instead. Written by ``benchmarks/fit_expansion.py fit``."""
+    expansion_terms: int
+    """How many of the terms the expansion model rates highest join the message."""
     anchor_weight: float
     """On a follow-up: weight of the anchor list (the candidates from the documents the
     previous answer cited, in fused order); 0 ignores them."""
@@ -152,6 +160,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "other_work_floor": (0, 1),
     "question_to_answer": (0, 1),
     "announced_sentences": (0, 20),
+    "expansion_terms": (1, 20),
 }
 
 

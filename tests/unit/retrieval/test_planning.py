@@ -53,11 +53,22 @@ def test_a_standalone_turn_with_history_searches_its_message_mixed_with_the_hist
     assert [(q.name, q.mixed) for q in both] == [("raw", False), ("message", True)]
 
 
-def test_the_history_query_is_the_message_and_the_previous_question() -> None:
-    planned = _plan("Is it free?", "Is it free?", "follow_up", "What is Db2?")
+def test_with_no_expansion_model_the_history_query_is_the_message_and_previous_question() -> None:
+    policy = default_policy().with_values({"expansion_model": {}})
+    planned = _plan("Is it free?", "Is it free?", "follow_up", "What is Db2?", policy)
     assert [(q.name, q.text) for q in planned] == [
         ("raw", "Is it free?"),
         ("history", "Is it free? What is Db2?"),
+    ]
+
+
+def test_the_history_query_is_the_message_and_the_terms_the_expansion_model_chooses() -> None:
+    model = {"bias": -1.0, "in_previous_question": 2.0, "length": 1.0}
+    policy = default_policy().with_values({"expansion_model": model, "expansion_terms": 1})
+    planned = _plan("Is it free?", "Is it free?", "follow_up", "What is the Db2 database?", policy)
+    assert [(q.name, q.text) for q in planned] == [
+        ("raw", "Is it free?"),
+        ("history", "Is it free? database"),
     ]
 
 
@@ -116,10 +127,9 @@ def test_only_a_follow_up_the_llm_rewrote_takes_the_llm_plan(
 
 def test_a_follow_up_without_words_of_its_own_searches_its_rewrite_and_history_not_itself() -> None:
     planned = _plan("Why?", "What is the meal allowance?", "follow_up", "What is the allowance?")
-    assert [(q.name, q.text) for q in planned] == [
-        ("rewrite", "What is the meal allowance?"),
-        ("history", "Why? What is the allowance?"),
-    ]
+    assert [q.name for q in planned] == ["rewrite", "history"]
+    assert planned[0].text == "What is the meal allowance?"
+    assert planned[1].text.startswith("Why? ") and "allowance" in planned[1].text
 
 
 def test_lists_of_weight_zero_are_left_out_but_never_all_of_them() -> None:
