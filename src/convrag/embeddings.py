@@ -229,6 +229,12 @@ class OnnxMiniLM:
     about 2.5 ms plus 0.13 ms per token, padding included (most of the fixed part is
     reading the weights, whatever the batch)."""
 
+    CALL_CELLS = 16 * 256 * 256
+    """The most texts × padded length² one call may hold: the attention's memory grows so
+    (one call of 64 texts of 256 tokens peaked at 1.6 GiB, 16 of them at 0.6 GiB, the
+    model loaded at 0.3 GiB; BENCHMARKS.md "2026-12-07 (t)"); a longer run of texts is
+    cut into calls of that many."""
+
     def _run(
         self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64], types: npt.NDArray[np.int64]
     ) -> Matrix:
@@ -248,8 +254,9 @@ class OnnxMiniLM:
         """Each text's row, its batches cut where padding would cost more than a call.
 
         The texts are tokenised once (padded to the longest), ordered by length, and cut
-        into runs of at most ``batch_size`` by :func:`cheapest_cuts`; each run is padded
-        only to its own longest text, as a batch of its own would be.
+        into runs of at most ``batch_size`` by :func:`cheapest_cuts`, and a run's calls
+        hold at most :attr:`CALL_CELLS` texts × length²; each call is padded only to its
+        own longest text, as a batch of its own would be.
         """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -262,9 +269,12 @@ class OnnxMiniLM:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         start = 0
         for end in cheapest_cuts(lengths[order].tolist(), self.CALL_TOKENS, self.batch_size):
-            rows = order[start:end]
-            width = int(lengths[rows].max())
-            out[rows] = self._run(ids[rows, :width], mask[rows, :width], types[rows, :width])
+            width = int(lengths[order[end - 1]])  # the run's longest: its texts ascend
+            step = max(1, self.CALL_CELLS // (width * width))
+            for part in range(start, end, step):
+                rows = order[part : min(end, part + step)]
+                wide = int(lengths[rows].max())
+                out[rows] = self._run(ids[rows, :wide], mask[rows, :wide], types[rows, :wide])
             start = end
         return out
 

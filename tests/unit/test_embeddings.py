@@ -169,3 +169,24 @@ def test_the_model_runs_without_onnx_runtimes_cpu_arena() -> None:
     # 10 MiB upload the ingest child reached 1.9 GiB (BENCHMARKS.md, 2026-12-07 (h)).
     model = OnnxMiniLM(batch_size=2)
     assert model.session.get_session_options().enable_cpu_mem_arena is False
+
+
+def test_a_call_holds_at_most_call_cells_texts_times_length_squared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call's attention memory grows with its texts times its padded length squared: one
+    # of 64 texts of 256 tokens peaked at 1.6 GiB (BENCHMARKS.md, 2026-12-07 (t)).
+    model = OnnxMiniLM(batch_size=64)
+    monkeypatch.setattr(model, "CALL_CELLS", 4 * 40 * 40)
+    shapes: list[tuple[int, int]] = []
+    run = model._run
+
+    def counted(ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        shapes.append(ids.shape)
+        return run(ids, mask, types)
+
+    monkeypatch.setattr(model, "_run", counted)
+    texts = [" ".join(["leave"] * 35)] * 10 + ["hi"] * 3
+    rows = model.embed(texts)
+    assert shapes and all(n * width * width <= 4 * 40 * 40 for n, width in shapes)
+    assert np.allclose(rows, np.concatenate([model.embed([t]) for t in texts]), atol=1e-6)
