@@ -12,9 +12,10 @@ searches them (the pool ingested into ``mtrag-<domain>`` if it is not there yet;
 dataset's own history, the last answer anchored to the passages behind it), and keeps each
 list's chunk ids: ``last`` (the message without history, as ``convrag_lastturn``), ``raw``
 (the message, history not mixed), ``history`` (the message, the previous question mixed
-into the dense query), ``glue`` (the message and the previous question as one query,
-mixed: what the rules' old "carried" query searched), ``rewrite`` (the gated rules rewrite,
-mixed) and ``ungated`` (the rewrite before the gate), and the anchored documents.
+into the dense query), ``glue`` (the history query as served, mixed: the message and the
+words the policy's expansion model chooses, or the previous question), ``rewrite`` (the
+gated rules rewrite, mixed) and ``ungated`` (the rewrite before the gate), and the
+anchored documents.
 
 ``fit`` replays the wing's fusion of planned queries (:func:`convrag.retrieval.fusion.fuse`,
 the raw message's first hit as a list of its own, as :func:`convrag.retrieval.candidates.
@@ -55,6 +56,7 @@ from convrag.evaluation.mtrag import (
 from convrag.records import previous_question
 from convrag.retrieval.candidates import with_raw_top
 from convrag.retrieval.fusion import RankedList, fuse
+from convrag.retrieval.planning import TurnQuery, history_query
 from convrag.retrieval.policy import RetrievalPolicy, default_policy, load_policy, write_policy
 from convrag.retrieval.search import SearchResult
 from convrag.rewriting.classify import classify
@@ -103,7 +105,10 @@ async def _lists(ev: MtragEvaluation, turn: MtragTurn, policy: RetrievalPolicy) 
     )
     row["raw"] = row["last"]
     row["history"] = await one(turn.question, True)
-    row["glue"] = await one(f"{turn.question} {previous_question(history)}", True)
+    # the history query as served: the message and the expansion model's words (or the
+    # previous question when the policy has no expansion model)
+    served = TurnQuery(ws, turn.question, rewrite, kind, "rules", history)
+    row["glue"] = await one(history_query(served, policy), True)
     if rewrite.strip() != turn.question.strip():
         row["rewrite"] = await one(rewrite, True)
     if ungated.strip() != turn.question.strip():
@@ -277,9 +282,9 @@ def _line(run: Mapping[str, Any], w: Weights) -> str:
 
 
 SERVED_HISTORY = "glue"
-"""The history list a follow-up searches as served (``retrieval.planning.PLANS``: the
-message and the previous question as one query, mixed), which the recording calls
-``glue``; replayed with it, the fusion gives the graph's passages turn for turn."""
+"""The history list a follow-up searches as served (``retrieval.planning.history_query``,
+mixed), which the recording calls ``glue``; replayed with it, the fusion gives the graph's
+passages turn for turn."""
 
 GRID: list[Weights] = [
     (rw, hist, anchor, SERVED_HISTORY, True, "mixed", top)
