@@ -33,11 +33,7 @@ from fit_not_found import in_units, probability
 from convrag.evaluation.mtrag import domain_path, history_turns, load_domain
 from convrag.retrieval.expansion import EXPANSION_FEATURES, term_features
 from convrag.retrieval.policy import default_policy
-from convrag.text.tokens import content_words, tokenize
-
-
-def _words(text: str) -> set[str]:
-    return {t.low for t in content_words(tokenize(text or ""))}
+from convrag.text.tokens import content_terms
 
 
 async def record(data: Path, domain: str) -> list[Row]:
@@ -47,13 +43,14 @@ async def record(data: Path, domain: str) -> list[Row]:
         history = history_turns(turn, "w")
         if not history or not turn.followup or not turn.rewrite_llm:
             continue
-        wanted = _words(turn.rewrite_llm) - _words(turn.question)
+        asked = content_terms(turn.question)
+        wanted = content_terms(turn.rewrite_llm) - asked
         terms = term_features(turn.question, history)
         rows.append(
             {
                 "task_id": turn.task_id,
                 "terms": {w: {**f, "wanted": w in wanted} for w, f in terms.items()},
-                "previous": sorted(_words(history[-1]["question"]) - _words(turn.question)),
+                "previous": sorted(content_terms(history[-1]["question"]) - asked),
             }
         )
     return rows

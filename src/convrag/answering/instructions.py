@@ -348,10 +348,15 @@ def _text_stems(text: str) -> _TextStems:
     )
 
 
-def _other_letters(text: str) -> tuple[int, int]:
-    """The letters and the capitals of ``text``'s units that do not address the model."""
-    letters = [c for c in strip_markers(" ".join(text_units(text).other)) if c.isalpha()]
+def _letters(text: str) -> tuple[int, int]:
+    """The letters and the capitals of ``text`` less its ``[n]`` markers."""
+    letters = [c for c in strip_markers(text) if c.isalpha()]
     return len(letters), sum(c.isupper() for c in letters)
+
+
+def _other_letters(text: str) -> tuple[int, int]:
+    """:func:`_letters` of ``text``'s units that do not address the model."""
+    return _letters(" ".join(text_units(text).other))
 
 
 def _shouts_overall(counts: Sequence[tuple[int, int]]) -> bool:
@@ -362,8 +367,7 @@ def _shouts_overall(counts: Sequence[tuple[int, int]]) -> bool:
 
 def _shouts(text: str) -> bool:
     """Whether most of ``text``'s letters (twenty or more) are capitals."""
-    letters = [c for c in strip_markers(text) if c.isalpha()]
-    return _shouts_overall([(len(letters), sum(c.isupper() for c in letters))])
+    return _shouts_overall([_letters(text)])
 
 
 RECITAL_WORDS = 9

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from convrag.records import HistoryTurn
 from convrag.retrieval.evidence import logistic
-from convrag.text.tokens import content_words, tokenize
+from convrag.text.tokens import content_terms
 
 EXPANSION_FEATURES = (
     "in_previous_question",
@@ -43,32 +43,25 @@ _NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]+)")
 """A capitalised word after a lower-case word: a name, not a sentence's first word."""
 
 
-def _words(text: str) -> set[str]:
-    return {t.low for t in content_words(tokenize(text or ""))}
-
-
 def term_features(message: str, history: Sequence[HistoryTurn]) -> dict[str, dict[str, float]]:
     """Each candidate term (a content word of the history that ``message`` lacks, two
     characters or more) with its :data:`EXPANSION_FEATURES`; none on a first turn."""
     if not history:
         return {}
-    asked = _words(message)
-    questions = [h["question"] for h in history]
-    answers = [h["answer"] for h in history]
-    names = {m.lower() for t in questions + answers for m in _NAME.findall(t)}
+    asked = content_terms(message)
+    said = [(content_terms(h["question"]), content_terms(h["answer"])) for h in history]
+    names = {
+        m.lower() for h in history for t in (h["question"], h["answer"]) for m in _NAME.findall(t)
+    }
     last: dict[str, int] = {}
     mentions: dict[str, list[int]] = {}
-    for i, (question, answer) in enumerate(zip(questions, answers, strict=True)):
-        for k, text in enumerate((question, answer)):
-            for word in _words(text) - asked:
+    for i, texts in enumerate(said):
+        for k, words in enumerate(texts):
+            for word in words - asked:
                 if len(word) >= 2:
                     last[word] = i
                     mentions.setdefault(word, [0, 0])[k] += 1
-    previous_q, previous_a, first_q = (
-        _words(questions[-1]),
-        _words(answers[-1]),
-        _words(questions[0]),
-    )
+    (previous_q, previous_a), first_q = said[-1], said[0][0]
     return {
         word: {
             "in_previous_question": float(word in previous_q),

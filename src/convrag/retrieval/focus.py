@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from convrag.retrieval.evidence import logistic
 from convrag.retrieval.planning import TurnQuery
 from convrag.retrieval.search import HybridSearcher
-from convrag.text.tokens import content_words, tokenize
+from convrag.text.tokens import content_terms
 
 FOCUS_FEATURES = ("new_rarity", "new_words", "own_words", "shared_words", "rewritten")
 """The signals the focus model may weigh (:func:`focus_features`)."""
@@ -37,18 +37,14 @@ def focus_text(turn: TurnQuery) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _words(text: str) -> set[str]:
-    return {t.low for t in content_words(tokenize(text))}
-
-
 def focus_features(turn: TurnQuery, searcher: HybridSearcher) -> dict[str, float]:
     """The follow-up's signals against the focus: the workspace rarity (IDF) of its rarest
     word the focus does not hold (0 when it holds them all), how many of its content words
     are new and how many it has at all and shares with the focus, and whether the rewrite
     changed it (a pronoun or an elided subject was resolved against the history)."""
     focus = focus_text(turn)
-    own = _words(turn.message)
-    held = _words(focus)
+    own = content_terms(turn.message)
+    held = content_terms(focus)
     return {
         "new_rarity": searcher.rarest_missing_term(
             turn.workspace_id, turn.message, [focus], typed=turn.message
@@ -56,7 +52,7 @@ def focus_features(turn: TurnQuery, searcher: HybridSearcher) -> dict[str, float
         "new_words": float(len(own - held)),
         "own_words": float(len(own)),
         "shared_words": float(len(own & held)),
-        "rewritten": float(_words(turn.query) != own),
+        "rewritten": float(content_terms(turn.query) != own),
     }
 
 

@@ -193,6 +193,11 @@ def content_words(toks: tuple[Token, ...]) -> list[Token]:
     ]
 
 
+def content_terms(text: str) -> set[str]:
+    """The lower-cased :func:`content_words` of ``text``, as a set."""
+    return {t.low for t in content_words(tokenize(text))}
+
+
 def is_plural_phrase(phrase: str) -> bool:
     """Whether the head noun of a phrase is plural ("the salaries of ..." -> True), past
     an adjective that follows it ("the plans available" -> True)."""
