@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from convrag.records import HistoryTurn
 from convrag.retrieval.evidence import logistic
-from convrag.text.tokens import content_terms
+from convrag.text.tokens import content_terms, content_words, tokenize
 
 EXPANSION_FEATURES = (
     "in_previous_question",
@@ -43,13 +43,20 @@ _NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]+)")
 """A capitalised word after a lower-case word: a name, not a sentence's first word."""
 
 
+def _in_order(text: str) -> dict[str, None]:
+    """``text``'s :func:`content_terms` in the order it says them (a dict as an ordered
+    set): the candidates, and so the model's ties, follow the history, not a set's hash
+    order, which differs between processes."""
+    return dict.fromkeys(t.low for t in content_words(tokenize(text)))
+
+
 def term_features(message: str, history: Sequence[HistoryTurn]) -> dict[str, dict[str, float]]:
     """Each candidate term (a content word of the history that ``message`` lacks, two
     characters or more) with its :data:`EXPANSION_FEATURES`; none on a first turn."""
     if not history:
         return {}
     asked = content_terms(message)
-    said = [(content_terms(h["question"]), content_terms(h["answer"])) for h in history]
+    said = [(_in_order(h["question"]), _in_order(h["answer"])) for h in history]
     names = {
         m.lower() for h in history for t in (h["question"], h["answer"]) for m in _NAME.findall(t)
     }
@@ -57,8 +64,8 @@ def term_features(message: str, history: Sequence[HistoryTurn]) -> dict[str, dic
     mentions: dict[str, list[int]] = {}
     for i, texts in enumerate(said):
         for k, words in enumerate(texts):
-            for word in words - asked:
-                if len(word) >= 2:
+            for word in words:
+                if word not in asked and len(word) >= 2:
                     last[word] = i
                     mentions.setdefault(word, [0, 0])[k] += 1
     (previous_q, previous_a), first_q = said[-1], said[0][0]

@@ -48,3 +48,8 @@ def test_the_model_chooses_its_best_terms_up_to_the_policys_number() -> None:
     assert expansion_terms("Is there a size limit?", HISTORY, names, 1) == ["cloudant"]
     assert len(expansion_terms("Is there a size limit?", HISTORY, names, 3)) == 3
     assert expansion_terms("Is there a size limit?", [], names, 3) == []
+
+
+def test_the_candidates_follow_the_order_the_history_says_them() -> None:
+    found = term_features("Is there a size limit?", HISTORY)
+    assert list(found)[:3] == ["cloudant", "store", "stores"]
