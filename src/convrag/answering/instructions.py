@@ -30,7 +30,7 @@ import base64
 import binascii
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from convrag.citations import strip_markers
@@ -227,12 +227,6 @@ def text_units(text: str) -> Units:
     for plain in decoded(text):
         (addressed if is_addressed(plain) else other).append(plain)
     return Units(tuple(addressed), tuple(other))
-
-
-def units(texts: Iterable[str]) -> Units:
-    """``texts`` cut into units (:func:`text_units`), in order."""
-    cut = [text_units(t) for t in texts]
-    return Units(tuple(u for c in cut for u in c.addressed), tuple(u for c in cut for u in c.other))
 
 
 def source_texts(sources: Sequence[Source]) -> list[str]:
