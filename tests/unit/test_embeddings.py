@@ -171,6 +171,21 @@ def test_the_model_runs_without_onnx_runtimes_cpu_arena() -> None:
     assert model.session.get_session_options().enable_cpu_mem_arena is False
 
 
+def test_the_ingest_child_gives_freed_memory_back_after_each_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # glibc kept a call's freed tensors in the child's heap until the next call, so the
+    # child's peak was one call's tensors on top of the last one's leftovers.
+    import convrag.embeddings as embeddings
+
+    trims: list[int] = []
+    monkeypatch.setattr(embeddings, "_CHILD", OnnxMiniLM(batch_size=2))
+    monkeypatch.setattr(embeddings, "_give_back_freed", lambda: trims.append(1))
+    rows = embeddings._child_embed(["one text", "another"])
+    assert rows.shape == (2, 384) and trims == [1]
+    embeddings._give_back_freed()  # glibc here: the real call runs
+
+
 def test_a_call_holds_at_most_call_cells_texts_times_length_squared(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
