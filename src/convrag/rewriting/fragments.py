@@ -16,10 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from convrag.rewriting.anaphora import anaphors
 from convrag.rewriting.classify import COMPARATIVE_RE, LEAD_CONJ_RE, WHAT_ABOUT_RE
 from convrag.rewriting.history import (
-    ANSWER_CHARS,
     Referents,
     Turn,
     conversation_context,
@@ -32,7 +30,6 @@ from convrag.text.lexicon import (
     AUX,
     FRAME_WORDS,
     FUNCTION_WORDS,
-    META_NOUNS,
     PREPS,
     TIME_NOUNS,
     TIME_WORDS,
@@ -47,8 +44,6 @@ from convrag.text.tokens import (
     strip_possessive,
     tokenize,
 )
-
-_ELSE_RE = re.compile(r"\b(?:else|others?|another)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,29 +130,6 @@ def rule_expand_name(a: Ask) -> str | None:
         return None
     expanded = _expand_partial(a.resolved, name_spans(tokenize(a.resolved)), a.history)
     return expanded if expanded != a.resolved else None
-
-
-def _bare_fragment_topic(a: Ask) -> str | None:
-    """The topic a bare fragment ("any others?", "tell me more") may take, or None when
-    the message names or points to something of its own, or says a content word."""
-    toks = tokenize(a.resolved)
-    topic = a.refs.topic or a.refs.main
-    if a.changed or not topic or name_spans(toks) or anaphors(toks):
-        return None
-    if fold(topic) in fold(a.resolved):
-        return None
-    if [t for t in content_words(toks) if t.low not in META_NOUNS]:
-        return None  # a question with its own words is better left alone than padded
-    return topic
-
-
-def rule_others(a: Ask) -> str | None:
-    """ "any others?": the previous question again, minus the names it was answered with."""
-    topic = _bare_fragment_topic(a)
-    if topic is None or not _ELSE_RE.search(a.msg):
-        return None
-    besides = _besides(a.prev_q, a.history[-1].answer[:ANSWER_CHARS])
-    return besides or _append_topic(a.resolved, a.refs.main or topic, "about")
 
 
 def _what_about(rest: str, prev_q: str | None, refs: Referents) -> str | None:
@@ -333,24 +305,6 @@ def _append_topic(msg: str, topic: str, connector: str) -> str:
     if body.lower().endswith((" about", " on", " of", " for", " with")):
         return f"{body} {topic}{end}"
     return f"{body} {connector} {topic}{end}"
-
-
-def _besides(prev_q: str | None, answer: str) -> str | None:
-    """ "Which services offer 4K?" + "Netflix and Hulu." + "any others?" -> "... besides ..."."""
-    if not prev_q:
-        return None
-    ptoks = tokenize(prev_q)
-    if not ptoks or ptoks[0].low not in WH:
-        return None
-    atoks = tokenize(answer)
-    names = [s.text for s in name_spans(atoks) if fold(s.text) not in fold(prev_q)]
-    words = sum(1 for t in atoks if t.kind != "punct")
-    if not names or len(names) > 4:
-        return None
-    # only a short answer, or one that is mainly a list of names, says what to exclude
-    if words > 8 and (len(names) < 2 or sum(len(n.split()) for n in names) * 2 < words):
-        return None
-    return f"{strip_end(prev_q)} besides {join_names(names)}?"
 
 
 def _expand_partial(msg: str, names: Sequence[NameSpan], history: Sequence[Turn]) -> str:

@@ -104,7 +104,6 @@ class Referents:
     people: list[str]  # coordinated names in the previous turn ("A and B")
     group: str | None
     topic: str | None  # what "it/that" most likely points to
-    place: str | None
     main: str | None = None  # what the whole conversation is about
     off: frozenset[str] = frozenset()  # pronoun kinds switched off (PRONOUN_RULES)
 

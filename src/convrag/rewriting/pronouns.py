@@ -50,7 +50,6 @@ _KIND = {
     **dict.fromkeys(("he", "him", "his", "she", "her", "hers"), "person"),
     **dict.fromkeys(("they", "them", "their", "theirs"), "group"),
     **dict.fromkeys(("it", "its", "this", "that", "these", "those"), "topic"),
-    "there": "place",
 }
 """Each pronoun's kind in :data:`~convrag.rewriting.resolve.PRONOUN_RULES`."""
 
@@ -191,18 +190,10 @@ def _topic(p: _Pass, k: int) -> _Replacement | None:
     return _Replacement(possessive(topic) if low == "its" else topic, k)
 
 
-def _place(p: _Pass, k: int) -> _Replacement | None:
-    """ "there": the place the last exchange named."""
-    if not p.refs.place or "place" in p.used:
-        return None
-    return _Replacement(p.refs.place, k)
-
-
 _RESOLVERS: dict[str, Callable[[_Pass, int], _Replacement | None]] = {
     "person": _person,
     "group": _group,
     "topic": _topic,
-    "place": _place,
 }
 """Each kind of :data:`_KIND`'s resolver: the referent for the pronoun at an index, or None
 when there is none credible (or the kind was replaced already)."""

@@ -3,8 +3,8 @@
 :func:`referents` reads the salience model of :mod:`~convrag.rewriting.history` into one
 :class:`~convrag.rewriting.history.Referents`: the person "he/she" means (by gender when the
 history says it), the people "they" are when the last exchange listed them, the group, the
-topic "it/that" points to (:mod:`~convrag.rewriting.topic`), the place "there" points to,
-and what the whole conversation is about. Only credible names are offered: a wrong referent
+topic "it/that" points to (:mod:`~convrag.rewriting.topic`), and what the whole
+conversation is about. Only credible names are offered: a wrong referent
 hurts retrieval more than a pronoun left alone.
 """
 
@@ -29,7 +29,7 @@ from convrag.rewriting.people import (
     plural_phrase,
     resolved_they,
 )
-from convrag.rewriting.topic import asks_for_name, place, question_topic, short_answer
+from convrag.rewriting.topic import asks_for_name, question_topic, short_answer
 from convrag.text.entities import name_spans
 from convrag.text.tokens import fold, tokenize
 
@@ -48,9 +48,8 @@ def referents(history: Sequence[Turn]) -> Referents:
     last = history[-1]
     people = listed_people(history, ctx)
     person, female, male = _persons(history, ranked, people)
-    refs = Referents(person, female, male, people, _group(last, ranked), None, None)
+    refs = Referents(person, female, male, people, _group(last, ranked), None)
     refs.topic = _topic(history, ctx, refs)
-    refs.place = place(last)
     best = max(ranked, key=lambda e: e.person + e.score, default=None)
     refs.main = person or (display_name(best) if best else None)
     return refs

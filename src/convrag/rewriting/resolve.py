@@ -31,7 +31,6 @@ from convrag.rewriting.fragments import (
     rule_compare,
     rule_expand_name,
     rule_lead_fragment,
-    rule_others,
     rule_what_about,
 )
 from convrag.rewriting.history import Turn
@@ -127,7 +126,6 @@ _RULES: tuple[tuple[str, Callable[[Ask], str | None]], ...] = (
     ("lead_fragment", rule_lead_fragment),
     ("compare", rule_compare),
     ("expand_name", rule_expand_name),
-    ("others", rule_others),
 )
 """The fragment rules, tried in order; the first that applies rewrites the message. Each
 was measured alone (``convrag eval rewrite --without RULE``, ``convrag eval mtrag
@@ -136,8 +134,8 @@ it moved nothing on CANARD or either MTRAG domain, and a bare continuation now r
 previous standalone question (:mod:`convrag.rewriting.gate`)."""
 
 
-PRONOUN_RULES = ("person", "group", "topic", "place")
-"""Pronoun resolution, by kind: "he/she", "they/their", "it/this/that", "there"."""
+PRONOUN_RULES = ("person", "group", "topic")
+"""Pronoun resolution, by kind: "he/she", "they/their", "it/this/that"."""
 
 
 RULES: tuple[str, ...] = (

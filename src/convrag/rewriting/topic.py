@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from convrag.rewriting.anaphora import anaphors
-from convrag.rewriting.history import ANSWER_CHARS, ConversationContext, Referents, Turn
+from convrag.rewriting.history import ConversationContext, Referents, Turn
 from convrag.rewriting.mentions import modifies_next
 from convrag.rewriting.people import person_like, possessive
 from convrag.text.entities import NameSpan, name_spans
@@ -326,14 +326,3 @@ def _qualifies(toks: tuple[Token, ...], span: NameSpan) -> bool:
         return True
     of = span.first - 1 - int(span.article)  # the token of ``prev``
     return span.prev == "of" and of >= 1 and toks[of - 1].low in _BOUNDS
-
-
-def place(turn: Turn) -> str | None:
-    """Where "there" points: the first name after "in/at/from/to/near" in the last exchange."""
-    for text in (turn.answer[:ANSWER_CHARS], turn.standalone or turn.question):
-        toks = tokenize(text)
-        for span in name_spans(toks):
-            if span.prev in _PLACE_PREPS:
-                name = f"the {span.text}" if span.article else span.text
-                return f"{'at' if span.prev == 'at' else 'in'} {name}"
-    return None
