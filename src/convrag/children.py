@@ -66,14 +66,30 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter for the size from which a block comes from ``mmap``."""
+
+MMAP_THRESHOLD = 4 << 20
+"""In the ingest child, blocks of this many bytes or more (a model call's larger tensors)
+come straight from the kernel and go back to it when freed. At 1 MiB it cost 10 % more
+CPU a call; at 4 MiB the whole upload ran no slower (BENCHMARKS.md, 2026-12-07 (v))."""
+
+
+def large_blocks_from_kernel() -> None:
+    """Fix glibc's ``mmap`` threshold at :data:`MMAP_THRESHOLD` (elsewhere a no-op). Left
+    to itself it rises to the size of each large block freed, so a model call's tensors
+    soon came from the heaps, whose freed holes later calls' tensors did not fit: over a
+    10 MiB upload the ingest child grew past 1 GiB."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # the process's own C library
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+
+
 def give_back_freed() -> None:
-    """Return the C heap's free pages to the kernel (glibc's ``malloc_trim``; elsewhere a
-    no-op). The ingest child calls it after each model call: glibc kept much of what a
-    call freed in its heaps, and over an upload the child's RSS climbed with it, call
-    after call. A fixed ``mmap`` threshold (every large tensor from the kernel) bounded it
-    too, at about 10 % more CPU a call; trimming costs nothing measurable (BENCHMARKS.md,
-    2026-12-07 (v))."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # the process's own C library
+    """Return the C heaps' free pages to the kernel (glibc's ``malloc_trim``; elsewhere a
+    no-op). The ingest child calls it after each model call, so that what a call freed
+    does not stay in its RSS until the next."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
     if trim is not None:
         trim(0)
 

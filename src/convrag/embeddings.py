@@ -26,7 +26,12 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from convrag.children import ChildRecords, die_with_parent, give_back_freed
+from convrag.children import (
+    ChildRecords,
+    die_with_parent,
+    give_back_freed,
+    large_blocks_from_kernel,
+)
 from convrag.config import Settings
 
 log = logging.getLogger(__name__)
@@ -503,6 +508,7 @@ def _child_start(model: str, batch_size: int, niceness: int, threads: int, paren
     # not SCHED_IDLE: idle priority gave ingest only what the service left, so any other
     # load starved it (see ``INGEST_NICE``).
     os.nice(niceness)
+    large_blocks_from_kernel()
     _CHILD = _load_local(model.removeprefix("local:"), batch_size, threads)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from convrag.children import give_back_freed
+from convrag.children import give_back_freed, large_blocks_from_kernel
 from convrag.config import Settings
 from convrag.embeddings import (
     Matrix,
@@ -185,6 +185,25 @@ def test_the_ingest_child_gives_freed_memory_back_after_each_call(
     rows = embeddings._child_embed(["one text", "another"])
     assert rows.shape == (2, 384) and trims == [1]
     give_back_freed()  # glibc here: the real call runs
+
+
+def test_the_ingest_child_takes_large_blocks_straight_from_the_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Left to glibc, a call's large tensors soon came from the heaps, and the child's RSS
+    # grew over a 10 MiB upload past 1 GiB (BENCHMARKS.md, 2026-12-07 (v)).
+    import convrag.embeddings as embeddings
+
+    steps: list[str] = []
+    monkeypatch.setattr(embeddings, "die_with_parent", lambda parent: steps.append("guard"))
+    monkeypatch.setattr(embeddings.signal, "signal", lambda *args: None)
+    monkeypatch.setattr(embeddings.os, "nice", lambda n: 0)
+    monkeypatch.setattr(embeddings, "large_blocks_from_kernel", lambda: steps.append("mmap"))
+    monkeypatch.setattr(embeddings, "_load_local", lambda *args: steps.append("model"))
+    monkeypatch.setattr(embeddings, "_CHILD", None)
+    embeddings._child_start("local:all-MiniLM-L6-v2-int8", 2, 0, 1, os.getpid())
+    assert steps == ["guard", "mmap", "model"]  # before the model allocates anything
+    large_blocks_from_kernel()  # glibc here: the real call runs
 
 
 def test_a_call_holds_at_most_call_cells_texts_times_length_squared(
