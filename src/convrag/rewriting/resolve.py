@@ -4,7 +4,7 @@ When no LLM is configured, :func:`contextualize` alone turns a follow-up such as
 her basic salary?" into a query ("What is Prasad Chaudhari's basic salary?") that BM25 and
 dense retrieval can use without the conversation. Personal pronouns become the most salient
 person (or the people the previous answer listed), "it/this/that" the previous turn's topic,
-and fragments ("and in 2019?", "why?", "what about X?", "any others?") are mapped onto the
+and fragments ("and in 2019?", "why?", "what about X?") are mapped onto the
 previous question. When no referent is credible, the pronoun is left as it is: a wrong name
 hurts retrieval more than a vague pronoun. Credible means well evidenced: a name the history
 uses as a name (not an adjective such as "Indian", a word capitalised by its position, or the

@@ -1,9 +1,9 @@
-"""What "it/this/that" and "there" point to: the topic and the place of an exchange.
+"""What "it/this/that" point to: the topic of an exchange.
 
 :func:`question_topic` finds the noun phrase a question is about (a named thing first, else
 a determiner phrase such as "the reverse order of text", a keyword query as a whole, or the
 object of "what is ..."); :func:`short_answer` takes a short naming answer as the topic of a
-"what/who" question; :func:`place` finds where "there" points.
+"what/who" question.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def question_topic(
     things = [s for s in names if not person_like(s, ctx) and not _fragment(toks, s)]
     if things and all(_qualifies(toks, s) for s in things):
         # "the daily meal allowance in Asia": the place qualifies what was asked about
-        # ("there" points to it); "it" is the asked thing.
+        # ("Is it taxed there?"); "it" is the asked thing.
         phrase = _det_phrase(toks, referents)
         if phrase and not any(fold(s.text) in fold(phrase) for s in things):
             return phrase
