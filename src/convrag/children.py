@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -75,12 +76,19 @@ come straight from the kernel and go back to it when freed. At 1 MiB it cost 10 
 CPU a call; at 4 MiB the whole upload ran no slower (BENCHMARKS.md, 2026-12-07 (v))."""
 
 
+@functools.cache
+def _own_c_library() -> ctypes.CDLL:
+    """The process's own symbols, its C library's among them: opened once, not at every
+    model call of the ingest child."""
+    return ctypes.CDLL(None)
+
+
 def large_blocks_from_kernel() -> None:
     """Fix glibc's ``mmap`` threshold at :data:`MMAP_THRESHOLD` (elsewhere a no-op). Left
     to itself it rises to the size of each large block freed, so a model call's tensors
     soon came from the heaps, whose freed holes later calls' tensors did not fit: over a
     10 MiB upload the ingest child grew past 1 GiB."""
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)  # the process's own C library
+    mallopt = getattr(_own_c_library(), "mallopt", None)
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
@@ -89,7 +97,7 @@ def give_back_freed() -> None:
     """Return the C heaps' free pages to the kernel (glibc's ``malloc_trim``; elsewhere a
     no-op). The ingest child calls it after each model call, so that what a call freed
     does not stay in its RSS until the next."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    trim = getattr(_own_c_library(), "malloc_trim", None)
     if trim is not None:
         trim(0)
 
