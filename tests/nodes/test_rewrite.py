@@ -29,6 +29,8 @@ from convrag.testing.openai_stub import OpenAIStub, Reply
 SALARY_Q = "What is Prasad Chaudhari's salary?"
 SALARY_A = "Prasad Chaudhari's total salary is $120,000 [1]."
 FOLLOW_UP = "What about her basic salary?"
+RULES_REWRITE = "What about Prasad Chaudhari's basic salary?"
+"""What the rules make of ``FOLLOW_UP`` after ``SALARY`` (no LLM, or a failed one)."""
 STANDALONE = "What is the meal allowance in Europe?"
 
 
@@ -234,7 +236,7 @@ async def test_an_invalid_llm_reply_falls_back_to_the_rules_rewrite_and_says_why
 ) -> None:
     stub.add_rule("Latest user question", reply)
     out, events = await _run(FOLLOW_UP, SALARY, settings, stub)
-    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"  # as no LLM
+    assert out["rewritten_query"] == RULES_REWRITE  # as no LLM
     assert out["rewrite_method"] == "fallback"
     assert out["classification"] == "follow_up"  # the rules' verdict
     assert out["flags"]["rewrite_fallback"].startswith(reason)
@@ -249,7 +251,7 @@ async def test_a_slow_llm_falls_back_within_the_rewrite_time_limit(
 ) -> None:
     stub.add_rule("Latest user question", Reply(delay_s=2.0))
     out, _ = await _run(FOLLOW_UP, SALARY, settings, stub, rewrite_timeout_s=0.3)
-    assert out["rewritten_query"] == "What is Prasad Chaudhari's basic salary?"
+    assert out["rewritten_query"] == RULES_REWRITE
     assert out["flags"]["rewrite_fallback"] == "timeout"
 
 

@@ -3,11 +3,11 @@
 Each rule takes an :class:`Ask` (the message, the history, its referents, the previous
 question and the message with its pronouns resolved) and returns the rewrite, or None when
 it does not apply; :data:`~convrag.rewriting.resolve._RULES` tries them in order.
-``what_about`` maps "What about X?" onto the previous question's frame, ``lead_fragment``
-completes "and in 2010?", ``compare`` names the people "Who earns more?" compares,
-``expand_name`` spells a one-word name out as the history does, and ``others`` asks the
-previous question again minus what answered it; ``code_term`` (:func:`swap_code_term`) is
-the technical-term swap inside the first two.
+``lead_fragment`` completes "and in 2010?" (putting X into the previous question's frame),
+``compare`` names the people "Who earns more?" compares, and ``expand_name`` spells a
+one-word name out as the history does; ``code_term`` (:func:`swap_code_term`) is the
+technical-term swap inside "and X?". "What about X?" has no rule of its own: its pronouns
+are resolved and the learned expansion carries the previous question's words.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from convrag.rewriting.classify import COMPARATIVE_RE, LEAD_CONJ_RE, WHAT_ABOUT_RE
+from convrag.rewriting.classify import COMPARATIVE_RE, LEAD_CONJ_RE
 from convrag.rewriting.history import (
     Referents,
     Turn,
@@ -59,27 +59,6 @@ class Ask:
     changed: bool
 
 
-def rule_what_about(a: Ask) -> str | None:
-    """ "What about X?": X put into the previous question's frame, else the message with
-    the topic appended ("What about installation for OpenShift?")."""
-    m = WHAT_ABOUT_RE.match(a.msg)
-    if not m:
-        return None
-    rtoks = tokenize(m.group("rest"))
-    if rtoks and (rtoks[0].low in WH or rtoks[0].low in AUX):
-        # "what about why can't I ...?" wraps a full question: keep just that question.
-        resolved, _ = resolve_pronouns(m.group("rest"), a.refs)
-        return resolved[0].upper() + resolved[1:]
-    rest, _ = resolve_pronouns(m.group("rest"), a.refs)
-    mapped = _what_about(rest, a.prev_q, a.refs)
-    if mapped:
-        return mapped
-    topic = a.refs.topic
-    if a.changed or not topic or fold(topic) in fold(a.msg) or name_spans(rtoks):
-        return a.resolved  # "What about Romeo and Juliet?" names its own new subject
-    return _append_topic(a.resolved, topic, "for")
-
-
 def rule_lead_fragment(a: Ask) -> str | None:
     """ "and in 2010?": a fragment after a conjunction completes the previous question."""
     lead = LEAD_CONJ_RE.match(a.msg)
@@ -96,7 +75,7 @@ def rule_lead_fragment(a: Ask) -> str | None:
         return None
     rest, _ = resolve_pronouns(rest, a.refs)
     rtoks = tokenize(rest)
-    mapped = _what_about(rest, a.prev_q, a.refs)
+    mapped = _into_previous_frame(rest, a.prev_q, a.refs)
     if mapped:
         return mapped
     if rtoks[0].low in PREPS and not _proper_names(rtoks):
@@ -132,8 +111,8 @@ def rule_expand_name(a: Ask) -> str | None:
     return expanded if expanded != a.resolved else None
 
 
-def _what_about(rest: str, prev_q: str | None, refs: Referents) -> str | None:
-    """Map "What about X?" onto the previous question's frame when the mapping is clear:
+def _into_previous_frame(rest: str, prev_q: str | None, refs: Referents) -> str | None:
+    """Map the X of "and X?" onto the previous question's frame when the mapping is clear:
     a technical term for a term, else the first of :data:`_MAPPINGS` that applies."""
     x = strip_end(rest)
     if not prev_q or not x:
@@ -227,7 +206,7 @@ _MAPPINGS: tuple[Callable[[str, tuple[Token, ...], str, tuple[Token, ...]], str 
     _same_head,
     _new_phrase,
 )
-"""How X of "What about X?" goes into the previous question (``prev``, its tokens, X, its
+"""How X of "and X?" goes into the previous question (``prev``, its tokens, X, its
 tokens), tried in order; each returns the new question, or None when it does not apply."""
 
 

@@ -1,10 +1,10 @@
 """Rewrite a follow-up into a standalone query: pronoun and ellipsis resolution.
 
 When no LLM is configured, :func:`contextualize` alone turns a follow-up such as "What about
-her basic salary?" into a query ("What is Prasad Chaudhari's basic salary?") that BM25 and
+her basic salary?" into a query ("What about Prasad Chaudhari's basic salary?") that BM25 and
 dense retrieval can use without the conversation. Personal pronouns become the most salient
 person (or the people the previous answer listed), "it/this/that" the previous turn's topic,
-and fragments ("and in 2019?", "why?", "what about X?") are mapped onto the
+and fragments ("and in 2019?", "why?") are mapped onto the
 previous question. When no referent is credible, the pronoun is left as it is: a wrong name
 hurts retrieval more than a vague pronoun. Credible means well evidenced: a name the history
 uses as a name (not an adjective such as "Indian", a word capitalised by its position, or the
@@ -31,7 +31,6 @@ from convrag.rewriting.fragments import (
     rule_compare,
     rule_expand_name,
     rule_lead_fragment,
-    rule_what_about,
 )
 from convrag.rewriting.history import Turn
 from convrag.rewriting.pronouns import previous_question, resolve_pronouns
@@ -122,7 +121,6 @@ def _rewrite(msg: str, history: Sequence[Turn], off: frozenset[str] = frozenset(
 
 
 _RULES: tuple[tuple[str, Callable[[Ask], str | None]], ...] = (
-    ("what_about", rule_what_about),
     ("lead_fragment", rule_lead_fragment),
     ("compare", rule_compare),
     ("expand_name", rule_expand_name),

@@ -52,7 +52,7 @@ async def test_a_failed_llm_gets_the_rules_rewrite_and_says_why() -> None:
     )
     assert out == Rewrite(
         "follow_up",
-        "What is Prasad Chaudhari's basic salary?",
+        "What about Prasad Chaudhari's basic salary?",
         "fallback",
         fallback="invalid: too long",
         llm_ms=12.5,

@@ -122,7 +122,7 @@ def test_a_rejected_rewrite_leaves_the_message_as_typed() -> None:
         ("Why don't you provide that?", None),
     }
     assert gated_rewrite("What about her basic salary?", SALARY) == (
-        "What is Prasad Chaudhari's basic salary?",
+        "What about Prasad Chaudhari's basic salary?",
         None,
     )
 
@@ -131,7 +131,7 @@ def test_unknown_switches_are_refused_with_the_list() -> None:
     assert check_switches(["gate", "topic"]) == {"gate", "topic"}
     with pytest.raises(ValueError, match="the rules are continuation, gate"):
         check_switches(["pronouns"])
-    assert "what_about" in SWITCHES
+    assert "lead_fragment" in SWITCHES
 
 
 def test_the_title_of_a_document_the_last_answer_cited_is_a_supported_referent() -> None:

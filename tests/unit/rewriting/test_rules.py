@@ -67,7 +67,7 @@ async def test_a_continuation_reuses_the_previous_standalone_question_without_ne
     assert await _query("Tell me more", history) == first
 
 
-async def test_a_what_about_follow_up_maps_onto_the_previous_turn_as_rewritten() -> None:
+async def test_an_and_fragment_maps_onto_the_previous_turn_as_rewritten() -> None:
     history = [
         stored_turn(STANDALONE, "The meal allowance in Europe is 60 euros a day. [1]"),
         stored_turn(
@@ -77,7 +77,7 @@ async def test_a_what_about_follow_up_maps_onto_the_previous_turn_as_rewritten()
             "What is the meal allowance in North America?",
         ),
     ]
-    assert await _query("What about Asia?", history) == "What is the meal allowance in Asia?"
+    assert await _query("And in Asia?", history) == "What is the meal allowance in Asia?"
 
 
 async def test_a_greeting_in_the_history_is_no_referent() -> None:
