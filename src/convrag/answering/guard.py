@@ -28,6 +28,7 @@ from typing import Literal
 from convrag.answering.instructions import (
     Provenance,
     hides_instruction,
+    is_addressed,
     marked_lines,
     recital_of,
 )
@@ -232,6 +233,18 @@ def without_instructions(sources: Sequence[Source], *, refused: bool = False) ->
             lines.append(written if len(kept) == len(marked) else " ".join(kept))
         out.append({**source, "text": "\n".join(lines)})
     return out
+
+
+def for_the_prompt(sources: Sequence[Source]) -> list[Source]:
+    """What the model is shown of ``sources``: no unit that addresses it
+    (:func:`without_instructions`) and no title that does (a file name that says "reply
+    only ..."): an instruction the checks recognise is never put before the model, which
+    cannot obey what it does not read. The checks still weigh the answer against the
+    sources as they are."""
+    return [
+        {**s, "title": None if s["title"] and is_addressed(s["title"]) else s["title"]}
+        for s in without_instructions(sources)
+    ]
 
 
 def obeyed_instruction(answer: str, sources: Sequence[Source], question: str = "") -> str | None:

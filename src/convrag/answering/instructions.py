@@ -33,6 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from convrag.answering.injection_model import model_addresses
 from convrag.citations import strip_markers
 from convrag.records import Source
 from convrag.text.lexicon import NOT_SUBJECT
@@ -144,8 +145,14 @@ def hides_instruction(unit: str) -> bool:
 
 
 def is_addressed(unit: str) -> bool:
-    """Whether ``unit`` (a sentence, or a line) speaks to the model reading it."""
+    """Whether ``unit`` (a sentence, or a line) speaks to the model reading it: by the
+    rules, or by the fitted model (:mod:`convrag.answering.injection_model`)."""
     text = readable(unit)
+    return _rules_address(text) or model_addresses(text)
+
+
+def _rules_address(text: str) -> bool:
+    """Whether readable ``text`` addresses the model by one of the rules' patterns."""
     return bool(
         _OVERRIDE.search(text)
         or _ROLE_LINE.search(text)
@@ -199,14 +206,16 @@ def marked_lines(text: str) -> MarkedLines:
     out: list[tuple[tuple[str, bool], ...]] = []
     carried = False
     text = readable(text)
-    # Every way of addressing the model holds one of these three (a role label names the
-    # model); a unit is a stripped piece of the text, cut where no word runs on: a text
-    # without a match has no addressed unit, and its units are not read one by one.
+    # Every way the rules know of addressing the model holds one of these three (a role
+    # label names the model): a text without a match has no unit the rules flag. The
+    # fitted model reads every unit.
     possible = _may_address(text)
     for line in text.split("\n"):
         marked = []
         for k, unit in enumerate(_line_units(line)):
-            hit = possible and (is_addressed(unit) or (carried and k == 0))
+            hit = (
+                (possible and _rules_address(unit)) or model_addresses(unit) or (carried and k == 0)
+            )
             marked.append((unit, hit))
             carried = hit and not unit.rstrip().endswith((".", "!", "?"))
         if not line.strip():

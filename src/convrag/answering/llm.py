@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 
 from convrag import prompts
+from convrag.answering.guard import for_the_prompt
 from convrag.citations import strip_markers
 from convrag.records import HistoryTurn, Source
 from convrag.text.tokens import storable
@@ -23,8 +24,9 @@ def build_messages(
     fence: prompts.Fence,
     no_answer: str,
 ) -> list[SystemMessage | HumanMessage]:
-    """The answer prompt: sources and earlier turns go in as fenced, neutralised data; the
-    model is told to reply ``no_answer`` alone when the sources do not hold the answer."""
+    """The answer prompt: sources and earlier turns go in as fenced, neutralised data, the
+    sources without what addresses the model (:func:`for_the_prompt`); the model is told
+    to reply ``no_answer`` alone when the sources do not hold the answer."""
     standalone = f"(Standalone form: {rewritten})\n" if rewritten and rewritten != question else ""
     exclusions = (
         prompts.EXCLUSIONS.format(entities=", ".join(excluded_entities))
@@ -35,7 +37,7 @@ def build_messages(
         conversation=prompts.conversation_context(history, fence),
         question=question,
         standalone=standalone,
-        sources=prompts.format_sources(sources, fence),
+        sources=prompts.format_sources(for_the_prompt(sources), fence),
         exclusions=exclusions,
     )
     system = prompts.SYNTHESIS_SYSTEM.format(
