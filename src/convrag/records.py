@@ -119,6 +119,9 @@ class HistoryTurn(TypedDict):
     contextualized_query: str | None
     entities: list[str]
     cited_document_ids: list[str]
+    cited_chunk_ids: NotRequired[list[str]]
+    """The passages the answer cited, in citation order (where a later turn looks in place
+    before "not found")."""
     cited_titles: NotRequired[list[str]]
     """The titles of the documents the answer cited, in citation order: "this policy"
     in the next question names one of them."""

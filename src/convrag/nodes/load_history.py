@@ -25,6 +25,7 @@ def history_turn(turn: TurnRecord) -> HistoryTurn:
         contextualized_query=turn.contextualized_query,
         entities=list(turn.entities_mentioned),
         cited_document_ids=[s.document_id for s in cited if s.document_id],
+        cited_chunk_ids=[s.id for s in cited if s.type != "web"],
         cited_titles=list(dict.fromkeys(s.title for s in cited if s.title)),
     )
 

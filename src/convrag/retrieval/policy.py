@@ -94,6 +94,10 @@ class RetrievalPolicy:
     """Before "not found", weigh alone the first query's best keyword hit that the fusion
     ranked below the sources; it takes the last source place when the model would answer
     from it alone."""
+    in_place_reach: int
+    """Before "not found" on a later turn, the passages the previous answer cited and this
+    many either side of each in their documents are weighed alone, by the same model
+    (:mod:`convrag.retrieval.in_place`); 0: no such look."""
     confidence_margin: float
     """A decision whose probability lies within this of ``answer_threshold``, either
     side, is marked low confidence."""
@@ -153,6 +157,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "sentence_band": (0, 1),
     "lone_sentence_margin": (0, 1),
     "evidence_candidates": (1, 256),
+    "in_place_reach": (0, 50),
     "confidence_margin": (0, 1),
     "web_confidence_threshold": (0, 1),
     "semantic_candidates": (1, 256),

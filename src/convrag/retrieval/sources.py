@@ -22,6 +22,7 @@ from convrag.retrieval.evidence import (
     paragraph_evidence,
     sentence_evidence,
 )
+from convrag.retrieval.in_place import passages_in_place
 from convrag.retrieval.planning import TurnQuery, evidence_queries
 from convrag.retrieval.policy import RetrievalPolicy
 from convrag.retrieval.ranking import query_coverage
@@ -260,6 +261,20 @@ async def _second_look(
     return other, weight, signals
 
 
+async def _in_place_look(evidence: Evidence, budgeted: SourceBudget, first: Weighed) -> Weighed:
+    """Before "not found" on a later turn: the passages around the previous answer's
+    (:mod:`convrag.retrieval.in_place`), weighed alone by the same model; they become the
+    sources only when it would answer from them."""
+    turn, policy = evidence.turn, evidence.policy
+    query = evidence_queries(turn)[0]
+    found = await passages_in_place(turn, evidence.services, query, policy.in_place_reach)
+    if not found:
+        return first
+    kept = budget(found, top_k=budgeted.top_k, max_chars=budgeted.max_chars)
+    weight, signals = await evidence.weigh(kept, max(s.get("dense_score") or 0.0 for s in kept))
+    return (kept, weight, signals) if weight >= policy.answer_threshold else first
+
+
 async def merge_sources(
     turn: TurnQuery,
     hits: tuple[Sequence[Source], Sequence[Source], Source | None],
@@ -304,6 +319,10 @@ async def merge_sources(
         if weight < policy.answer_threshold:
             kept, weight, signals = await _second_look(
                 evidence, keyword_hit, budgeted, (kept, weight, signals)
+            )
+        if weight < policy.answer_threshold:
+            kept, weight, signals = await _in_place_look(
+                evidence, budgeted, (kept, weight, signals)
             )
     close = signals is not None and (
         assurance(weight, policy.answer_threshold, policy.confidence_margin) == "low"

@@ -454,6 +454,51 @@ class DocumentStore(PooledStore):
         )
         return [ChunkRow(**r) for r in rows]
 
+    async def chunks_around(
+        self,
+        workspace_id: str,
+        document_ids: Sequence[str],
+        chunk_ids: Sequence[str],
+        *,
+        reach: int,
+        limit: int,
+    ) -> list[IndexedChunk]:
+        """The chunks of ``document_ids`` within ``reach`` positions of one of
+        ``chunk_ids`` (a document none of ``chunk_ids`` is in: its first chunks), at most
+        ``limit``, in document order, with their stored vectors (None when only Milvus
+        has them)."""
+        docs = [d for d in document_ids if is_uuid(d)]
+        if not docs:
+            return []
+        rows = await self.fetch_all(
+            """WITH cited AS (
+                   SELECT document_id, position FROM chunks
+                    WHERE workspace_id = %s AND id = ANY(%s::uuid[])
+                      AND document_id = ANY(%s::uuid[]))
+               SELECT c.id::text AS id, c.document_id::text AS document_id, c.text,
+                      c.embedding, d.title, (c.metadata->>'page')::int AS page,
+                      c.metadata->'heading' AS heading
+                 FROM chunks c JOIN documents d ON d.id = c.document_id
+                WHERE c.workspace_id = %s AND c.document_id = ANY(%s::uuid[])
+                  AND (EXISTS (SELECT 1 FROM cited a WHERE a.document_id = c.document_id
+                                  AND abs(a.position - c.position) <= %s)
+                       OR (NOT EXISTS (SELECT 1 FROM cited a
+                                        WHERE a.document_id = c.document_id)
+                           AND c.position <= %s))
+                ORDER BY c.document_id, c.position LIMIT %s""",
+            (
+                workspace_id,
+                [c for c in chunk_ids if is_uuid(c)],
+                docs,
+                workspace_id,
+                docs,
+                reach,
+                2 * reach,
+                limit,
+            ),
+        )
+        return [IndexedChunk(**r) for r in rows]
+
     async def find_chunks_matching(
         self, workspace_id: str, pattern: str, limit: int = 3
     ) -> list[ChunkRow]:
