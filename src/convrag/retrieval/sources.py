@@ -263,15 +263,19 @@ async def _second_look(
 
 async def _in_place_look(evidence: Evidence, budgeted: SourceBudget, first: Weighed) -> Weighed:
     """Before "not found" on a later turn: the passages around the previous answer's
-    (:mod:`convrag.retrieval.in_place`), weighed alone by the same model; they become the
-    sources only when it would answer from them."""
+    (:mod:`convrag.retrieval.in_place`), weighed alone by the same model, the turn read
+    as a follow-up (it is asked of the previous answer's passages: a message left as
+    typed is weighed with the previous question too, :func:`evidence_queries`); they
+    become the sources only when the model would answer from them."""
     turn, policy = evidence.turn, evidence.policy
     query = evidence_queries(turn)[0]
     found = await passages_in_place(turn, evidence.services, query, policy.in_place_reach)
     if not found:
         return first
     kept = budget(found, top_k=budgeted.top_k, max_chars=budgeted.max_chars)
-    weight, signals = await evidence.weigh(kept, max(s.get("dense_score") or 0.0 for s in kept))
+    probe = Evidence(replace(turn, classification="follow_up"), evidence.services, policy)
+    weight, signals = await probe.weigh(kept, max(s.get("dense_score") or 0.0 for s in kept))
+    evidence.timings.update(probe.timings)
     return (kept, weight, signals) if weight >= policy.answer_threshold else first
 
 
