@@ -5,8 +5,8 @@ is about the passage the previous answer quoted, or the text just around it; sea
 workspace-wide, its few words find other documents or nothing close enough. Before such a
 turn says "not found", the passages the previous answer cited and their neighbours in the
 same documents (the policy's ``in_place_reach`` either side) are ranked by the turn's
-query and weighed alone by the same "not found" model: the turn is answered from them only
-when the model would answer, so every other turn is unchanged.
+query and weighed alone by the same "not found" model, the turn read as a follow-up: it is
+answered from them only when the model would answer, so every other turn is unchanged.
 """
 
 from __future__ import annotations
