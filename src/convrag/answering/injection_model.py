@@ -36,14 +36,12 @@ def char_wb_ngrams(text: str, low: int, high: int) -> list[str]:
     grams: list[str] = []
     for word in _WHITE_SPACES.sub(" ", text.lower()).split():
         padded = f" {word} "
+        size = len(padded)
         for n in range(low, high + 1):
-            offset = 0
-            grams.append(padded[offset : offset + n])
-            while offset + n < len(padded):
-                offset += 1
-                grams.append(padded[offset : offset + n])
-            if offset == 0:  # a word shorter than n counts once
+            if size <= n:  # a word no longer than n counts once, whole
+                grams.append(padded)
                 break
+            grams.extend([padded[i : i + n] for i in range(size - n + 1)])
     return grams
 
 
@@ -74,14 +72,13 @@ class Analyser:
     def score(self, text: str) -> float:
         """The weighted sum of ``text``'s L2-normalised sublinear TF-IDF vector."""
         dot, norm = 0.0, 0.0
+        terms = self.terms
         for gram, count in Counter(self.grams(text)).items():
-            known = self.terms.get(gram)
-            if known is None:
-                continue
-            idf, weight = known
-            value = (1.0 + math.log(count)) * idf
-            dot += value * weight
-            norm += value * value
+            known = terms.get(gram)
+            if known is not None:
+                value = known[0] if count == 1 else (1.0 + math.log(count)) * known[0]
+                dot += value * known[1]
+                norm += value * value
         return dot / math.sqrt(norm) if norm > 0.0 else 0.0
 
 
