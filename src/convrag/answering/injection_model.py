@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MODEL_PATH = Path(__file__).with_name("injection_model.json")
 
@@ -98,12 +99,18 @@ class InjectionModel:
         return self.score(unit) >= self.threshold
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> InjectionModel:
-        analysers = []
-        for spec in data["analysers"]:  # type: ignore[attr-defined]
-            terms = {g: (float(i), float(w)) for g, (i, w) in spec["terms"].items()}
-            analysers.append(Analyser(spec["kind"], spec["low"], spec["high"], terms))
-        return cls(analysers, float(data["intercept"]), float(data["threshold"]))  # type: ignore[arg-type]
+    def from_json(cls, data: Mapping[str, Any]) -> InjectionModel:
+        """The model as ``benchmarks/fit_injection.py`` writes it."""
+        analysers = [
+            Analyser(
+                spec["kind"],
+                int(spec["low"]),
+                int(spec["high"]),
+                {g: (float(i), float(w)) for g, (i, w) in spec["terms"].items()},
+            )
+            for spec in data["analysers"]
+        ]
+        return cls(analysers, float(data["intercept"]), float(data["threshold"]))
 
 
 @functools.cache
