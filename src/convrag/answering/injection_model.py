@@ -38,11 +38,13 @@ def char_wb_ngrams(text: str, low: int, high: int) -> list[str]:
     for word in _WHITE_SPACES.sub(" ", text.lower()).split():
         padded = f" {word} "
         size = len(padded)
-        for n in range(low, high + 1):
-            if size <= n:  # a word no longer than n counts once, whole
-                grams.append(padded)
-                break
-            grams.extend([padded[i : i + n] for i in range(size - n + 1)])
+        if size <= low:  # a word no longer than n counts once, whole
+            grams.append(padded)
+            continue
+        top = min(high, size - 1)
+        grams += [padded[i : i + n] for n in range(low, top + 1) for i in range(size - n + 1)]
+        if top < high:
+            grams.append(padded)
     return grams
 
 
@@ -74,12 +76,13 @@ class Analyser:
         """The weighted sum of ``text``'s L2-normalised sublinear TF-IDF vector."""
         dot, norm = 0.0, 0.0
         terms = self.terms
-        for gram, count in Counter(self.grams(text)).items():
-            known = terms.get(gram)
-            if known is not None:
-                value = known[0] if count == 1 else (1.0 + math.log(count)) * known[0]
-                dot += value * known[1]
-                norm += value * value
+        counts = Counter(self.grams(text))
+        for gram in counts.keys() & terms.keys():  # the known ones, found in C
+            idf, weight = terms[gram]
+            count = counts[gram]
+            value = idf if count == 1 else (1.0 + math.log(count)) * idf
+            dot += value * weight
+            norm += value * value
         return dot / math.sqrt(norm) if norm > 0.0 else 0.0
 
 
