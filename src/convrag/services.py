@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
+from convrag.answering.injection_model import injection_model
 from convrag.config import Settings
 from convrag.embeddings import (
     LOCAL_MODEL,
@@ -170,16 +171,20 @@ async def open_services(
     server, ``langgraph dev``'s graph factory), never read here. ``say`` is told each
     step that may take seconds as it begins (a command shows what it waits for).
 
-    The embedding model loads in a thread from the start, while the servers start."""
+    The embedding model and the fitted injection model load in threads from the start,
+    while the servers start, not at the first turn."""
     from convrag.llm import check_llm_model
 
     tell = say or (lambda _: None)
     check_llm_model(settings)  # before any store starts: every turn would need it
     policy = load_policy(settings.retrieval_policy)  # the same: a bad file fails now
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
-    model = asyncio.get_running_loop().run_in_executor(None, get_embedder, settings)
-    # Left to finish on its own when a server fails to start: it holds nothing to close.
+    loop = asyncio.get_running_loop()
+    model = loop.run_in_executor(None, get_embedder, settings)
+    checks = loop.run_in_executor(None, injection_model)
+    # Left to finish on their own when a server fails to start: they hold nothing to close.
     model.add_done_callback(_consumed)
+    checks.add_done_callback(_consumed)
     async with AsyncExitStack() as stack:
         if settings.database_url is not None:
             db_url = settings.database_url.get_secret_value()
@@ -204,6 +209,7 @@ async def open_services(
         if not model.done():
             tell(f"loading the embedding model ({settings.embedding_model}) ...")
         embedder = await model
+        await checks
         token = settings.milvus_token.get_secret_value() if settings.milvus_token else None
         index = await stack.enter_async_context(
             VectorIndex.open(

@@ -268,8 +268,7 @@ async def _in_place_look(evidence: Evidence, budgeted: SourceBudget, first: Weig
     typed is weighed with the previous question too, :func:`evidence_queries`); they
     become the sources only when the model would answer from them."""
     turn, policy = evidence.turn, evidence.policy
-    query = evidence_queries(turn)[0]
-    found = await passages_in_place(turn, evidence.services, query, policy.in_place_reach)
+    found = await passages_in_place(turn, evidence.services, turn.query, policy.in_place_reach)
     if not found:
         return first
     kept = budget(found, top_k=budgeted.top_k, max_chars=budgeted.max_chars)
